@@ -1,0 +1,250 @@
+"""native_functions.yaml as text with structure: entries, their exact lines, and overload groups.
+
+The file is read as lines, not as a yaml tree: every edit the writers make is a
+replacement of known spans, so every byte they did not need to touch stays. Each
+entry's yaml is parsed only when asked for (libyaml, as torchgen reads it), which
+keeps a one-overload update from paying for the whole file.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from migrate.errors import InputError
+from migrate.schema import SchemaError, TypedSchema
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_ITEM = re.compile(r"-(?: +|$)")
+_FUNC_KEY = re.compile(r"func:[ \t]*")
+CONSTRAINTS_KEY = "type_constraints"
+
+
+def installed_native_functions() -> Path:
+    """The yaml that ships inside the installed torch wheel (torchgen's packaged copy)."""
+    import torchgen
+
+    return Path(torchgen.__file__).parent / "packaged" / "ATen" / "native" / "native_functions.yaml"
+
+
+def sibling_constraints_path(native_functions: Path) -> Path:
+    return native_functions.with_name("type_constraints.yaml")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One ``- func:`` item: its lines, where its schema text stands, its key indentation."""
+
+    index: int
+    start: int  # 0-based index of the item's first line
+    end: int  # exclusive; ends before trailing blank and column-0 comment lines
+    func_line: int
+    schema_start: int  # column span of the schema text on the func line
+    schema_end: int
+    key_indent: int
+    schema: TypedSchema
+
+    @property
+    def name(self) -> str:
+        """The overload name as torchgen prints it: 'add.Tensor', 'add' for the default one."""
+        return self.schema.name
+
+
+@dataclass(frozen=True)
+class OverloadGroup:
+    """Overloads that share one signature: torchgen's functional / inplace / out / mutable kinds."""
+
+    signature: str
+    members: tuple[tuple[str, tuple[str, ...]], ...]  # (SchemaKind name, overload names), sorted
+
+    def of_kind(self, kind: str) -> tuple[str, ...]:
+        return dict(self.members).get(kind, ())
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for _, names in self.members for name in names)
+
+
+@dataclass(frozen=True)
+class KeySpan:
+    """Lines [start, end) holding one top-level key of an entry and its value."""
+
+    start: int
+    end: int
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _is_gap(line: str) -> bool:
+    stripped = line.strip()
+    return not stripped or stripped.startswith("#")
+
+
+def _schema_span(line: str, value_at: int) -> tuple[int, int]:
+    """The column span of a func: value on its line: plain, or quoted without escapes."""
+    rest = line[value_at:].rstrip("\r\n")
+    comment = re.search(r"\s#", rest)
+    value = (rest[: comment.start()] if comment else rest).rstrip()
+    if value[:1] in ("'", '"'):
+        quote = value[0]
+        if len(value) < 2 or value[-1] != quote or quote * 2 in value[1:-1] or "\\" in value:
+            raise SchemaError("quoted func: values with escapes are not supported")
+        return value_at + 1, value_at + len(value) - 1
+    return value_at, value_at + len(value)
+
+
+@dataclass
+class NativeFunctions:
+    """A native_functions.yaml file: its exact text and its entries."""
+
+    path: Path
+    data: bytes
+    lines: list[str]
+    entries: tuple[Entry, ...]
+    by_name: dict[str, Entry] = field(repr=False)
+
+    @classmethod
+    def load(cls, path: Path | str) -> NativeFunctions:
+        path = Path(path)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", path) from exc
+        return cls.parse(data, path)
+
+    @classmethod
+    def parse(cls, data: bytes, path: Path | str) -> NativeFunctions:
+        path = Path(path)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError("not UTF-8 text", path) from exc
+        lines = text.splitlines(keepends=True)
+        starts = []
+        for number, line in enumerate(lines):
+            if _ITEM.match(line):
+                starts.append(number)
+            elif not _is_gap(line) and not line.startswith((" ", "\t")):
+                raise InputError("expected a top-level list of '- func:' entries", path, number + 1)
+        entries = []
+        for index, start in enumerate(starts):
+            stop = starts[index + 1] if index + 1 < len(starts) else len(lines)
+            while stop > start + 1 and _is_gap(lines[stop - 1]) and not lines[stop - 1].startswith(" "):
+                stop -= 1
+            entries.append(_read_entry(path, lines, index, start, stop))
+        by_name: dict[str, Entry] = {}
+        for entry in entries:
+            if entry.name in by_name:
+                raise InputError("overload declared twice", path, entry.func_line + 1, entry.name)
+            by_name[entry.name] = entry
+        return cls(path, data, lines, tuple(entries), by_name)
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    def fields(self, entry: Entry) -> dict[str, Any]:
+        """The entry's yaml mapping (parsed on first use); a parse error names file, line and op."""
+        return _parse_entry_yaml(self.path, "".join(self.lines[entry.start : entry.end]), entry.start, entry.name)
+
+    def validate(self) -> None:
+        """Parse every entry's yaml, so that broken yaml anywhere in the file is reported."""
+        for entry in self.entries:
+            self.fields(entry)
+
+    def key_span(self, entry: Entry, key: str) -> KeySpan | None:
+        """Where a top-level key of the entry and its value stand (block or flow style)."""
+        head = re.compile(re.escape(key) + r":(?:\s|$)")
+        for number in range(entry.start, entry.end):
+            body = _key_body(self.lines[number], number == entry.start, entry.key_indent)
+            if body is not None and head.match(body):
+                stop = number + 1
+                while stop < entry.end and (_is_gap(self.lines[stop]) or _indent(self.lines[stop]) > entry.key_indent):
+                    stop += 1
+                while stop > number + 1 and _is_gap(self.lines[stop - 1]):
+                    stop -= 1
+                return KeySpan(number, stop)
+        return None
+
+    def autogen_names(self, entry: Entry) -> tuple[str, ...]:
+        """Overloads torchgen generates from this entry (``autogen: foo.out``): not in the file themselves."""
+        value = self.fields(entry).get("autogen")
+        return tuple(n.strip() for n in value.split(",")) if isinstance(value, str) else ()
+
+    @functools.cached_property
+    def autogen_index(self) -> dict[str, Entry]:
+        """Each autogen-only overload name, mapped to the entry that declares it."""
+        return {name: entry for entry in self.entries for name in self.autogen_names(entry) if name not in self.by_name}
+
+    @functools.cached_property
+    def groups(self) -> dict[str, OverloadGroup]:
+        """Every overload's group (torchgen's grouping: one signature, functional/in-place/out=/mutable kinds)."""
+        members: dict[str, dict[str, list[str]]] = {}
+        for entry in self.entries:
+            try:
+                schema = entry.schema.torchgen()
+            except SchemaError as exc:
+                raise InputError(str(exc), self.path, entry.func_line + 1, entry.name) from exc
+            kinds = members.setdefault(str(schema.signature()), {})
+            kinds.setdefault(schema.kind().name, []).append(entry.name)
+        groups = {}
+        for signature, kinds in members.items():
+            group = OverloadGroup(signature, tuple(sorted((k, tuple(v)) for k, v in kinds.items())))
+            for names in kinds.values():
+                for name in names:
+                    groups[name] = group
+        return groups
+
+
+def _key_body(line: str, is_item_line: bool, key_indent: int) -> str | None:
+    """The text from a top-level key of an entry on, or None when the line holds no such key."""
+    if is_item_line or (_indent(line) == key_indent and not _is_gap(line)):
+        return line[key_indent:]
+    return None
+
+
+def _read_entry(path: Path, lines: list[str], index: int, start: int, stop: int) -> Entry:
+    first = lines[start]
+    key_indent = _ITEM.match(first).end()
+    func_line = None
+    for number in range(start, stop):
+        body = _key_body(lines[number], number == start, key_indent)
+        if body is not None and _FUNC_KEY.match(body):
+            func_line = number
+            break
+    if func_line is None:
+        raise InputError("entry has no 'func:' key", path, start + 1)
+    line = lines[func_line]
+    value_at = key_indent + _FUNC_KEY.match(line[key_indent:]).end()
+    try:
+        schema_start, schema_end = _schema_span(line, value_at)
+        schema = TypedSchema.parse(line[schema_start:schema_end])
+    except SchemaError as exc:
+        op = line[value_at:].split("(")[0].strip() or None
+        raise InputError(f"unparsable schema: {exc}", path, func_line + 1, op) from exc
+    return Entry(index, start, stop, func_line, schema_start, schema_end, key_indent, schema)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_entry_yaml(path: Path, text: str, first_line: int, op: str) -> dict[str, Any]:
+    try:
+        items = yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = first_line + 1 + (mark.line if mark is not None else 0)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"yaml does not parse: {problem}", path, line, op) from exc
+    if not (isinstance(items, list) and len(items) == 1 and isinstance(items[0], dict)):
+        raise InputError("entry is not a mapping", path, first_line + 1, op)
+    fields = items[0]
+    if "func" not in fields:
+        raise InputError("entry has no 'func:' key", path, first_line + 1, op)
+    return fields

@@ -1,0 +1,222 @@
+"""The plan: the one interface between inference and the writers.
+
+Per overload: its type variables, each with its dtypes, the slots it binds and the
+evidence behind it, and the conflicts found on the way. Global sets are the named
+dtype sets of ``type_constraints.yaml``. Every evidence source also speaks in these
+classes (an ``OverloadPlan`` per overload it knows about), so merging is plain data.
+The JSON form is what ``--report`` writes and ``--plan`` reads back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from migrate.dtypes import DType, UnknownDType, canonical, parse_set
+from migrate.errors import InputError
+
+FORMAT_VERSION = 1
+
+# Where evidence comes from.
+TORCHLIB = "torchlib"  # annotations of onnxscript's torchlib functions
+OPINFO = "opinfo"  # dtypes observed while running OpInfo samples
+DECLARED = "declared"  # dtypes OpInfos declare for other devices, never observed here
+GROUPS = "groups"  # taken from an in-place/out= sibling of the same group
+PROBE = "probe"  # dtypes ATen accepted when called directly
+HAND = "hand"  # written by a person in the yaml
+SOURCES = (TORCHLIB, OPINFO, DECLARED, GROUPS, PROBE, HAND)
+
+
+def _dtypes_json(dtypes: tuple[DType, ...]) -> list[str]:
+    return [str(d) for d in dtypes]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One source's word about some slots: which dtypes, where it was read or seen, how often."""
+
+    source: str
+    where: str  # provenance, e.g. 'ops/nn.py:1802 aten_scaled_dot_product_attention'
+    dtypes: tuple[DType, ...]
+    slots: tuple[str, ...] = ()
+    count: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "where": self.where,
+            "dtypes": _dtypes_json(self.dtypes),
+            "slots": list(self.slots),
+            "count": self.count,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Evidence:
+        return cls(obj["source"], obj["where"], parse_set(obj["dtypes"]), tuple(obj.get("slots", ())), obj.get("count", 1))
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A type variable of one overload: the slots that carry one dtype per call, and its dtypes."""
+
+    name: str
+    dtypes: tuple[DType, ...]
+    binds: tuple[str, ...]  # slot names: argument names and 'return.N'
+    evidence: tuple[Evidence, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtypes", canonical(self.dtypes))
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(s for s in SOURCES if any(e.source == s for e in self.evidence))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "dtypes": _dtypes_json(self.dtypes),
+            "binds": list(self.binds),
+            "sources": list(self.sources),
+            "evidence": [e.to_json() for e in self.evidence],
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Variable:
+        return cls(
+            obj["name"],
+            parse_set(obj["dtypes"]),
+            tuple(obj["binds"]),
+            tuple(Evidence.from_json(e) for e in obj.get("evidence", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A disagreement found while planning, e.g. torchlib narrower than what ATen accepts."""
+
+    kind: str
+    slots: tuple[str, ...]
+    dtypes: tuple[DType, ...]
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "slots": list(self.slots), "dtypes": _dtypes_json(self.dtypes), "message": self.message}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Conflict:
+        return cls(obj["kind"], tuple(obj["slots"]), parse_set(obj["dtypes"]), obj["message"])
+
+
+@dataclass(frozen=True)
+class OverloadPlan:
+    """What to declare for one overload (``add.Tensor``); no variables means every slot stays Tensor."""
+
+    name: str
+    variables: tuple[Variable, ...]
+    conflicts: tuple[Conflict, ...] = ()
+
+    def variable_of(self, slot: str) -> Variable | None:
+        return next((v for v in self.variables if slot in v.binds), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "variables": [v.to_json() for v in self.variables],
+            "conflicts": [c.to_json() for c in self.conflicts],
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> OverloadPlan:
+        return cls(
+            obj["name"],
+            tuple(Variable.from_json(v) for v in obj.get("variables", ())),
+            tuple(Conflict.from_json(c) for c in obj.get("conflicts", ())),
+        )
+
+
+@dataclass(frozen=True)
+class GlobalSet:
+    """A named dtype set of type_constraints.yaml (``TFloat``), usable by every entry."""
+
+    name: str
+    dtypes: tuple[DType, ...]
+    desc: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtypes", canonical(self.dtypes))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "dtypes": _dtypes_json(self.dtypes), "desc": self.desc}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> GlobalSet:
+        return cls(obj["name"], parse_set(obj["dtypes"]), obj.get("desc", ""))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Global sets plus one OverloadPlan per overload to write; overloads not listed are left alone."""
+
+    global_sets: tuple[GlobalSet, ...] = ()
+    overloads: tuple[OverloadPlan, ...] = ()
+    summary: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": FORMAT_VERSION,
+            "summary": self.summary,
+            "global_sets": [g.to_json() for g in self.global_sets],
+            "overloads": [o.to_json() for o in self.overloads],
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Plan:
+        if obj.get("version") != FORMAT_VERSION:
+            raise ValueError(f"plan format version {obj.get('version')!r}, expected {FORMAT_VERSION}")
+        return cls(
+            tuple(GlobalSet.from_json(g) for g in obj.get("global_sets", ())),
+            tuple(OverloadPlan.from_json(o) for o in obj.get("overloads", ())),
+            obj.get("summary", {}),
+        )
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1) + "\n"
+
+    def write(self, path: Path) -> None:
+        Path(path).write_text(self.dumps())
+
+    @classmethod
+    def read(cls, path: Path | str) -> Plan:
+        """Read a plan file; a bad part is reported with the line and overload it is in."""
+        try:
+            text = Path(path).read_text()
+            obj = json.loads(text)
+        except OSError as exc:
+            raise InputError(f"cannot read the plan: {exc.strerror}", path) from exc
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(f"the plan is not JSON: {getattr(exc, 'msg', exc)}", path, getattr(exc, "lineno", None)) from exc
+        if not isinstance(obj, dict) or obj.get("version") != FORMAT_VERSION:
+            version = obj.get("version") if isinstance(obj, dict) else None
+            raise InputError(f"plan format version {version!r}, expected {FORMAT_VERSION}", path, 1)
+        parts: list[tuple[str, Any, Any]] = [("global_sets", g, GlobalSet) for g in obj.get("global_sets", ())]
+        parts += [("overloads", o, OverloadPlan) for o in obj.get("overloads", ())]
+        parsed: dict[str, list[Any]] = {"global_sets": [], "overloads": []}
+        for key, item, kind in parts:
+            name = item.get("name") if isinstance(item, dict) else None
+            try:
+                parsed[key].append(kind.from_json(item))
+            except UnknownDType as exc:
+                raise InputError(f"plan names an {exc}", path, _line_of(text, name), name) from exc
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise InputError(f"malformed plan entry: {exc!r}", path, _line_of(text, name), name) from exc
+        return cls(tuple(parsed["global_sets"]), tuple(parsed["overloads"]), obj.get("summary", {}))
+
+
+def _line_of(text: str, name: Any) -> int | None:
+    """The 1-based line where a plan item with this name starts, for error messages."""
+    if not isinstance(name, str):
+        return None
+    at = text.find(json.dumps(name))
+    return text.count("\n", 0, at) + 1 if at >= 0 else None
