@@ -128,18 +128,10 @@ class NativeFunctions:
         except UnicodeDecodeError as exc:
             raise InputError("not UTF-8 text", path) from exc
         lines = text.splitlines(keepends=True)
-        starts = []
-        for number, line in enumerate(lines):
-            if _ITEM.match(line):
-                starts.append(number)
-            elif not _is_gap(line) and not line.startswith((" ", "\t")):
-                raise InputError("expected a top-level list of '- func:' entries", path, number + 1)
-        entries = []
-        for index, start in enumerate(starts):
-            stop = starts[index + 1] if index + 1 < len(starts) else len(lines)
-            while stop > start + 1 and _is_gap(lines[stop - 1]) and not lines[stop - 1].startswith(" "):
-                stop -= 1
-            entries.append(_read_entry(path, lines, index, start, stop))
+        entries = [
+            _read_entry(path, lines, index, start, stop)
+            for index, (start, stop) in enumerate(top_level_items(lines, path, "'- func:' entries"))
+        ]
         by_name: dict[str, Entry] = {}
         for entry in entries:
             if entry.name in by_name:
@@ -202,6 +194,23 @@ class NativeFunctions:
                 for name in names:
                     groups[name] = group
         return groups
+
+
+def top_level_items(lines: list[str], path: Path, what: str) -> list[tuple[int, int]]:
+    """Line spans [start, stop) of the items of a top-level yaml list, trailing gap lines excluded."""
+    starts = []
+    for number, line in enumerate(lines):
+        if _ITEM.match(line):
+            starts.append(number)
+        elif not _is_gap(line) and not line.startswith((" ", "\t")):
+            raise InputError(f"expected a top-level list of {what}", path, number + 1)
+    spans = []
+    for index, start in enumerate(starts):
+        stop = starts[index + 1] if index + 1 < len(starts) else len(lines)
+        while stop > start + 1 and _is_gap(lines[stop - 1]) and not lines[stop - 1].startswith(" "):
+            stop -= 1
+        spans.append((start, stop))
+    return spans
 
 
 def _key_body(line: str, is_item_line: bool, key_indent: int) -> str | None:

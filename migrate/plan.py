@@ -208,13 +208,13 @@ class Plan:
             try:
                 parsed[key].append(kind.from_json(item))
             except UnknownDType as exc:
-                raise InputError(f"plan names an {exc}", path, _line_of(text, name), name) from exc
+                raise InputError(f"plan names an {exc}", path, line_of(text, name), name) from exc
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise InputError(f"malformed plan entry: {exc!r}", path, _line_of(text, name), name) from exc
+                raise InputError(f"malformed plan entry: {exc!r}", path, line_of(text, name), name) from exc
         return cls(tuple(parsed["global_sets"]), tuple(parsed["overloads"]), obj.get("summary", {}))
 
 
-def _line_of(text: str, name: Any) -> int | None:
+def line_of(text: str, name: Any) -> int | None:
     """The 1-based line where a plan item with this name starts, for error messages."""
     if not isinstance(name, str):
         return None

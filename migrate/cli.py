@@ -1,0 +1,188 @@
+"""The command line: ``dtype-migrate`` (the run), ``lower`` and ``show``.
+
+Exit codes: 0 done, 1 changes pending under ``--check``, 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from migrate.errors import InputError
+from migrate.global_sets import GlobalSetsFile
+from migrate.native import NativeFunctions, installed_native_functions, sibling_constraints_path
+from migrate.outputs import Output, commit, is_installed_path, print_diff, unified_diff
+from migrate.plan import SOURCES, Plan
+from migrate.yaml_writer import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, close_matches, lower
+
+EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT = 0, 1, 2
+SUBCOMMANDS = ("lower", "show")
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dtype-migrate",
+        description="Declare dtype constraints in native_functions.yaml (and type_constraints.yaml) from a plan.",
+        epilog="Other commands: 'dtype-migrate lower FILE [-o OUT]', 'dtype-migrate show NAME'.",
+    )
+    parser.add_argument("--native-functions", type=Path, help="the yaml to migrate (default: the installed torch's packaged copy)")
+    parser.add_argument("--op", action="append", default=[], metavar="NAME", help="only these overloads: aten::name.overload, name.overload or name (repeatable)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="write nothing; print one unified diff of every file that would change")
+    mode.add_argument("--check", action="store_true", help="write nothing; exit 1 when the run would change anything")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write the outputs under DIR instead of in place (required for installed inputs)")
+    parser.add_argument("--plan", type=Path, metavar="FILE", help="apply this plan (JSON, as --report writes it)")
+    parser.add_argument("--report", type=Path, metavar="FILE", help="write the applied plan and its evidence as JSON")
+    parser.add_argument("--overwrite", action="store_true", help="replace hand-written constraints and global sets")
+    return parser
+
+
+def _lower_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dtype-migrate lower", description="Write the plain yaml: every type variable back to Tensor.")
+    parser.add_argument("file", type=Path)
+    parser.add_argument("-o", "--output", type=Path, help="write here (default: standard output)")
+    return parser
+
+
+def _show_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dtype-migrate show", description="Print what each evidence source says about an overload.")
+    parser.add_argument("name")
+    parser.add_argument("--native-functions", type=Path)
+    parser.add_argument("--torchlib", type=Path)
+    parser.add_argument("--cache-dir", type=Path)
+    return parser
+
+
+def select_overloads(native: NativeFunctions, requested: list[str]) -> set[str]:
+    """Overload names for ``--op`` values; a bare name means every overload of it."""
+    selected: set[str] = set()
+    by_base: dict[str, list[str]] = {}
+    for name in native.by_name:
+        by_base.setdefault(name.split(".")[0], []).append(name)
+    for raw in requested:
+        name = raw.removeprefix("aten::").removesuffix(".default")
+        if name in native.by_name:
+            selected.add(name)
+        elif name in by_base:
+            selected.update(by_base[name])
+        else:
+            raise InputError(f"unknown operator {raw!r}{close_matches(name, dict.fromkeys([*native.by_name, *by_base]))}", native.path)
+    return selected
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Where each output goes, and how the diff names it."""
+
+    out: Path | None
+    native_functions: Path
+
+    def output(self, source: Path, before: bytes | None, after: bytes) -> Output:
+        if self.out is not None:
+            display = source.name
+            return Output(display, source, self.out / display, before, after)
+        cwd = Path.cwd().resolve()
+        resolved = source.resolve()
+        base = cwd if resolved.is_relative_to(cwd) else self.native_functions.resolve().parent
+        return Output(resolved.relative_to(base).as_posix(), source, source, before, after)
+
+
+def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int) -> str:
+    statuses = {o.name: o.status for o in result.outcomes}
+    written = sum(1 for s in statuses.values() if s == WRITTEN)
+    unchanged = sum(1 for s in statuses.values() if s == UNCHANGED)
+    conflicting = sum(1 for o in result.outcomes if o.conflicts or o.status == KEPT)
+    lines = [
+        f"overloads: {written} constrained, {unchanged} unchanged, {scope - written - unchanged} skipped, "
+        f"{conflicting} with conflicts (of {scope})"
+    ]
+    per_source = {s: sum(1 for o in plan.overloads if any(s in v.sources for v in o.variables)) for s in SOURCES}
+    lines.append("by source: " + ", ".join(f"{s} {n}" for s, n in per_source.items() if n) if any(per_source.values()) else "by source: none")
+    for conflict in result.global_conflicts:
+        lines.append(f"conflict: {conflict.message}")
+    for outcome in result.outcomes:
+        for conflict in outcome.conflicts:
+            lines.append(f"conflict: {outcome.name}: {conflict.message}")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    native_path = args.native_functions or installed_native_functions()
+    writes = not (args.dry_run or args.check)
+    if writes and args.out is None and is_installed_path(native_path):
+        raise InputError("these are installed files, which are never written: pass --out DIR (or --dry-run)", native_path)
+    native = NativeFunctions.load(native_path)
+    sets_path = sibling_constraints_path(native_path)
+    sets_file = GlobalSetsFile.load(sets_path)
+    if args.plan is None:
+        raise InputError("no plan to apply: pass --plan FILE (inference from evidence is not part of this build yet)")
+    plan = Plan.read(args.plan)
+    scope = len(native.entries)
+    if args.op:
+        selected = select_overloads(native, args.op)
+        plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
+        scope = len(selected)
+    else:
+        native.validate()
+    result = apply_plan(native, sets_file, plan, overwrite=args.overwrite, plan_path=args.plan)
+    targets = Targets(args.out, native_path)
+    outputs = [targets.output(native_path, native.data, result.native_functions)]
+    if result.type_constraints is not None:
+        outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))
+    summary = _summary(native, plan, result, scope)
+    if args.report is not None:
+        from migrate.cache import store
+
+        store(args.report, replace(plan, summary={**plan.summary, "text": summary.splitlines()}).dumps().encode())
+    changed = any(o.changed for o in outputs)
+    if args.dry_run:
+        print_diff(unified_diff(outputs))
+    elif args.check:
+        sys.stderr.write(summary)
+        return EXIT_PENDING if changed else EXIT_OK
+    else:
+        written = commit(outputs, write_unchanged=args.out is not None)
+        summary += "".join(f"wrote {p}\n" for p in written) or "nothing to change\n"
+    sys.stderr.write(summary)
+    return EXIT_OK
+
+
+def run_lower(args: argparse.Namespace) -> int:
+    native = NativeFunctions.load(args.file)
+    lowered = lower(native).encode("utf-8")
+    if args.output is None:
+        sys.stdout.buffer.write(lowered)
+        sys.stdout.flush()
+    else:
+        before = args.output.read_bytes() if args.output.exists() else None
+        commit([Output(args.output.name, args.output, args.output, before, lowered)])
+    return EXIT_OK
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from migrate.show import run as show
+
+    return show(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in SUBCOMMANDS:
+        command, parser = {"lower": (run_lower, _lower_parser), "show": (run_show, _show_parser)}[argv[0]]
+        args = parser().parse_args(argv[1:])
+    else:
+        command, args = run, _run_parser().parse_args(argv)
+    try:
+        return command(args)
+    except InputError as exc:
+        sys.stderr.write(f"dtype-migrate: error: {exc}\n")
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("dtype-migrate: interrupted; nothing was written\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

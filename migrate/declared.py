@@ -1,0 +1,46 @@
+"""What an annotated entry declares: its type variables resolved to dtype sets.
+
+Resolution follows design.md: the entry's own ``type_constraints`` first, then the
+global sets of type_constraints.yaml; a name neither resolves is an error.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from migrate.dtypes import UnknownDType, parse_set
+from migrate.errors import InputError
+from migrate.native import CONSTRAINTS_KEY, Entry, NativeFunctions
+from migrate.plan import HAND, Evidence, GlobalSet, Variable
+
+
+def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str, GlobalSet]) -> tuple[Variable, ...]:
+    """The entry's variables in order of first appearance, each with its resolved dtypes."""
+    words = entry.schema.variables()
+    span = native.key_span(entry, CONSTRAINTS_KEY)
+    if not words and span is None:
+        return ()
+    line = (span.start if span else entry.func_line) + 1
+    mapping = native.fields(entry).get(CONSTRAINTS_KEY) if span else {}
+    if not isinstance(mapping, dict):
+        raise InputError(f"'{CONSTRAINTS_KEY}:' must be a mapping of type variables", native.path, line, entry.name)
+    for name in mapping:
+        if name not in words:
+            raise InputError(f"'{CONSTRAINTS_KEY}' names {name}, which no slot of the schema uses", native.path, line, entry.name)
+    variables = []
+    for name, binds in words.items():
+        value = mapping.get(name, name)
+        where = f"{native.path.name}:{line}"
+        if isinstance(value, str):
+            if value not in sets:
+                raise InputError(f"unresolved type variable {value}", native.path, line, entry.name)
+            dtypes = sets[value].dtypes
+        elif isinstance(value, list) and all(isinstance(d, str) for d in value):
+            try:
+                dtypes = parse_set(value)
+            except UnknownDType as exc:
+                raise InputError(str(exc), native.path, line, entry.name) from exc
+        else:
+            raise InputError(f"{name} must be a list of dtypes or a set name", native.path, line, entry.name)
+        variables.append(Variable(name, dtypes, binds, (Evidence(HAND, where, dtypes, binds),)))
+    return tuple(variables)

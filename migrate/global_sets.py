@@ -1,0 +1,128 @@
+"""type_constraints.yaml: the named dtype sets every entry of native_functions.yaml may use.
+
+Like native_functions.yaml, the file is edited as text: existing items (and their
+comments) stay byte for byte, new sets are appended, and a changed set is rewritten
+in place only under ``--overwrite``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from migrate.dtypes import UnknownDType, format_set, parse_set
+from migrate.errors import InputError
+from migrate.native import top_level_items
+from migrate.plan import Conflict, GlobalSet
+from migrate.schema import is_variable_name
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+HEADER = "# Named dtype sets for the type variables of native_functions.yaml; written by dtype-migrate.\n"
+_PLAIN_SAFE = re.compile(r"[A-Za-z0-9(][^:#\n\"']*[^:#\s\"']|[A-Za-z0-9]")
+
+
+def render_item(global_set: GlobalSet) -> str:
+    """One set as the writer spells it: three lines, flow-style dtypes."""
+    desc = global_set.desc or f"Dtypes of {global_set.name}."
+    if not _PLAIN_SAFE.fullmatch(desc):
+        desc = '"' + desc.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return f"- name: {global_set.name}\n  dtypes: {format_set(global_set.dtypes)}\n  desc: {desc}\n"
+
+
+@dataclass(frozen=True)
+class GlobalSetsFile:
+    """The file as read (``data`` None when it does not exist yet) and the sets it declares."""
+
+    path: Path
+    data: bytes | None
+    sets: tuple[GlobalSet, ...]
+    spans: tuple[tuple[int, int], ...]  # line span of each set's item
+
+    @classmethod
+    def load(cls, path: Path) -> GlobalSetsFile:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return cls(path, None, (), ())
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", path) from exc
+        lines = data.decode("utf-8").splitlines(keepends=True)
+        spans = tuple(top_level_items(lines, path, "named dtype sets"))
+        sets = tuple(_read_set(path, "".join(lines[a:b]), a) for a, b in spans)
+        seen: set[str] = set()
+        for (start, _), global_set in zip(spans, sets):
+            if global_set.name in seen:
+                raise InputError("set declared twice", path, start + 1, global_set.name)
+            seen.add(global_set.name)
+        return cls(path, data, sets, spans)
+
+    @property
+    def by_name(self) -> dict[str, GlobalSet]:
+        return {s.name: s for s in self.sets}
+
+    def updated(self, wanted: tuple[GlobalSet, ...], overwrite: bool) -> tuple[bytes | None, dict[str, GlobalSet], tuple[Conflict, ...]]:
+        """New file bytes with ``wanted`` sets present, the sets in force afterwards, and conflicts.
+
+        A wanted set whose name exists with other dtypes replaces it only under ``overwrite``.
+        """
+        lines = self.data.decode("utf-8").splitlines(keepends=True) if self.data is not None else []
+        in_force = dict(self.by_name)
+        replace: dict[int, str] = {}
+        appended: list[str] = []
+        conflicts = []
+        for global_set in wanted:
+            existing = in_force.get(global_set.name)
+            if existing is None:
+                appended.append(render_item(global_set))
+                in_force[global_set.name] = global_set
+            elif existing.dtypes != global_set.dtypes:
+                if overwrite:
+                    replace[self.sets.index(existing)] = render_item(global_set)
+                    in_force[global_set.name] = global_set
+                else:
+                    conflicts.append(
+                        Conflict(
+                            "global-set-kept",
+                            (),
+                            global_set.dtypes,
+                            f"{self.path.name} keeps {global_set.name} = {format_set(existing.dtypes)}; "
+                            f"the plan has {format_set(global_set.dtypes)} (use --overwrite to replace it)",
+                        )
+                    )
+        if not appended and not replace:
+            return self.data, in_force, tuple(conflicts)
+        out, pos = [], 0
+        for index, (start, stop) in enumerate(self.spans):
+            if index in replace:
+                out += lines[pos:start] + [replace[index]]
+                pos = stop
+        out += lines[pos:]
+        if self.data is None:
+            out.insert(0, HEADER)
+        elif out and not out[-1].endswith("\n"):
+            out[-1] += "\n"
+        out += appended
+        return "".join(out).encode("utf-8"), in_force, tuple(conflicts)
+
+
+def _read_set(path: Path, text: str, first_line: int) -> GlobalSet:
+    try:
+        items = yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = first_line + 1 + (mark.line if mark is not None else 0)
+        raise InputError(f"yaml does not parse: {getattr(exc, 'problem', exc)}", path, line) from exc
+    item = items[0] if isinstance(items, list) and len(items) == 1 else None
+    name = item.get("name") if isinstance(item, dict) else None
+    if not isinstance(name, str) or not is_variable_name(name):
+        raise InputError("a set needs a 'name:' that is an identifier and no schema type word", path, first_line + 1)
+    dtypes = item.get("dtypes")
+    if not isinstance(dtypes, list) or not all(isinstance(d, str) for d in dtypes):
+        raise InputError("'dtypes:' must be a list of dtypes", path, first_line + 1, name)
+    try:
+        return GlobalSet(name, parse_set(dtypes), str(item.get("desc") or ""))
+    except UnknownDType as exc:
+        raise InputError(str(exc), path, first_line + 1, name) from exc
