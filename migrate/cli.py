@@ -63,10 +63,10 @@ def select_overloads(native: NativeFunctions, requested: list[str]) -> set[str]:
         by_base.setdefault(name.split(".")[0], []).append(name)
     for raw in requested:
         name = raw.removeprefix("aten::").removesuffix(".default")
-        if name in native.by_name:
-            selected.add(name)
-        elif name in by_base:
+        if "." not in name and name in by_base:
             selected.update(by_base[name])
+        elif name in native.by_name:
+            selected.add(name)
         else:
             raise InputError(f"unknown operator {raw!r}{close_matches(name, dict.fromkeys([*native.by_name, *by_base]))}", native.path)
     return selected

@@ -11,15 +11,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from migrate.dtypes import UnknownDType, format_set, parse_set
 from migrate.errors import InputError
-from migrate.native import top_level_items
+from migrate.native import load_item, top_level_items
 from migrate.plan import Conflict, GlobalSet
 from migrate.schema import is_variable_name
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 HEADER = "# Named dtype sets for the type variables of native_functions.yaml; written by dtype-migrate.\n"
 _PLAIN_SAFE = re.compile(r"[A-Za-z0-9(][^:#\n\"']*[^:#\s\"']|[A-Za-z0-9]")
 
@@ -109,13 +106,7 @@ class GlobalSetsFile:
 
 
 def _read_set(path: Path, text: str, first_line: int) -> GlobalSet:
-    try:
-        items = yaml.load(text, Loader=_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = first_line + 1 + (mark.line if mark is not None else 0)
-        raise InputError(f"yaml does not parse: {getattr(exc, 'problem', exc)}", path, line) from exc
-    item = items[0] if isinstance(items, list) and len(items) == 1 else None
+    item = load_item(path, text, first_line)
     name = item.get("name") if isinstance(item, dict) else None
     if not isinstance(name, str) or not is_variable_name(name):
         raise InputError("a set needs a 'name:' that is an identifier and no schema type word", path, first_line + 1)

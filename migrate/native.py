@@ -242,18 +242,33 @@ def _read_entry(path: Path, lines: list[str], index: int, start: int, stop: int)
     return Entry(index, start, stop, func_line, schema_start, schema_end, key_indent, schema)
 
 
-@functools.lru_cache(maxsize=8192)
-def _parse_entry_yaml(path: Path, text: str, first_line: int, op: str) -> dict[str, Any]:
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    return getattr(exc, "problem", None) or str(exc).splitlines()[0]
+
+
+def _yaml_error_line(exc: yaml.YAMLError, text: str) -> int:
+    """The 1-based line of a yaml error in ``text``; an error found only at the end points back to its context."""
+    mark = getattr(exc, "problem_mark", None)
+    context = getattr(exc, "context_mark", None)
+    if mark is not None and context is not None and mark.index >= len(text.rstrip()):
+        mark = context
+    return 1 + (mark.line if mark is not None else 0)
+
+
+def load_item(path: Path, text: str, first_line: int, op: str | None = None) -> Any:
+    """The one item of a top-level list item's text; a parse error names file, line and op."""
     try:
         items = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = first_line + 1 + (mark.line if mark is not None else 0)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"yaml does not parse: {problem}", path, line, op) from exc
-    if not (isinstance(items, list) and len(items) == 1 and isinstance(items[0], dict)):
+        raise InputError(f"yaml does not parse: {_yaml_problem(exc)}", path, first_line + _yaml_error_line(exc, text), op) from exc
+    return items[0] if isinstance(items, list) and len(items) == 1 else None
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_entry_yaml(path: Path, text: str, first_line: int, op: str) -> dict[str, Any]:
+    fields = load_item(path, text, first_line, op)
+    if not isinstance(fields, dict):
         raise InputError("entry is not a mapping", path, first_line + 1, op)
-    fields = items[0]
     if "func" not in fields:
         raise InputError("entry has no 'func:' key", path, first_line + 1, op)
     return fields

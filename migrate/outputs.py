@@ -63,8 +63,10 @@ def commit(outputs: list[Output], write_unchanged: bool = False) -> list[Path]:
         if is_installed_path(output.target):
             raise InputError("refusing to write into installed packages; pass --out DIR", output.target)
     staged: list[tuple[Output, str]] = []
+    previous: dict[Path, bytes | None] = {}
     try:
         for output in todo:
+            previous[output.target] = _read_or_none(output.target)
             output.target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=output.target.parent, prefix=f".{output.target.name}.", suffix=".tmp")
             staged.append((output, tmp))
@@ -77,7 +79,6 @@ def commit(outputs: list[Output], write_unchanged: bool = False) -> list[Path]:
     except OSError as exc:
         _discard(staged)
         raise InputError(f"cannot write: {exc.strerror}; nothing was written", exc.filename or output.target) from exc
-    previous = {output.target: _read_or_none(output.target) for output, _ in staged}
     replaced: list[Path] = []
     try:
         for output, tmp in staged:

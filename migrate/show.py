@@ -1,0 +1,93 @@
+"""``dtype-migrate show NAME``: what each evidence source says about an overload, for a reviewer.
+
+Each source contributes one section (a function of the context and an overload
+name); a new source adds its function to ``SECTIONS``. Sources are computed lazily,
+so showing one overload costs only the sources it prints.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from pathlib import Path
+from typing import Callable
+
+from migrate.dtypes import format_set
+from migrate.errors import InputError
+from migrate.native import NativeFunctions, installed_native_functions
+from migrate.torchlib import ATEN, OverloadIndex, TorchlibEvidence, scan_torchlib
+
+
+class ShowContext:
+    """The inputs of one ``show`` run; each evidence source is computed on first use."""
+
+    def __init__(self, native: NativeFunctions, torchlib_dir: Path | None, cache_dir: Path | None):
+        self.native = native
+        self.index = OverloadIndex(native)
+        self.torchlib_dir = torchlib_dir
+        self.cache_dir = cache_dir
+
+    @functools.cached_property
+    def torchlib(self) -> TorchlibEvidence:
+        return scan_torchlib(self.torchlib_dir, self.native, self.cache_dir)
+
+
+Section = Callable[[ShowContext, str], list[str]]
+
+
+def torchlib_section(context: ShowContext, overload: str) -> list[str]:
+    """Registrations with file:line, each tensor slot's variable and dtypes, and each variant's subset."""
+    evidence = context.torchlib
+    registrations = evidence.by_overload.get(overload, ())
+    if not registrations:
+        return ["torchlib: no registration"]
+    lines = ["torchlib:"]
+    for registration in registrations:
+        notes = [flag for flag in ("complex", "trace_only") if getattr(registration, flag)]
+        if registration.condition:
+            notes.append(f"only if {registration.condition}")
+        lines.append(f"  {registration.where}" + (f" ({'; '.join(notes)})" if notes else ""))
+    plan = evidence.overloads[overload]
+    for variable in plan.variables:
+        lines.append(f"  {variable.name} {format_set(variable.dtypes)}: {', '.join(variable.binds)}")
+        if len(variable.evidence) > 1:
+            lines.extend(f"    {e.where}: {format_set(e.dtypes)}" for e in variable.evidence)
+    schema = context.index.schema(overload)
+    free = [s.name for s in schema.tensor_slots if plan.variable_of(s.name) is None] if schema else []
+    if free:
+        lines.append(f"  no constraint: {', '.join(free)}")
+    if overload in evidence.unmatched:
+        lines.append(f"  parameters with no schema argument of that name: {', '.join(evidence.unmatched[overload])}")
+    return lines
+
+
+SECTIONS: tuple[Section, ...] = (torchlib_section,)
+
+
+def overloads_named(name: str, native: NativeFunctions) -> tuple[str, ...]:
+    """``aten::name.overload``, ``name.overload`` or ``name`` (every overload) as overload names."""
+    bare = name[len(ATEN) :] if name.startswith(ATEN) else name
+    known = [*native.by_name, *native.autogen_index]
+    if "." in bare:
+        found = (bare,) if bare in known else ()
+    else:
+        found = tuple(n for n in known if n.split(".")[0] == bare)
+    if not found:
+        candidates = sorted(set(known) | {n.split(".")[0] for n in known})
+        matches = difflib.get_close_matches(bare, candidates, n=5, cutoff=0.6)
+        hint = f"; close matches: {', '.join(matches)}" if matches else ""
+        raise InputError(f"unknown operator {name!r}{hint}", native.path)
+    return found
+
+
+def run(args) -> int:
+    """Print every section for each overload ``args.name`` denotes."""
+    native = NativeFunctions.load(args.native_functions or installed_native_functions())
+    context = ShowContext(native, args.torchlib, args.cache_dir)
+    for number, overload in enumerate(overloads_named(args.name, native)):
+        schema = context.index.schema(overload)
+        print(("\n" if number else "") + (str(schema) if schema else overload))
+        for section in SECTIONS:
+            for line in section(context, overload):
+                print("  " + line)
+    return 0

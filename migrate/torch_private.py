@@ -1,0 +1,209 @@
+"""Every private torch API the OpInfo evidence uses, in one place, behind small functions.
+
+The recorders lean on torch internals that change between releases: the dispatch
+mode stacks (``torch.utils._python_dispatch``, ``torch._ops``), the Python
+dispatcher switches in ``torch._C``, the PreDispatch key, and the OpInfo database
+under ``torch.testing._internal``. Nothing else in the package touches them. Each
+is looked up through ``_private``, so when torch moves one the failure is one line
+that names it, instead of an AttributeError deep inside a worker process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import importlib.metadata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+TESTED_TORCH = "2.13.0"
+
+
+class TorchAPIChanged(RuntimeError):
+    """A private torch API the recorders need is missing or behaves differently in this torch."""
+
+
+def torch_version() -> str:
+    """The installed torch's version, read without importing torch (a warm cache must load fast)."""
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        import torch
+
+        return torch.__version__
+
+
+def is_tested_torch() -> bool:
+    return torch_version().split("+")[0] == TESTED_TORCH
+
+
+def _changed(api: str, detail: str = "is missing") -> TorchAPIChanged:
+    return TorchAPIChanged(
+        f"torch {torch_version()}: {api} {detail}; the OpInfo recorders were written against torch {TESTED_TORCH}"
+    )
+
+
+@functools.cache
+def _private(path: str) -> Any:
+    """``module.attr.attr`` resolved, or TorchAPIChanged naming exactly what moved."""
+    parts = path.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[split:]:
+                value = getattr(value, attr)
+        except AttributeError:
+            break
+        return value
+    raise _changed(path)
+
+
+# --- the OpInfo database ------------------------------------------------------------------------
+
+
+def op_db() -> list[Any]:
+    """PyTorch's OpInfo list (importing it takes seconds: done once per sweep, in the fork server)."""
+    return list(_private("torch.testing._internal.common_methods_invocations.op_db"))
+
+
+def opinfo_identity(op: Any) -> tuple[str, str]:
+    """(name, variant_test_name): what tells two OpInfos apart."""
+    return op.name, op.variant_test_name
+
+
+def opinfo_cpu_dtypes(op: Any) -> frozenset[Any]:
+    return frozenset(op.supported_dtypes("cpu"))
+
+
+def opinfo_declared_dtypes(op: Any) -> dict[str, frozenset[Any]]:
+    """Dtypes the OpInfo declares for devices other than the CPU; readable with no such device."""
+    declared = {device: frozenset(dtypes) for device, dtypes in op.dtypesIf.items() if dtypes is not None}
+    declared["cuda"] = frozenset(op.supported_dtypes("cuda"))
+    declared.pop("cpu", None)
+    return declared
+
+
+def opinfo_operator_names(op: Any) -> frozenset[str]:
+    """Operator names the OpInfo is about (its name, aten_name, aliases, last dotted part of each)."""
+    names = {op.name, op.aten_name or op.name, getattr(op, "decomp_aten_name", None) or op.name}
+    names.update(alias.name for alias in op.aliases)
+    return frozenset(name.rsplit(".", 1)[-1] for name in names)
+
+
+def opinfo_samples(op: Any, dtype: Any) -> Iterator[Any]:
+    """The OpInfo's CPU samples of one dtype, generated lazily (samples of big ops are big)."""
+    return iter(op.sample_inputs("cpu", dtype, requires_grad=False))
+
+
+def call_sample(op: Any, sample: Any) -> Any:
+    """Run the OpInfo's function on one sample, as OpInfo tests do."""
+    return op(sample.input, *sample.args, **sample.kwargs)
+
+
+# --- operator overloads -------------------------------------------------------------------------
+
+
+_TENSOR_TYPES = {
+    "Tensor": False,
+    "Optional[Tensor]": False,
+    "List[Tensor]": True,
+    "List[Optional[Tensor]]": True,
+    "Optional[List[Tensor]]": True,
+}
+"""Schema types that hold tensors, mapped to whether they hold a list of them."""
+
+
+@dataclass(frozen=True)
+class OverloadSlots:
+    """Where an overload's tensors are: what a recorder reads from each call."""
+
+    name: str  # 'aten::add.Tensor'; 'aten::add' for a default overload
+    arguments: tuple[tuple[int, str, bool, bool], ...]  # (position, name, keyword-only, holds a list)
+    returns: tuple[tuple[int, str, bool], ...]  # (position, 'return.N', holds a list)
+    returns_tuple: bool  # the call returns a tuple (more than one return)
+
+
+@functools.cache
+def overload_slots(func: Any) -> OverloadSlots:
+    schema = func._schema
+    name = f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+    arguments = tuple(
+        (position, argument.name, argument.kwarg_only, _TENSOR_TYPES[str(argument.type)])
+        for position, argument in enumerate(schema.arguments)
+        if str(argument.type) in _TENSOR_TYPES
+    )
+    returns = tuple(
+        (position, f"return.{position}", _TENSOR_TYPES[str(ret.type)])
+        for position, ret in enumerate(schema.returns)
+        if str(ret.type) in _TENSOR_TYPES
+    )
+    return OverloadSlots(name, arguments, returns, len(schema.returns) > 1)
+
+
+# --- dispatch modes -----------------------------------------------------------------------------
+
+
+@functools.cache
+def kernel_mode_base() -> type:
+    """Base of a mode on the Python dispatch key: it sees every call that reaches a kernel."""
+
+    class KernelMode(_private("torch.utils._python_dispatch.TorchDispatchMode")):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            # Modes wrap __torch_dispatch__ in dynamo.disable by default: an import of
+            # torch._dynamo and a wrapper on every call, for no use in an eager run.
+            return False
+
+    return KernelMode
+
+
+@functools.cache
+def pre_dispatch_mode_base() -> type:
+    """Base of a mode on the PreDispatch key, where calls arrive before any decomposition.
+
+    torch admits only its own modes there (``torch._ops._set_mode_pre_dispatch``);
+    SchemaCheckMode is the one meant for eager runs on real tensors, so this base
+    subclasses it, binds it to the key and leaves ``__torch_dispatch__`` to the recorder.
+    """
+    dispatch_mode = _private("torch.utils._python_dispatch.TorchDispatchMode")
+    pre_dispatch = _private("torch._C.DispatchKey.PreDispatch")
+
+    class PreDispatchMode(_private("torch._subclasses.schema_check_mode.SchemaCheckMode")):
+        def __init__(self) -> None:
+            dispatch_mode.__init__(self, _dispatch_key=pre_dispatch)
+
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False
+
+    return PreDispatchMode
+
+
+@contextlib.contextmanager
+def pre_dispatch_mode_active(mode: Any) -> Iterator[None]:
+    """Route every call made from Python to ``mode`` first, CompositeImplicitAutograd ones included.
+
+    The Python dispatcher makes the PreDispatch key reachable; a mode pushed on that
+    key's own stack then receives each call at its own name, before it decomposes.
+    """
+    pre_dispatch = _private("torch._C.DispatchKey.PreDispatch")
+    with _private("torch._C._EnablePythonDispatcher")():
+        try:
+            _private("torch.utils._python_dispatch._push_mode")(mode)
+        except AssertionError as exc:
+            raise _changed("torch.utils._python_dispatch._push_mode", f"refuses a PreDispatch mode ({exc})") from exc
+        try:
+            yield
+        finally:
+            _private("torch.utils._python_dispatch._pop_mode")(pre_dispatch)
+
+
+def plain_dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
+    """Call an overload with the Python dispatcher off, so that it runs and decomposes as in a plain run."""
+    with _private("torch._C._DisablePythonDispatcher")():
+        return func(*args, **kwargs)

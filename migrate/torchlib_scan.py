@@ -1,0 +1,461 @@
+"""Per-module facts of a torchlib source file, read with libcst and cached by file content.
+
+A module's facts are what the later stages need and nothing more: its ``@torch_op``
+registrations (names, flags, parameter and return annotations), its module-level type
+definitions (TypeVars, Union aliases) and its imports, all as plain frozen data that
+does not depend on where the file lives. That makes them cacheable by the hash of
+the file's bytes alone.
+
+Speed: one libcst parse per file and one visitor pass that never descends into
+function bodies (a full walk of torchlib costs nearly as much as parsing it).
+Line numbers come from a forward text search anchored on each def/assignment found,
+in source order; libcst's PositionProvider, which would cost twice the parse, is
+used only for a module where an anchor is not found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Union
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from migrate.cache import cache_root, store
+
+SCAN_VERSION = "torchlib-scan-1"
+"""Part of every cache key: change it whenever the facts or their meaning change."""
+
+_QUALIFIED_NAME = re.compile(r"[A-Za-z0-9_]+::[A-Za-z0-9_]+(\.[A-Za-z0-9._]+)?")
+_FLAGS = ("complex", "private", "trace_only")
+_CODEGEN = cst.Module(body=[])
+
+
+# -- type expressions: annotations as plain data ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A name or dotted name: ``TFloat``, ``onnxscript.FLOAT``."""
+
+    parts: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return ".".join(self.parts)
+
+
+@dataclass(frozen=True)
+class Subscript:
+    """``Optional[X]``, ``Union[A, B]``, ``Sequence[X]``, ``Tuple[A, B]``."""
+
+    base: Ref
+    args: tuple[TypeExpr, ...]
+
+    def __str__(self) -> str:
+        return f"{self.base}[{', '.join(str(a) for a in self.args)}]"
+
+
+@dataclass(frozen=True)
+class BitOr:
+    """``A | B``."""
+
+    members: tuple[TypeExpr, ...]
+
+    def __str__(self) -> str:
+        return " | ".join(str(m) for m in self.members)
+
+
+@dataclass(frozen=True)
+class TypeVarCall:
+    """``TypeVar("T", bound=X)`` or ``TypeVar("T", A, B)``."""
+
+    name: str
+    bound: TypeExpr | None
+    constraints: tuple[TypeExpr, ...]
+
+    def __str__(self) -> str:
+        args = [repr(self.name)] + [str(c) for c in self.constraints]
+        if self.bound is not None:
+            args.append(f"bound={self.bound}")
+        return f"TypeVar({', '.join(args)})"
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """Any other expression (a literal, a call, ``...``): it names no dtype."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+TypeExpr = Union[Ref, Subscript, BitOr, TypeVarCall, Opaque]
+
+
+# -- module facts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Import:
+    """Where a module-level name comes from: ``from <module> import <name>``, or ``import <module>`` (name None)."""
+
+    module: str
+    level: int  # leading dots of a relative import
+    name: str | None
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A module-level ``NAME = <type expression>``: a TypeVar, a Union alias, a plain alias."""
+
+    name: str
+    value: TypeExpr
+    line: int
+    comment: str  # the comment directly above or on the line, without '#'
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    annotation: TypeExpr | None
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One ``@torch_op`` function: the names it registers, its flags and its annotations."""
+
+    names: tuple[str, ...]  # qualified: 'aten::add.Tensor'
+    function: str
+    line: int  # 1-based line of the @torch_op decorator
+    params: tuple[Param, ...]
+    returns: TypeExpr | None
+    complex: bool = False
+    private: bool = False
+    trace_only: bool = False
+    condition: str = ""  # the if/else test(s) the definition sits under, '' at top level
+    path: str = ""  # relative to the torchlib dir; set after the (path-independent) scan
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line} {self.function}"
+
+
+@dataclass(frozen=True)
+class ScanProblem:
+    """Bad input found in a module; the rest of the module (or scan) goes on."""
+
+    message: str
+    line: int | None
+    op: str | None = None
+
+
+@dataclass(frozen=True)
+class ModuleFacts:
+    imports: tuple[tuple[str, Import], ...]  # (bound name, import), in source order
+    definitions: tuple[Definition, ...]
+    registrations: tuple[Registration, ...]
+    problems: tuple[ScanProblem, ...]
+
+
+# -- reading libcst nodes -------------------------------------------------------------------------
+
+
+def _code(node: cst.CSTNode) -> str:
+    return _CODEGEN.code_for_node(node)
+
+
+def _dotted(node: cst.BaseExpression) -> tuple[str, ...] | None:
+    if isinstance(node, cst.Name):
+        return (node.value,)
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else base + (node.attr.value,)
+    return None
+
+
+def _string_value(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def type_expr(node: cst.BaseExpression) -> TypeExpr:
+    """The annotation ``node`` as plain data."""
+    dotted = _dotted(node)
+    if dotted is not None:
+        return Ref(dotted)
+    if isinstance(node, cst.Subscript):
+        base = _dotted(node.value)
+        if base is not None and all(isinstance(e.slice, cst.Index) for e in node.slice):
+            return Subscript(Ref(base), tuple(type_expr(e.slice.value) for e in node.slice))
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        members = []
+        for side in (node.left, node.right):
+            expr = type_expr(side)
+            members.extend(expr.members if isinstance(expr, BitOr) else (expr,))
+        return BitOr(tuple(members))
+    if isinstance(node, cst.Call):
+        func = _dotted(node.func)
+        name = _string_value(node.args[0].value) if node.args and node.args[0].keyword is None else None
+        if func is not None and func[-1] == "TypeVar" and name is not None:
+            bound = next((type_expr(a.value) for a in node.args if a.keyword and a.keyword.value == "bound"), None)
+            constraints = tuple(type_expr(a.value) for a in node.args[1:] if a.keyword is None and a.star == "")
+            return TypeVarCall(name, bound, constraints)
+    text = _string_value(node)
+    if text is not None:  # a forward reference: "TFloat"
+        try:
+            return type_expr(cst.parse_expression(text))
+        except cst.ParserSyntaxError:
+            return Opaque(repr(text))
+    return Opaque(_code(node))
+
+
+def _comment(statement: cst.SimpleStatementLine) -> str:
+    """The comment block directly above the statement (no blank line between) and the one on its line."""
+    above: list[str] = []
+    for line in reversed(statement.leading_lines):
+        if line.comment is None:
+            break
+        above.insert(0, line.comment.value.lstrip("#").strip())
+    trailing = statement.trailing_whitespace.comment
+    if trailing is not None:
+        above.append(trailing.value.lstrip("#").strip())
+    return " ".join(text for text in above if text)
+
+
+# -- the visitor ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _Anchor:
+    """A def or assignment whose line is still to be found: by text search, or by positions."""
+
+    pattern: re.Pattern[str]
+    node: cst.CSTNode  # the FunctionDef or SimpleStatementLine
+
+
+class _ModuleVisitor(cst.CSTVisitor):
+    """Collects imports, type definitions and registrations, never entering function or class bodies."""
+
+    def __init__(self, module: cst.Module):
+        super().__init__()
+        self.module = module
+        self.indents: list[str] = []
+        self.conditions: list[str] = []
+        self.imports: list[tuple[str, Import]] = []
+        # Each item found waits for its line, in source order: (anchor, build(line of anchor) -> item).
+        self.found: list[tuple[_Anchor, Callable[[int], Definition | Registration | ScanProblem]]] = []
+
+    @property
+    def indent(self) -> str:
+        return "".join(self.indents)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.indents.append(self.module.default_indent if node.indent is None else node.indent)
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self.indents.pop()
+
+    def visit_If_body(self, node: cst.If) -> None:
+        self.conditions.append(_code(node.test))
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.conditions.pop()
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        self.conditions.append(f"not ({_code(node.test)})")
+
+    def leave_If_orelse(self, node: cst.If) -> None:
+        self.conditions.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        for statement in node.body:
+            if isinstance(statement, cst.ImportFrom):
+                self._import_from(statement)
+            elif isinstance(statement, cst.Import):
+                for alias in statement.names:
+                    dotted = ".".join(_dotted(alias.name) or ())
+                    bound = alias.asname.name.value if alias.asname else dotted.split(".")[0]
+                    self.imports.append((bound, Import(dotted if alias.asname else bound, 0, None)))
+            elif isinstance(statement, (cst.Assign, cst.AnnAssign)):
+                self._definition(node, statement)
+        return False
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        module = ".".join(_dotted(node.module) or ()) if node.module is not None else ""
+        for alias in node.names:
+            name = alias.name.value if isinstance(alias.name, cst.Name) else ".".join(_dotted(alias.name) or ())
+            bound = alias.asname.name.value if alias.asname else name
+            self.imports.append((bound, Import(module, len(node.relative), name)))
+
+    def _definition(self, line: cst.SimpleStatementLine, node: cst.Assign | cst.AnnAssign) -> None:
+        if isinstance(node, cst.Assign):
+            if len(node.targets) != 1:
+                return
+            target, value = node.targets[0].target, node.value
+        else:
+            target, value = node.target, node.value
+        if not isinstance(target, cst.Name) or value is None:
+            return
+        expr = type_expr(value)
+        if isinstance(expr, Opaque):
+            return
+        name, comment = target.value, _comment(line)
+        pattern = re.compile(rf"^{re.escape(self.indent)}{re.escape(name)}[ \t]*(?::|=(?!=))", re.M)
+        self.found.append((_Anchor(pattern, line), lambda at: Definition(name, expr, at, comment)))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        pattern = re.compile(rf"^{re.escape(self.indent)}(?:async[ \t]+)?def[ \t]+{re.escape(node.name.value)}\b", re.M)
+        anchor = _Anchor(pattern, node)
+        for index, decorator in enumerate(node.decorators):
+            call = decorator.decorator
+            callee = _dotted(call.func if isinstance(call, cst.Call) else call)
+            if callee is None or callee[-1] != "torch_op":
+                continue
+            offset = _decorator_offset(node, index)
+            try:
+                registration = self._registration(node, call)
+            except _BadDecorator as exc:
+                problem = ScanProblem(str(exc), None, node.name.value)
+                self.found.append((anchor, lambda at, p=problem, o=offset: replace(p, line=at - o)))
+                continue
+            self.found.append((anchor, lambda at, r=registration, o=offset: replace(r, line=at - o)))
+        return False
+
+    def _registration(self, node: cst.FunctionDef, call: cst.BaseExpression) -> Registration:
+        if not isinstance(call, cst.Call):
+            raise _BadDecorator("@torch_op without arguments: it needs the ATen name(s) to register")
+        positional = [a for a in call.args if a.keyword is None]
+        keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        name_node = positional[0].value if positional else keywords.get("name")
+        if name_node is None:
+            raise _BadDecorator("@torch_op without a name")
+        names = _literal_names(name_node)
+        for name in names:
+            if name.endswith(".default") or not _QUALIFIED_NAME.fullmatch(name):
+                raise _BadDecorator(f"@torch_op name {name!r} is not 'namespace::name' or 'namespace::name.overload'")
+        flags = {}
+        for flag in _FLAGS:
+            value = keywords.get(flag)
+            if value is None:
+                continue
+            if not (isinstance(value, cst.Name) and value.value in ("True", "False")):
+                raise _BadDecorator(f"@torch_op {flag}= is not a literal True or False: {_code(value)}")
+            flags[flag] = value.value == "True"
+        params = node.params
+        every = (*params.posonly_params, *params.params, *params.kwonly_params)
+        return Registration(
+            names=names,
+            function=node.name.value,
+            line=0,
+            params=tuple(Param(p.name.value, type_expr(p.annotation.annotation) if p.annotation else None) for p in every),
+            returns=type_expr(node.returns.annotation) if node.returns else None,
+            condition=" and ".join(self.conditions),
+            **flags,
+        )
+
+
+class _BadDecorator(ValueError):
+    """A @torch_op decorator this scan cannot read statically."""
+
+
+def _literal_names(node: cst.BaseExpression) -> tuple[str, ...]:
+    """The names of ``@torch_op("aten::x")`` or ``@torch_op(("aten::x", "aten::y"))``; anything else is an error."""
+    single = _string_value(node)
+    if single is not None:
+        return (single,)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        names = tuple(_string_value(e.value) for e in node.elements)
+        if names and all(isinstance(n, str) for n in names):
+            return names  # type: ignore[return-value]
+    raise _BadDecorator(f"@torch_op name is not a string literal or a tuple of string literals: {_code(node)}")
+
+
+def _decorator_offset(node: cst.FunctionDef, index: int) -> int:
+    """How many lines the decorator at ``index`` starts above the ``def`` line."""
+    below = sum(_code(d).count("\n") for d in node.decorators[index + 1 :]) + len(node.lines_after_decorators)
+    decorator = node.decorators[index]
+    return below + _code(decorator).count("\n") - len(decorator.leading_lines)
+
+
+# -- one module -----------------------------------------------------------------------------------
+
+
+def _anchor_lines(text: str, anchors: list[_Anchor]) -> list[int] | None:
+    """The line of each anchor, searching forward from the previous one; None if one is not found."""
+    lines, line, counted_to, search_from = [], 1, 0, 0
+    for anchor in anchors:
+        match = anchor.pattern.search(text, search_from)
+        if match is None:
+            return None
+        line += text.count("\n", counted_to, match.start())
+        counted_to, search_from = match.start(), match.end()
+        lines.append(line)
+    return lines
+
+
+def _position_lines(module: cst.Module, anchors: list[_Anchor]) -> list[int]:
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return [positions[a.node].start.line for a in anchors]
+
+
+def scan_module(data: bytes) -> ModuleFacts:
+    """The facts of one module's source; syntax errors and unreadable decorators become problems."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return ModuleFacts((), (), (), (ScanProblem(f"not UTF-8: {exc.reason}", None),))
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        found = re.search(r"error at \d+:\d+: (.*)", exc.message)
+        reason = found.group(1) if found else exc.message.splitlines()[0]
+        return ModuleFacts((), (), (), (ScanProblem(f"syntax error: {reason}", exc.raw_line),))
+    visitor = _ModuleVisitor(module)
+    module.visit(visitor)
+    anchors = list({id(a): a for a, _ in visitor.found}.values())
+    lines = _anchor_lines(text, anchors)
+    if lines is None:
+        lines = _position_lines(module, anchors)
+    line_of = {id(a): line for a, line in zip(anchors, lines)}
+    items = [build(line_of[id(anchor)]) for anchor, build in visitor.found]
+    return ModuleFacts(
+        imports=tuple(visitor.imports),
+        definitions=tuple(i for i in items if isinstance(i, Definition)),
+        registrations=tuple(i for i in items if isinstance(i, Registration)),
+        problems=tuple(i for i in items if isinstance(i, ScanProblem)),
+    )
+
+
+# -- cache ----------------------------------------------------------------------------------------
+
+
+def facts_cache_dir(cache_dir: Path | str | None) -> Path:
+    return cache_root(cache_dir) / "torchlib"
+
+
+def module_facts(data: bytes, cache: Path | None) -> tuple[ModuleFacts, bool]:
+    """The module's facts, from the cache when this exact content was scanned before; and whether it was."""
+    if cache is None:
+        return scan_module(data), False
+    entry = cache / (hashlib.sha256(SCAN_VERSION.encode() + b"\0" + data).hexdigest() + ".pickle")
+    try:
+        facts = pickle.loads(entry.read_bytes())
+        if isinstance(facts, ModuleFacts):
+            return facts, True
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        pass  # no entry, or one from an incompatible build: scan again
+    facts = scan_module(data)
+    store(entry, pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL))
+    return facts, False

@@ -1,0 +1,48 @@
+"""Shared test helpers: copies of the real installed files, the all-slots plan, the CLI in-process."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from migrate.cli import main
+from migrate.dtypes import named
+from migrate.native import NativeFunctions, installed_native_functions
+from migrate.plan import GlobalSet, OverloadPlan, Plan, Variable
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+REAL_NATIVE_FUNCTIONS = installed_native_functions()
+FLOATS = named("float16", "bfloat16", "float32", "float64")
+
+
+@pytest.fixture
+def real_copy(tmp_path: Path) -> Path:
+    """The installed torch's native_functions.yaml, copied: tests never write into site-packages."""
+    path = tmp_path / "native_functions.yaml"
+    shutil.copyfile(REAL_NATIVE_FUNCTIONS, path)
+    return path
+
+
+def all_slots_plan(native: NativeFunctions) -> Plan:
+    """One variable per tensor slot of every entry; alternating sets so both spellings (set name, list) occur."""
+    overloads = []
+    for entry in native.entries:
+        variables = tuple(
+            Variable(f"T{i}", FLOATS if i % 2 == 0 else named("bool", "int64"), (slot.name,))
+            for i, slot in enumerate(entry.schema.tensor_slots)
+        )
+        overloads.append(OverloadPlan(entry.name, variables))
+    return Plan((GlobalSet("TFloat", FLOATS, "Floating-point tensors."),), tuple(overloads))
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file below a folder with its bytes, to prove that nothing was written."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def run_cli(capfd, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capfd.readouterr()
+    return code, out, err

@@ -1,0 +1,184 @@
+"""The command line end to end: dry run and git apply, --check, --out, --op, lower, and every bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from migrate import cli
+from migrate.native import NativeFunctions
+from migrate.plan import OverloadPlan, Plan, Variable
+from migrate.dtypes import named
+from tests.conftest import FIXTURES, REAL_NATIVE_FUNCTIONS, all_slots_plan, run_cli, snapshot
+
+
+@pytest.fixture
+def workdir(tmp_path, real_copy, monkeypatch) -> Path:
+    """A folder holding a copy of the real yaml and the all-slots plan; the current directory."""
+    all_slots_plan(NativeFunctions.load(real_copy)).write(tmp_path / "plan.json")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_dry_run_writes_nothing_and_its_diff_applies_to_the_bytes_of_the_real_run(workdir, capfd, tmp_path_factory):
+    before = snapshot(workdir)
+    code, diff, err = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json", "--dry-run")
+    assert code == 0 and snapshot(workdir) == before
+    assert diff.startswith("diff --git a/native_functions.yaml b/native_functions.yaml\n")
+    assert "new file mode 100644\n--- /dev/null\n+++ b/type_constraints.yaml\n" in diff
+    assert "constrained" in err
+
+    copy = tmp_path_factory.mktemp("copy")
+    shutil.copyfile(workdir / "native_functions.yaml", copy / "native_functions.yaml")
+    (copy / "d.patch").write_text(diff)
+    subprocess.run(["git", "apply", "d.patch"], cwd=copy, check=True)
+
+    code, _, _ = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json")
+    assert code == 0
+    for name in ("native_functions.yaml", "type_constraints.yaml"):
+        assert (copy / name).read_bytes() == (workdir / name).read_bytes()
+
+
+def test_check_exits_1_while_changes_are_pending_and_0_after(workdir, capfd):
+    args = ("--native-functions", "native_functions.yaml", "--plan", "plan.json")
+    before = snapshot(workdir)
+    assert run_cli(capfd, *args, "--check")[0] == 1
+    assert snapshot(workdir) == before
+    assert run_cli(capfd, *args)[0] == 0
+    assert run_cli(capfd, *args, "--check")[0] == 0
+    code, diff, _ = run_cli(capfd, *args, "--dry-run")
+    assert code == 0 and diff == ""
+
+
+def test_op_limits_the_run_to_those_overloads(workdir, capfd):
+    original = (workdir / "native_functions.yaml").read_text().splitlines()
+    code, _, _ = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json", "--op", "aten::where.self", "--op", "abs")
+    assert code == 0
+    written = (workdir / "native_functions.yaml").read_text().splitlines()
+    changed = {line.split("(")[0] for line in written if line.startswith("- func:") and line not in original}
+    assert changed == {"- func: where.self", "- func: abs", "- func: abs.out"}
+
+
+def test_unknown_op_is_an_error_listing_close_matches(workdir, capfd):
+    code, _, err = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json", "--op", "scaled_dot_product_atention")
+    assert code == 2
+    assert "unknown operator 'scaled_dot_product_atention'" in err and "scaled_dot_product_attention" in err
+
+
+def test_default_inputs_are_never_written_and_out_mirrors_them(tmp_path, capfd):
+    plan = tmp_path / "plan.json"
+    Plan((), (OverloadPlan("abs", (Variable("T", named("float32"), ("self", "return.0")),)),)).write(plan)
+    installed = REAL_NATIVE_FUNCTIONS.read_bytes()
+    code, _, err = run_cli(capfd, "--plan", plan)
+    assert code == 2 and "--out" in err and str(REAL_NATIVE_FUNCTIONS) in err
+    out = tmp_path / "out"
+    assert run_cli(capfd, "--plan", plan, "--out", out)[0] == 0
+    assert REAL_NATIVE_FUNCTIONS.read_bytes() == installed
+    assert "- func: abs(T self) -> T\n  type_constraints: {T: [torch.float32]}\n" in (out / "native_functions.yaml").read_text()
+    assert not (out / "type_constraints.yaml").exists()
+
+
+def test_lower_command_restores_the_original(workdir, capfd):
+    original = (workdir / "native_functions.yaml").read_bytes()
+    run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json")
+    assert run_cli(capfd, "lower", "native_functions.yaml", "-o", "lowered.yaml")[0] == 0
+    assert (workdir / "lowered.yaml").read_bytes() == original
+
+
+def test_module_entry_point_runs():
+    result = subprocess.run([sys.executable, "-m", "migrate", "lower", str(FIXTURES / "hard_cases.expected.yaml")], capture_output=True, check=True)
+    assert result.stdout == (FIXTURES / "hard_cases.yaml").read_bytes()
+
+
+# Bad input: one line naming file, line and op; exit 2; nothing written.
+
+
+def _bad_yaml(folder: Path) -> None:
+    path = folder / "native_functions.yaml"
+    path.write_text(path.read_text().replace("  variants: function\n", "  variants: [function\n", 1))
+
+
+def _no_func(folder: Path) -> None:
+    path = folder / "native_functions.yaml"
+    path.write_text(path.read_text().replace("- func: _cast_Char(", "- fun: _cast_Char(", 1))
+
+
+def _bad_schema(folder: Path) -> None:
+    path = folder / "native_functions.yaml"
+    path.write_text(path.read_text().replace("- func: _cast_Char(Tensor self,", "- func: _cast_Char(Tensor self,,", 1))
+
+
+def _edit_plan(folder: Path, overload: str, **changes) -> None:
+    obj = json.loads((folder / "plan.json").read_text())
+    for item in obj["overloads"]:
+        if item["name"] == overload:
+            item.update(changes)
+    (folder / "plan.json").write_text(json.dumps(obj, indent=1))
+
+
+BAD_INPUTS = {
+    "yaml that does not parse": (_bad_yaml, r"native_functions.yaml:10: _cast_Byte: yaml does not parse"),
+    "an entry without func": (_no_func, r"native_functions.yaml:13: entry has no 'func:' key"),
+    "an unparsable schema": (_bad_schema, r"native_functions.yaml:13: _cast_Char: unparsable schema"),
+    "an unknown overload": (
+        lambda f: _edit_plan(f, "add.Tensor", name="add.Tensr"),
+        r"plan.json:\d+: add.Tensr: unknown overload \(close matches: add.Tensor",
+    ),
+    "an unknown dtype": (
+        lambda f: _edit_plan(f, "add.Tensor", variables=[{"name": "T", "dtypes": ["torch.float33"], "binds": ["self"]}]),
+        r"plan.json:\d+: add.Tensor: plan names an unknown dtype 'torch.float33'",
+    ),
+    "an unresolved type variable": (
+        lambda f: _edit_plan(f, "add.Tensor", variables=[{"name": "TNowhere", "dtypes": [], "binds": ["self"]}]),
+        r"plan.json:\d+: add.Tensor: unresolved type variable TNowhere",
+    ),
+    "a variable bound to a non-tensor argument": (
+        lambda f: _edit_plan(f, "add.Tensor", variables=[{"name": "T", "dtypes": ["torch.float32"], "binds": ["alpha"]}]),
+        r"plan.json:\d+: add.Tensor: type variable T binds alpha, a Scalar and not a tensor",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_one_clear_line_exit_2_and_nothing_written(case, workdir, capfd):
+    corrupt, message = BAD_INPUTS[case]
+    corrupt(workdir)
+    before = snapshot(workdir)
+    code, out, err = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json")
+    assert code == 2
+    assert len(err.splitlines()) == 1 and err.startswith("dtype-migrate: error: ")
+    import re
+
+    assert re.search(message, err), err
+    assert snapshot(workdir) == before
+
+
+def test_unwritable_output_writes_nothing(workdir, capfd):
+    out = workdir / "out"
+    out.mkdir()
+    (out / "type_constraints.yaml").mkdir()  # a folder where a file must go: the second write fails
+    (out / "type_constraints.yaml" / "keep").write_text("x")
+    before = snapshot(workdir)
+    code, _, err = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json", "--out", out)
+    assert code == 2 and "nothing was written" in err and len(err.splitlines()) == 1
+    assert snapshot(workdir) == before
+
+
+def test_input_changed_on_disk_between_read_and_write(workdir, capfd, monkeypatch):
+    real_apply = cli.apply_plan
+
+    def apply_then_someone_edits(native, *args, **kwargs):
+        result = real_apply(native, *args, **kwargs)
+        native.path.write_text(native.path.read_text() + "\n# edited meanwhile\n")
+        return result
+
+    monkeypatch.setattr(cli, "apply_plan", apply_then_someone_edits)
+    code, _, err = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json")
+    assert code == 2 and "changed on disk since it was read" in err and "native_functions.yaml" in err
+    assert (workdir / "native_functions.yaml").read_text().endswith("# edited meanwhile\n")
+    assert not (workdir / "type_constraints.yaml").exists()
