@@ -123,7 +123,7 @@ def _observed_evidence(slots: tuple[str, ...], members: tuple[str, ...], rows: l
         dtypes = {row.dtypes[i] for row in group for i in indices} - {None}
         present = tuple(slots[i] for i in indices if any(row.dtypes[i] is not None for row in group))
         count = sum(row.observation.count for row in group)
-        evidence.append(Evidence(OPINFO, f"OpInfo {opinfo} ({samples}){how}", tuple(dtypes), present, count))
+        evidence.append(Evidence(OPINFO, f"OpInfo {opinfo} ({samples}){how}", canonical(dtypes), present, count))
     return tuple(evidence)
 
 
@@ -135,16 +135,16 @@ def _declared_evidence(
     declared: Mapping[OpInfoId, tuple],
 ) -> tuple[Evidence, ...]:
     """Other devices' declared dtypes, for the slots that carried the sample dtype whenever the OpInfo called the overload."""
-    followers: dict[OpInfoId, set[str]] = {}
+    confirmed: dict[OpInfoId, set[str]] = {}
+    broken: dict[OpInfoId, set[str]] = {}
     for row in rows:
         observation = row.observation
-        if not observation.direct or observation.opinfo not in declared:
-            continue
-        following = {slots[i] for i, d in enumerate(row.dtypes) if d == observation.sample_dtype}
-        present = {slots[i] for i, d in enumerate(row.dtypes) if d is not None}
-        previous = followers.get(observation.opinfo)
-        # A slot absent from a call neither confirms nor breaks the pattern.
-        followers[observation.opinfo] = following if previous is None else (previous & following) | (previous - present)
+        if observation.direct and observation.opinfo in declared:
+            for slot, dtype in zip(slots, row.dtypes):
+                if dtype is not None:
+                    side = confirmed if dtype == observation.sample_dtype else broken
+                    side.setdefault(observation.opinfo, set()).add(slot)
+    followers = {opinfo: slots_ - broken.get(opinfo, set()) for opinfo, slots_ in confirmed.items()}
     evidence = []
     for opinfo, following in followers.items():
         bound = tuple(slot for slot in members if slot in following)

@@ -305,10 +305,11 @@ def run_sweep(
             or (cached.get(entry.opinfo) is not None and any(map(matches, cached[entry.opinfo].overloads)))
         )
     to_run = [entry for entry in catalogue if entry.cpu_dtypes and (refresh or cached.get(entry.opinfo) is None)]
-    fresh = {run.opinfo: run for run in run_opinfos(to_run, jobs, timeout, progress)}
-    for run in fresh.values():
-        if run.complete:
+    fresh = {}
+    for run in _runs(to_run, jobs, timeout, progress, record=True):
+        if run.complete:  # stored at once: an interrupted sweep keeps what it finished
             _store_json(_cache_dir(cache_dir) / run.opinfo.file_name, run.to_json())
+        fresh[run.opinfo] = run
     runs = tuple(fresh.get(e.opinfo) or cached[e.opinfo] for e in catalogue if e.cpu_dtypes)
     stats = SweepStats(
         opinfos=len(catalogue),
@@ -331,12 +332,16 @@ def run_opinfos(
     record: bool = True,
 ) -> list[OpInfoRun]:
     """Run OpInfos' samples in worker processes, no cache involved; ``record=False`` runs them bare (the benchmark's baseline)."""
+    entries = list(entries)
+    order = {entry.opinfo: index for index, entry in enumerate(entries)}
+    return sorted(_runs(entries, jobs, timeout, progress, record), key=lambda run: order[run.opinfo])
+
+
+def _runs(entries: list[CatalogueEntry], jobs: int | None, timeout: float, progress: bool | None, record: bool) -> Iterator[OpInfoRun]:
+    """Each OpInfo's run as soon as its worker ends (not in catalogue order)."""
     tasks = [_Task("opinfo", entry.opinfo, record) for entry in entries]
-    runs = []
     for task, outcome in _run_tasks(tasks, jobs, timeout, progress):
-        runs.append(_run_from_outcome(task.opinfo, outcome))
-    order = {task.opinfo: index for index, task in enumerate(tasks)}
-    return sorted(runs, key=lambda run: order[run.opinfo])
+        yield _run_from_outcome(task.opinfo, outcome)
 
 
 @dataclass(frozen=True)

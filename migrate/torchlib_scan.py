@@ -419,9 +419,10 @@ def scan_module(data: bytes) -> ModuleFacts:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        found = re.search(r"error at \d+:\d+: (.*)", exc.message)
-        reason = found.group(1) if found else exc.message.splitlines()[0]
-        return ModuleFacts((), (), (), (ScanProblem(f"syntax error: {reason}", exc.raw_line),))
+        # The message's 'error at LINE:COL' is where the parser failed; raw_line can be the line after it.
+        found = re.search(r"error at (\d+):\d+: (.*)", exc.message)
+        line, reason = (int(found.group(1)), found.group(2)) if found else (exc.raw_line, exc.message.splitlines()[0])
+        return ModuleFacts((), (), (), (ScanProblem(f"syntax error: {reason}", line),))
     visitor = _ModuleVisitor(module)
     module.visit(visitor)
     anchors = list({id(a): a for a, _ in visitor.found}.values())
