@@ -28,15 +28,45 @@ def _run_parser() -> argparse.ArgumentParser:
         epilog="Other commands: 'dtype-migrate lower FILE [-o OUT]', 'dtype-migrate show NAME'.",
     )
     parser.add_argument("--native-functions", type=Path, help="the yaml to migrate (default: the installed torch's packaged copy)")
+    parser.add_argument("--torchlib", type=Path, metavar="DIR", help="onnxscript's torch_lib folder to read (default: the installed one)")
     parser.add_argument("--op", action="append", default=[], metavar="NAME", help="only these overloads: aten::name.overload, name.overload or name (repeatable)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="write nothing; print one unified diff of every file that would change")
     mode.add_argument("--check", action="store_true", help="write nothing; exit 1 when the run would change anything")
     parser.add_argument("--out", type=Path, metavar="DIR", help="write the outputs under DIR instead of in place (required for installed inputs)")
-    parser.add_argument("--plan", type=Path, metavar="FILE", help="apply this plan (JSON, as --report writes it)")
+    parser.add_argument("--evidence", type=_evidence_list, default=EVIDENCE, help=f"sources to infer from (default: {','.join(EVIDENCE)})")
+    parser.add_argument("--plan", type=Path, metavar="FILE", help="apply this plan (JSON, as --report writes it) instead of inferring one")
     parser.add_argument("--report", type=Path, metavar="FILE", help="write the applied plan and its evidence as JSON")
     parser.add_argument("--overwrite", action="store_true", help="replace hand-written constraints and global sets")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="where evidence caches live (default: ~/.cache/dtype-migrate)")
     return parser
+
+
+EVIDENCE = ("torchlib", "groups")
+
+
+def _evidence_list(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in EVIDENCE]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown evidence source {unknown[0]!r} (choose from {', '.join(EVIDENCE)})")
+    return names
+
+
+def _infer(native: NativeFunctions, args: argparse.Namespace, only: set[str] | None) -> Plan:
+    from migrate.infer import Sources, infer_plan
+    from migrate.torchlib import scan_torchlib
+
+    torchlib = scan_torchlib(args.torchlib, native, args.cache_dir) if "torchlib" in args.evidence else None
+    for error in torchlib.errors if torchlib else ():
+        sys.stderr.write(f"dtype-migrate: warning: {error}\n")
+    sources = Sources(
+        torchlib=torchlib.overloads if torchlib else {},
+        opinfo={},
+        global_sets=torchlib.global_sets if torchlib else (),
+        groups="groups" in args.evidence,
+    )
+    return infer_plan(native, sources, only)
 
 
 def _lower_parser() -> argparse.ArgumentParser:
@@ -81,11 +111,11 @@ class Targets:
 
     def output(self, source: Path, before: bytes | None, after: bytes) -> Output:
         if self.out is not None:
-            display = source.name
-            return Output(display, source, self.out / display, before, after)
+            return Output(source.name, source, self.out / source.name, before, after)
         cwd = Path.cwd().resolve()
         resolved = source.resolve()
-        base = cwd if resolved.is_relative_to(cwd) else self.native_functions.resolve().parent
+        installed = is_installed_path(resolved)
+        base = cwd if resolved.is_relative_to(cwd) and not installed else self.native_functions.resolve().parent
         return Output(resolved.relative_to(base).as_posix(), source, source, before, after)
 
 
@@ -116,16 +146,13 @@ def run(args: argparse.Namespace) -> int:
     native = NativeFunctions.load(native_path)
     sets_path = sibling_constraints_path(native_path)
     sets_file = GlobalSetsFile.load(sets_path)
-    if args.plan is None:
-        raise InputError("no plan to apply: pass --plan FILE (inference from evidence is not part of this build yet)")
-    plan = Plan.read(args.plan)
-    scope = len(native.entries)
-    if args.op:
-        selected = select_overloads(native, args.op)
-        plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
-        scope = len(selected)
-    else:
+    selected = select_overloads(native, args.op) if args.op else None
+    if selected is None:
         native.validate()
+    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, selected)
+    if selected is not None:
+        plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
+    scope = len(selected) if selected is not None else len(native.entries)
     result = apply_plan(native, sets_file, plan, overwrite=args.overwrite, plan_path=args.plan)
     targets = Targets(args.out, native_path)
     outputs = [targets.output(native_path, native.data, result.native_functions)]

@@ -8,8 +8,11 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 stamp="$venv/.installed-$(cat "$root/pyproject.toml" | sha256sum | cut -c1-16)"
 if [ ! -e "$stamp" ]; then
-  "$venv/bin/python" -m pip install -q --upgrade pip
-  "$venv/bin/python" -m pip install -q -e "$root[test]"
+  echo "setting up $venv (once) ..." >&2
+  if ! "$venv/bin/python" -m pip install -e "$root[test]" > "$venv/install.log" 2>&1; then
+    cat "$venv/install.log" >&2
+    exit 1
+  fi
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
