@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from migrate.cache import store
 from migrate.errors import InputError
 from migrate.global_sets import GlobalSetsFile
 from migrate.native import NativeFunctions, installed_native_functions, sibling_constraints_path
@@ -119,23 +120,64 @@ class Targets:
         return Output(resolved.relative_to(base).as_posix(), source, source, before, after)
 
 
-def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int) -> str:
-    statuses = {o.name: o.status for o in result.outcomes}
-    written = sum(1 for s in statuses.values() if s == WRITTEN)
-    unchanged = sum(1 for s in statuses.values() if s == UNCHANGED)
-    conflicting = sum(1 for o in result.outcomes if o.conflicts or o.status == KEPT)
+def _coverage(written: NativeFunctions) -> dict[str, int | float]:
+    """How much of the written yaml is typed: entries with a tensor slot, and tensor slots."""
+    with_slots = [e for e in written.entries if e.schema.tensor_slots]
+    typed_entries = sum(1 for e in with_slots if e.schema.variables())
+    slots = sum(len(e.schema.tensor_slots) for e in with_slots)
+    typed_slots = sum(len(binds) for e in with_slots for binds in e.schema.variables().values())
+    return {
+        "entries_with_tensor_slots": len(with_slots),
+        "entries_typed": typed_entries,
+        "entry_share": round(typed_entries / len(with_slots), 4) if with_slots else 0.0,
+        "tensor_slots": slots,
+        "tensor_slots_typed": typed_slots,
+        "slot_share": round(typed_slots / slots, 4) if slots else 0.0,
+    }
+
+
+def _summary(plan: Plan, result: YamlResult, scope: int, written: NativeFunctions) -> dict:
+    """The run in numbers, for the summary lines and the report."""
+    statuses = [o.status for o in result.outcomes]
+    constrained, unchanged = statuses.count(WRITTEN), statuses.count(UNCHANGED)
+    kinds: dict[str, int] = {}
+    for conflict in [c for o in result.outcomes for c in o.conflicts] + list(result.global_conflicts):
+        kinds[conflict.kind] = kinds.get(conflict.kind, 0) + 1
+    return {
+        "overloads": {
+            "in_scope": scope,
+            "constrained": constrained,
+            "unchanged": unchanged,
+            "skipped": scope - constrained - unchanged,
+            "with_conflicts": sum(1 for o in result.outcomes if o.conflicts),
+        },
+        "by_source": {s: n for s in SOURCES if (n := sum(1 for o in plan.overloads if any(s in v.sources for v in o.variables)))},
+        "conflicts": dict(sorted(kinds.items())),
+        "coverage": _coverage(written),
+    }
+
+
+def _summary_text(summary: dict, result: YamlResult) -> str:
+    o, c = summary["overloads"], summary["coverage"]
     lines = [
-        f"overloads: {written} constrained, {unchanged} unchanged, {scope - written - unchanged} skipped, "
-        f"{conflicting} with conflicts (of {scope})"
+        f"overloads: {o['constrained']} constrained, {o['unchanged']} unchanged, {o['skipped']} skipped, "
+        f"{o['with_conflicts']} with conflicts (of {o['in_scope']})",
+        "by source: " + (", ".join(f"{s} {n}" for s, n in summary["by_source"].items()) or "none"),
+        f"coverage of the written yaml: {c['entries_typed']} of {c['entries_with_tensor_slots']} entries with tensor slots "
+        f"({c['entry_share']:.1%}), {c['tensor_slots_typed']} of {c['tensor_slots']} tensor slots ({c['slot_share']:.1%})",
     ]
-    per_source = {s: sum(1 for o in plan.overloads if any(s in v.sources for v in o.variables)) for s in SOURCES}
-    lines.append("by source: " + ", ".join(f"{s} {n}" for s, n in per_source.items() if n) if any(per_source.values()) else "by source: none")
-    for conflict in result.global_conflicts:
-        lines.append(f"conflict: {conflict.message}")
-    for outcome in result.outcomes:
-        for conflict in outcome.conflicts:
-            lines.append(f"conflict: {outcome.name}: {conflict.message}")
+    if summary["conflicts"]:
+        lines.append("conflicts: " + ", ".join(f"{k} {n}" for k, n in summary["conflicts"].items()) + " (each listed in --report)")
+    lines += [f"conflict: {c.message}" for c in result.global_conflicts]
+    lines += [f"conflict: {o.name}: {c.message}" for o in result.outcomes if o.status == KEPT for c in o.conflicts[-1:]]
     return "\n".join(lines) + "\n"
+
+
+def _report(plan: Plan, result: YamlResult, summary: dict) -> Plan:
+    """The applied plan with the writer's conflicts added to each overload, and the summary."""
+    conflicts = {o.name: o.conflicts for o in result.outcomes}
+    overloads = tuple(replace(o, conflicts=conflicts.get(o.name, o.conflicts)) for o in plan.overloads)
+    return replace(plan, overloads=overloads, summary=summary)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -158,11 +200,10 @@ def run(args: argparse.Namespace) -> int:
     outputs = [targets.output(native_path, native.data, result.native_functions)]
     if result.type_constraints is not None:
         outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))
-    summary = _summary(native, plan, result, scope)
+    summary = _summary(plan, result, scope, NativeFunctions.parse(result.native_functions, native_path))
     if args.report is not None:
-        from migrate.cache import store
-
-        store(args.report, replace(plan, summary={**plan.summary, "text": summary.splitlines()}).dumps().encode())
+        store(args.report, _report(plan, result, summary).dumps().encode())
+    summary = _summary_text(summary, result)
     changed = any(o.changed for o in outputs)
     if args.dry_run:
         print_diff(unified_diff(outputs))
