@@ -1,0 +1,76 @@
+"""Merging evidence into one plan: precedence, conflicts, group siblings, naming."""
+
+from __future__ import annotations
+
+from migrate.dtypes import named
+from migrate.infer import Sources, group_siblings, infer_plan, merge_overload, name_variables
+from migrate.native import NativeFunctions
+from migrate.plan import DECLARED, GROUPS, OPINFO, TORCHLIB, Evidence, GlobalSet, OverloadPlan, Variable
+from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS
+
+REAL = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+
+
+def _var(name, dtypes, binds, source, *extra):
+    return Variable(name, dtypes, binds, (Evidence(source, "test", dtypes, binds), *extra))
+
+
+def test_observations_win_and_torchlib_fills_unobserved_slots():
+    torchlib = OverloadPlan("where.self", (_var("TTensor", FLOATS, ("condition", "self", "other", "return.0"), TORCHLIB),))
+    opinfo = OverloadPlan("where.self", (_var("T0", named("bool"), ("condition",), OPINFO),))
+    merged = merge_overload("where.self", torchlib, opinfo)
+    by_slot = {s: v for v in merged.variables for s in v.binds}
+    assert by_slot["condition"].dtypes == named("bool") and by_slot["condition"].sources == (OPINFO,)
+    assert by_slot["self"].binds == ("self", "other", "return.0") and by_slot["self"].sources == (TORCHLIB,)
+    (gap,) = [c for c in merged.conflicts if c.kind == "export-coverage-gap"]
+    assert gap.dtypes == named("bool") and gap.slots == ("condition",)
+
+
+def test_declared_dtypes_of_other_devices_widen_an_observed_variable():
+    declared = Evidence(DECLARED, "OpInfo x cuda", named("float16"), ("self",))
+    opinfo = OverloadPlan("abs", (_var("T0", named("float32"), ("self", "return.0"), OPINFO, declared),))
+    (variable,) = merge_overload("abs", None, opinfo).variables
+    assert variable.dtypes == named("float16", "float32")
+
+
+def test_torchlib_wider_than_observations_is_noted_not_declared():
+    torchlib = OverloadPlan("abs", (_var("TReal", named("int64", "float32"), ("self", "return.0"), TORCHLIB),))
+    opinfo = OverloadPlan("abs", (_var("T0", named("float32"), ("self", "return.0"), OPINFO),))
+    merged = merge_overload("abs", torchlib, opinfo)
+    assert [v.dtypes for v in merged.variables] == [named("float32")]
+    assert [c.kind for c in merged.conflicts] == ["torchlib-wider"]
+
+
+def test_in_place_and_out_siblings_take_the_functional_constraints():
+    functional = OverloadPlan("add.Tensor", (_var("T", FLOATS, ("self", "other", "return.0"), TORCHLIB),))
+    siblings = group_siblings(REAL, {"add.Tensor": functional})
+    assert set(siblings) == {"add_.Tensor", "add.out"}
+    (out,) = siblings["add.out"].variables
+    assert out.binds == ("self", "other", "return.0", "out") and out.sources == (GROUPS,)
+    (inplace,) = siblings["add_.Tensor"].variables
+    assert inplace.binds == ("self", "other", "return.0")
+
+
+def test_a_sibling_with_its_own_evidence_keeps_it():
+    functional = OverloadPlan("add.Tensor", (_var("T", FLOATS, ("self", "other", "return.0"), TORCHLIB),))
+    own = OverloadPlan("add.out", (_var("T", named("float32"), ("self", "out"), TORCHLIB),))
+    assert "add.out" not in group_siblings(REAL, {"add.Tensor": functional, "add.out": own})
+
+
+def test_naming_uses_a_global_set_only_when_no_other_variable_has_its_dtypes():
+    sets = (GlobalSet("TFloat", FLOATS), GlobalSet("TFloatAlias", FLOATS), GlobalSet("TBool", named("bool")))
+    schema = REAL.by_name["where.self"].schema
+    plan = OverloadPlan("where.self", (_var("a", FLOATS, ("self", "other", "return.0"), OPINFO), _var("b", named("bool"), ("condition",), OPINFO)))
+    assert [v.name for v in name_variables(plan, schema, sets).variables] == ["TBool", "TFloat"]
+    twins = OverloadPlan("where.self", (_var("a", FLOATS, ("self", "return.0"), OPINFO), _var("b", FLOATS, ("other",), OPINFO)))
+    assert [(v.name, v.binds) for v in name_variables(twins, schema, sets).variables] == [("T", ("self", "return.0")), ("U", ("other",))]
+
+
+def test_inferred_plan_is_deterministic_and_limited_by_only():
+    torchlib = {"add.Tensor": OverloadPlan("add.Tensor", (_var("X", FLOATS, ("self", "other", "return.0"), TORCHLIB),))}
+    sources = Sources(torchlib, {}, (GlobalSet("TFloat", FLOATS),))
+    full = infer_plan(REAL, sources)
+    assert [o.name for o in full.overloads] == ["add.Tensor", "add_.Tensor", "add.out"]
+    assert full == infer_plan(REAL, sources)
+    assert [o.name for o in infer_plan(REAL, sources, only={"add.out"}).overloads] == ["add.out"]
+    assert [o.name for o in infer_plan(REAL, Sources(torchlib, {}, (), groups=False)).overloads] == ["add.Tensor"]
