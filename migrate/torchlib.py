@@ -19,6 +19,7 @@ module turns the per-module facts into evidence:
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 from dataclasses import dataclass, replace
@@ -258,13 +259,19 @@ class OverloadIndex:
 
     def _declaring_entry(self, overload: str) -> Entry | None:
         """The entry whose ``autogen:`` names ``overload``; only entries whose text mentions it are parsed."""
-        mention = re.compile(rf"^\s*autogen:.*(?<![\w.]){re.escape(overload)}(?![\w.])")
-        lines = self.native.lines
-        for entry in self.native.entries:
-            if any(mention.match(lines[i]) for i in range(entry.start, entry.end)):
-                if overload in self.native.autogen_names(entry):
-                    return entry
+        mention = re.compile(rf"(?<![\w.]){re.escape(overload)}(?![\w.])")
+        for entry, line in self._autogen_lines:
+            if mention.search(line) and overload in self.native.autogen_names(entry):
+                return entry
         return None
+
+    @functools.cached_property
+    def _autogen_lines(self) -> tuple[tuple[Entry, str], ...]:
+        """Each entry's lines that hold an ``autogen:`` key (native.autogen_index would parse every entry's yaml)."""
+        lines = self.native.lines
+        return tuple(
+            (entry, lines[i]) for entry in self.native.entries for i in range(entry.start, entry.end) if "autogen:" in lines[i]
+        )
 
 
 def _autogen_schema(declaring: TypedSchema, overload: str) -> TypedSchema | None:
@@ -340,7 +347,11 @@ Variant = tuple[Registration, SlotMapping]
 
 
 def infer_overload(overload: str, slot_order: tuple[str, ...], real: list[Variant], complex_: list[Variant]) -> OverloadPlan:
-    """Variables from the real variants (their slot ties met, their dtypes united), widened by the complex ones."""
+    """Variables from the real variants (their slot ties met, their dtypes united), widened by the complex ones.
+
+    Without a real variant there are no variables: complex=True annotations describe a real view of the
+    tensors, which cannot tell a complex slot from a real one (``view_as_real`` returns a real tensor).
+    """
     constrained = [(r, {s: c for s, c in m.constraints.items() if c.dtypes}) for r, m in real]
     common = [s for s in slot_order if constrained and all(s in c for _, c in constrained)]
     classes: dict[tuple, list[str]] = {}
@@ -408,7 +419,9 @@ def _module_name(relative: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _global_sets(modules: dict[str, tuple[str, ModuleFacts]], types: TypeResolver) -> tuple[list[GlobalSet], list[InputError]]:
+def _global_sets(
+    root: Path, modules: dict[str, tuple[str, ModuleFacts]], types: TypeResolver
+) -> tuple[list[GlobalSet], list[InputError]]:
     """One global set per torchlib TypeVar with torch dtypes; a name bound to two different sets is an error."""
     sets: dict[str, tuple[GlobalSet, str]] = {}
     errors = []
@@ -425,7 +438,7 @@ def _global_sets(modules: dict[str, tuple[str, ModuleFacts]], types: TypeResolve
             first = sets.setdefault(definition.name, (found, where))
             if first[0].dtypes != found.dtypes:
                 message = f"TypeVar {definition.name} has other dtypes than at {first[1]}; its global set keeps those"
-                errors.append(InputError(message, path, definition.line, definition.name))
+                errors.append(InputError(message, root / path, definition.line, definition.name))
     return [s for s, _ in sorted(sets.values(), key=lambda item: item[0].name)], errors
 
 
@@ -454,7 +467,7 @@ def scan_torchlib(
             packages.add(module)
         errors.extend(InputError(p.message, path, p.line, p.op) for p in facts.problems)
     types = TypeResolver({m: f for m, (_, f) in modules.items()}, frozenset(packages))
-    global_sets, set_errors = _global_sets(modules, types)
+    global_sets, set_errors = _global_sets(root, modules, types)
 
     registrations: list[tuple[str, Registration]] = []
     for module, (relative_path, facts) in modules.items():

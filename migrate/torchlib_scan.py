@@ -8,9 +8,10 @@ the file's bytes alone.
 
 Speed: one libcst parse per file and one visitor pass that never descends into
 function bodies (a full walk of torchlib costs nearly as much as parsing it).
-Line numbers come from a forward text search anchored on each def/assignment found,
-in source order; libcst's PositionProvider, which would cost twice the parse, is
-used only for a module where an anchor is not found.
+Line numbers come from one regex pass over the text, matched in source order against
+the defs and assignments the visitor found (decorator lines counted up from their
+def); libcst's PositionProvider, which costs twice the parse, is used only for a
+module where that match fails.
 """
 
 from __future__ import annotations
@@ -232,12 +233,20 @@ def _comment(statement: cst.SimpleStatementLine) -> str:
 # -- the visitor ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class _Anchor:
-    """A def or assignment whose line is still to be found: by text search, or by positions."""
+    """Where an item's line is: that of a def or an assignment, or of a decorator some lines above a def.
 
-    pattern: re.Pattern[str]
-    node: cst.CSTNode  # the FunctionDef or SimpleStatementLine
+    The text search finds ``keyword``/``name`` at ``indent``; the slow path asks for ``target``'s position.
+    Items of one statement (several decorators) share the statement's match.
+    """
+
+    statement: cst.CSTNode  # the FunctionDef or SimpleStatementLine
+    keyword: str  # 'def' or '='
+    indent: str
+    name: str
+    decorators_up: int  # 0, or how many decorator lines up from the def the target starts
+    target: cst.CSTNode  # the node whose line is wanted: a Decorator, or the statement
 
 
 class _ModuleVisitor(cst.CSTVisitor):
@@ -312,25 +321,24 @@ class _ModuleVisitor(cst.CSTVisitor):
         if isinstance(expr, Opaque):
             return
         name, comment = target.value, _comment(line)
-        pattern = re.compile(rf"^{re.escape(self.indent)}{re.escape(name)}[ \t]*(?::|=(?!=))", re.M)
-        self.found.append((_Anchor(pattern, line), lambda at: Definition(name, expr, at, comment)))
+        anchor = _Anchor(line, "=", self.indent, name, 0, line)
+        self.found.append((anchor, lambda at: Definition(name, expr, at, comment)))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        pattern = re.compile(rf"^{re.escape(self.indent)}(?:async[ \t]+)?def[ \t]+{re.escape(node.name.value)}\b", re.M)
-        anchor = _Anchor(pattern, node)
         for index, decorator in enumerate(node.decorators):
             call = decorator.decorator
             callee = _dotted(call.func if isinstance(call, cst.Call) else call)
             if callee is None or callee[-1] != "torch_op":
                 continue
-            offset = _decorator_offset(node, index)
+            up = len(node.decorators) - index
+            anchor = _Anchor(node, "def", self.indent, node.name.value, up, decorator)
             try:
                 registration = self._registration(node, call)
             except _BadDecorator as exc:
                 problem = ScanProblem(str(exc), None, node.name.value)
-                self.found.append((anchor, lambda at, p=problem, o=offset: replace(p, line=at - o)))
+                self.found.append((anchor, lambda at, p=problem: replace(p, line=at)))
                 continue
-            self.found.append((anchor, lambda at, r=registration, o=offset: replace(r, line=at - o)))
+            self.found.append((anchor, lambda at, r=registration: replace(r, line=at)))
         return False
 
     def _registration(self, node: cst.FunctionDef, call: cst.BaseExpression) -> Registration:
@@ -382,32 +390,52 @@ def _literal_names(node: cst.BaseExpression) -> tuple[str, ...]:
     raise _BadDecorator(f"@torch_op name is not a string literal or a tuple of string literals: {_code(node)}")
 
 
-def _decorator_offset(node: cst.FunctionDef, index: int) -> int:
-    """How many lines the decorator at ``index`` starts above the ``def`` line."""
-    below = sum(_code(d).count("\n") for d in node.decorators[index + 1 :]) + len(node.lines_after_decorators)
-    decorator = node.decorators[index]
-    return below + _code(decorator).count("\n") - len(decorator.leading_lines)
-
-
 # -- one module -----------------------------------------------------------------------------------
 
 
+# The start of a def or of an assignment: a superset of the anchors, matched in one pass over the text.
+_STATEMENT_START = re.compile(
+    r"^(?P<indent>[ \t]*)(?:(?:async[ \t]+)?def[ \t]+(?P<def>\w+)|(?P<name>\w+)[ \t]*(?::|=(?!=)))", re.M
+)
+
+
 def _anchor_lines(text: str, anchors: list[_Anchor]) -> list[int] | None:
-    """The line of each anchor, searching forward from the previous one; None if one is not found."""
-    lines, line, counted_to, search_from = [], 1, 0, 0
+    """The line of each anchor, each statement found after the previous one; None when one is not found."""
+    matches = _STATEMENT_START.finditer(text)
+    lines: list[int] = []
+    line, counted_to, statement = 1, 0, None
     for anchor in anchors:
-        match = anchor.pattern.search(text, search_from)
-        if match is None:
+        if statement is not anchor.statement:
+            group = "def" if anchor.keyword == "def" else "name"
+            match = next((m for m in matches if m["indent"] == anchor.indent and m[group] == anchor.name), None)
+            if match is None:
+                return None
+            line += text.count("\n", counted_to, match.start())
+            counted_to, statement = match.start(), anchor.statement
+        start = _decorator_start(text, counted_to, anchor.indent, anchor.decorators_up)
+        if start is None:
             return None
-        line += text.count("\n", counted_to, match.start())
-        counted_to, search_from = match.start(), match.end()
-        lines.append(line)
+        lines.append(line - text.count("\n", start, counted_to))
     return lines
+
+
+def _decorator_start(text: str, def_start: int, indent: str, up: int) -> int | None:
+    """Where the line ``up`` decorator lines (``<indent>@``) above the def starts."""
+    position = def_start
+    for _ in range(up):
+        found = text.rfind("\n" + indent + "@", 0, position)
+        if found >= 0:
+            position = found + 1
+        elif position > 0 and text.startswith(indent + "@"):
+            position = 0
+        else:
+            return None
+    return position
 
 
 def _position_lines(module: cst.Module, anchors: list[_Anchor]) -> list[int]:
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return [positions[a.node].start.line for a in anchors]
+    return [positions[a.target].start.line for a in anchors]
 
 
 def scan_module(data: bytes) -> ModuleFacts:
@@ -425,12 +453,11 @@ def scan_module(data: bytes) -> ModuleFacts:
         return ModuleFacts((), (), (), (ScanProblem(f"syntax error: {reason}", line),))
     visitor = _ModuleVisitor(module)
     module.visit(visitor)
-    anchors = list({id(a): a for a, _ in visitor.found}.values())
+    anchors = [anchor for anchor, _ in visitor.found]
     lines = _anchor_lines(text, anchors)
     if lines is None:
         lines = _position_lines(module, anchors)
-    line_of = {id(a): line for a, line in zip(anchors, lines)}
-    items = [build(line_of[id(anchor)]) for anchor, build in visitor.found]
+    items = [build(line) for (_, build), line in zip(visitor.found, lines)]
     return ModuleFacts(
         imports=tuple(visitor.imports),
         definitions=tuple(i for i in items if isinstance(i, Definition)),
@@ -446,10 +473,8 @@ def facts_cache_dir(cache_dir: Path | str | None) -> Path:
     return cache_root(cache_dir) / "torchlib"
 
 
-def module_facts(data: bytes, cache: Path | None) -> tuple[ModuleFacts, bool]:
+def module_facts(data: bytes, cache: Path) -> tuple[ModuleFacts, bool]:
     """The module's facts, from the cache when this exact content was scanned before; and whether it was."""
-    if cache is None:
-        return scan_module(data), False
     entry = cache / (hashlib.sha256(SCAN_VERSION.encode() + b"\0" + data).hexdigest() + ".pickle")
     try:
         facts = pickle.loads(entry.read_bytes())
@@ -458,5 +483,8 @@ def module_facts(data: bytes, cache: Path | None) -> tuple[ModuleFacts, bool]:
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
         pass  # no entry, or one from an incompatible build: scan again
     facts = scan_module(data)
-    store(entry, pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL))
+    try:
+        store(entry, pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL))
+    except OSError:
+        pass  # an unwritable cache only costs time
     return facts, False
