@@ -1,0 +1,14 @@
+"""libcst codemods that rewrite onnxscript's torchlib to the dtype constraints of native_functions.yaml.
+
+One transformer per concern, in the style of libcst's ``codemod`` package; each is
+told exactly what to change (``migrate.torchlib_rewrite`` decides) and changes no
+other byte:
+
+- ``annotations.AnnotationRewriter``: tensor parameter and return annotations;
+- ``docstrings.DocstringRewriter``: the schema line of docstrings;
+- ``typevars.TypeVarBlock``: the marked blocks of TypeVar definitions;
+- ``imports.update_imports``: ``AddImportsVisitor``/``RemoveImportsVisitor`` on a module's head.
+
+``toplevel`` holds the walk they share (never into a function body) and
+``module_index`` what the decisions are made from.
+"""

@@ -1,0 +1,39 @@
+"""Docstrings: a function whose docstring opens with its ATen schema gets the typed schema there.
+
+torchlib functions document their overload by copying its ``func:`` schema into the
+first docstring line. Once the yaml declares type variables, that line shows them
+too. Only that line changes, and only when it is exactly the expected old text.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import libcst as cst
+
+from codemods.module_index import docstring_node
+from codemods.toplevel import DefKey, TopLevelTransformer
+
+
+class DocstringRewriter(TopLevelTransformer):
+    """Replaces first docstring lines: ``lines`` maps a function to ``(old first line, new first line)``."""
+
+    def __init__(self, lines: Mapping[DefKey, tuple[str, str]]):
+        super().__init__()
+        self.lines = lines
+
+    def leave_def(self, key: DefKey, node: cst.FunctionDef) -> cst.FunctionDef:
+        change = self.lines.get(key)
+        literal = docstring_node(node)
+        if change is None or literal is None:
+            return node
+        old, new = change
+        raw = literal.raw_value
+        first, newline, rest = raw.partition("\n")
+        if first != old or old == new:
+            return node
+        value = f"{literal.prefix}{literal.quote}{new}{newline}{rest}{literal.quote}"
+        statement = node.body.body[0]  # docstring_node checked the shape
+        expr = statement.body[0]  # type: ignore[attr-defined]
+        new_statement = statement.with_changes(body=[expr.with_changes(value=literal.with_changes(value=value))])
+        return node.with_changes(body=node.body.with_changes(body=[new_statement, *node.body.body[1:]]))

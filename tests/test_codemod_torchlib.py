@@ -1,0 +1,305 @@
+"""The torchlib codemod on copies of the installed onnxscript, rewritten by full runs.
+
+Two copies: one rewritten with the plan ``infer_plan`` gives today, one with a
+hand-built plan that changes sets (a narrower set on a mask, a new global set, a set
+wider than the function, a dtype ONNX lacks, a union across overloads). For each, and
+for the installed original, a subprocess with ``PYTHONPATH=<copy>`` imports onnxscript,
+dumps its registry and every function's signature, and exports a small attention block
+(float mask, bool mask) and a small MLP with ``torch.onnx.export(..., dynamo=True)``,
+comparing onnxruntime with PyTorch. The work is done once per session and shared by
+pytest-xdist workers through a file lock.
+
+Run as a script, this file is that subprocess: it prints the probe as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TOLERANCE = 1e-4
+OPSET = 18  # torchlib's opset: newer ones let torch's own implementations of sdpa and gelu win
+PACKAGE = "onnxscript.function_libs.torch_lib"
+
+
+def probe() -> dict:
+    """What the onnxscript on sys.path registers, each function's signature, and the three exports."""
+    import numpy as np
+    import onnxruntime
+    import torch
+
+    import onnxscript
+    from onnxscript.function_libs.torch_lib import ops, registration  # noqa: F401  (ops registers)
+
+    def dtypes(constraint) -> list[str]:
+        return sorted({t.dtype.name for t in constraint.allowed_types}) if constraint is not None else []
+
+    registry, functions = {}, {}
+    for name, overloaded in sorted(registration.default_registry.items()):
+        registry[name] = sorted(f.name for f in overloaded.overloads) + sorted(f"complex:{f.name}" for f in overloaded.complex)
+        for function in (*overloaded.overloads, *overloaded.complex):
+            signature = function.op_signature
+            python = getattr(function, "function", None) or function.func  # scripted or traced
+            functions[f"{python.__module__}:{function.name}"] = {
+                "params": {p.name: dtypes(getattr(p, "type_constraint", None)) for p in signature.params},
+                "outputs": [dtypes(o.type_constraint) for o in signature.outputs],
+            }
+
+    class Attention(torch.nn.Module):
+        def __init__(self, dim: int = 16, heads: int = 2):
+            super().__init__()
+            self.heads = heads
+            self.qkv = torch.nn.Linear(dim, 3 * dim)
+            self.out = torch.nn.Linear(dim, dim)
+
+        def forward(self, x, mask):
+            b, n, d = x.shape
+            q, k, v = (t.reshape(b, n, self.heads, d // self.heads).transpose(1, 2) for t in self.qkv(x).chunk(3, dim=-1))
+            y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            return self.out(y.transpose(1, 2).reshape(b, n, d))
+
+    torch.manual_seed(0)
+    attention = Attention().eval()
+    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 5, 16)
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    cases = {
+        "attention, float mask": (attention, (x, torch.zeros(5, 5).masked_fill(~causal, -1e4))),
+        "attention, bool mask": (attention, (x, causal)),
+        "mlp": (mlp, (torch.randn(3, 16),)),
+    }
+    exports = {}
+    for case, (model, args) in cases.items():
+        program = torch.onnx.export(model, args, dynamo=True, opset_version=OPSET, verbose=False)
+        session = onnxruntime.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+        got = session.run(None, {i.name: a.numpy() for i, a in zip(session.get_inputs(), args)})[0]
+        with torch.no_grad():
+            want = model(*args).numpy()
+        exports[case] = float(np.abs(got - want).max())
+
+    from torch.onnx._internal.exporter import _registration
+
+    sdpa = _registration.ONNXRegistry.from_torchlib(OPSET).get_decomps(torch.ops.aten.scaled_dot_product_attention.default)[0]
+    return {
+        "onnxscript": onnxscript.__file__,
+        "registry": registry,
+        "functions": functions,
+        "exports": exports,
+        "sdpa_file": (getattr(sdpa.onnx_function, "function", None) or sdpa.onnx_function.func).__code__.co_filename,
+    }
+
+
+if __name__ == "__main__":
+    json.dump(probe(), sys.stdout)
+    sys.exit(0)
+
+# -- the tests ------------------------------------------------------------------------------------
+
+import importlib.util  # noqa: E402
+
+import pytest  # noqa: E402
+from filelock import FileLock  # noqa: E402  (a dependency of torch)
+
+from migrate.dtypes import DType, canonical, named  # noqa: E402
+from migrate.infer import Sources, infer_plan  # noqa: E402
+from migrate.native import NativeFunctions, installed_native_functions  # noqa: E402
+from migrate.plan import HAND, Evidence, GlobalSet, OverloadPlan, Plan, Variable  # noqa: E402
+from migrate.torchlib import scan_torchlib  # noqa: E402
+from migrate.torchlib_rewrite import (  # noqa: E402
+    DROPPED_NON_ONNX,
+    GLOBAL_SET,
+    KEPT_NARROWER,
+    UNION,
+    rewrite_torchlib,
+)
+
+VARIANTS = ("inferred", "hand")
+FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+def hand_plan(inferred: Plan) -> Plan:
+    """Today's plan with sets changed the way other evidence will change them."""
+
+    def variable(name: str, dtypes: tuple[str, ...], *binds: str) -> Variable:
+        return Variable(name, named(*dtypes), binds, (Evidence(HAND, "tests/test_codemod_torchlib.py", named(*dtypes), binds),))
+
+    sdpa = next(o for o in inferred.overloads if o.name == "scaled_dot_product_attention")
+    changes = {
+        # The mask: bool or float; torchlib says any tensor (narrower: rewritten).
+        "scaled_dot_product_attention": (*sdpa.variables, variable("M", ("bool", *FLOATS), "attn_mask")),
+        # A global set torchlib does not define: added to tensor_typing.py.
+        "relu": (variable("TFloatNoBFloat16", ("float16", "float32", "float64"), "self", "return.0"),),
+        # Wider than the function (complex64): kept, and reported.
+        "gelu": (variable("T", (*FLOATS, "complex64"), "self", "return.0"),),
+        # complex32 has no ONNX type: dropped, and reported.
+        "linear": (variable("T", (*FLOATS, "complex32"), "input", "weight", "bias", "return.0"),),
+        # One function serves both: their union.
+        "fmod.Tensor": (variable("T", ("float32", "float64"), "self", "other", "return.0"),),
+        "fmod.Scalar": (variable("T", ("float16", "float32"), "self", "return.0"),),
+        # Another existing global set, narrower than the function's.
+        "tanh": (variable("TFloatHighPrecision", ("float32", "float64"), "self", "return.0"),),
+    }
+    overloads = tuple(OverloadPlan(o.name, changes.get(o.name, o.variables), o.conflicts) for o in inferred.overloads)
+    new_set = GlobalSet("TFloatNoBFloat16", named("float16", "float32", "float64"), "Floating-point tensors other than bfloat16.")
+    return Plan((*inferred.global_sets, new_set), overloads)
+
+
+def _start_probe(pythonpath: Path | None) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    return subprocess.Popen([sys.executable, __file__], env=env, cwd=pythonpath or Path(__file__).parent, **pipes)
+
+
+def _finish(process: subprocess.Popen) -> dict:
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err[-4000:]
+    return json.loads(out)
+
+
+def _record(function) -> dict:
+    return {
+        "path": function.path,
+        "function": function.function,
+        "overloads": list(function.overloads),
+        "changed": function.changed,
+        "slots": [[s.slot, s.typevar, [str(d) for d in s.dtypes]] for s in function.slots],
+    }
+
+
+def _build(shared: Path) -> dict:
+    """Copies, rewrites and probes; everything the tests read, as JSON."""
+    started = time.perf_counter()
+    probes = {"original": _start_probe(None)}
+    native = NativeFunctions.load(installed_native_functions())
+    installed = Path(next(iter(importlib.util.find_spec("onnxscript").submodule_search_locations)))
+    results = {}
+    for variant in VARIANTS:
+        copy = shared / variant
+        shutil.copytree(installed, copy / "onnxscript", ignore=shutil.ignore_patterns("__pycache__"))
+        root = copy / "onnxscript" / "function_libs" / "torch_lib"
+        evidence = scan_torchlib(root, native, shared / "cache")
+        inferred = infer_plan(native, Sources(torchlib=evidence.overloads, opinfo={}, global_sets=evidence.global_sets))
+        plan = inferred if variant == "inferred" else hand_plan(inferred)
+        rewrite = rewrite_torchlib(evidence, plan, native)
+        for path, _, after in rewrite.files:
+            (root / path).write_bytes(after)
+        probes[variant] = _start_probe(copy)
+        again = rewrite_torchlib(scan_torchlib(root, native, shared / "cache"), plan, native)
+        plan.write(shared / f"{variant}.plan.json")
+        results[variant] = {
+            "root": str(root),
+            "files": [path for path, _, _ in rewrite.files],
+            "notes": list(rewrite.notes),
+            "functions": [_record(f) for f in rewrite.functions],
+            "second_run_files": [path for path, _, _ in again.files],
+        }
+    for name, process in probes.items():
+        results.setdefault(name, {})["probe"] = _finish(process)
+    results["seconds"] = time.perf_counter() - started
+    return results
+
+
+@pytest.fixture(scope="session")
+def real(tmp_path_factory, worker_id) -> dict:
+    """The shared results: built by the first worker to get here, read by the others."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base if worker_id == "master" else base.parent) / "codemod_torchlib"
+    with FileLock(str(shared) + ".lock"):
+        done = shared / "results.json"
+        if not done.exists():
+            shared.mkdir(exist_ok=True)
+            done.write_text(json.dumps(_build(shared)))
+        results = json.loads(done.read_text())
+    for variant in VARIANTS:
+        results[variant]["plan"] = Plan.read(shared / f"{variant}.plan.json")
+    return results
+
+
+@pytest.fixture(params=VARIANTS)
+def variant(request, real) -> dict:
+    return real[request.param]
+
+
+def test_the_rewrite_changes_modules_and_a_second_run_changes_nothing(variant):
+    assert "ops/core.py" in variant["files"] and "ops/nn.py" in variant["files"]
+    assert any(f["changed"] for f in variant["functions"])
+    assert variant["second_run_files"] == []
+
+
+def test_every_module_compiles(variant):
+    for path in sorted(Path(variant["root"]).rglob("*.py")):
+        compile(path.read_bytes(), str(path), "exec")
+
+
+def test_the_copy_imports_and_registers_the_same_functions(real, variant):
+    assert variant["probe"]["onnxscript"].startswith(str(Path(variant["root"]).parents[2]))
+    assert variant["probe"]["registry"] == real["original"]["probe"]["registry"]
+    assert len(variant["probe"]["registry"]) > 400
+
+
+def _expected(plan: Plan, record: dict) -> dict[str, set[str]]:
+    """Each TypeVar's ONNX types from the plan alone: the union, over the function's overloads, of the sets its slots have."""
+    by_name = {o.name: o for o in plan.overloads}
+    sets = {g.name: g.dtypes for g in plan.global_sets}
+    found: dict[str, set[DType]] = {}
+    for slot, typevar, _ in record["slots"]:
+        for overload in record["overloads"]:
+            declared = by_name[overload].variable_of(slot)
+            if declared is not None:
+                found.setdefault(typevar, set()).update(declared.dtypes or sets[declared.name])
+    return {typevar: {d.onnx for d in canonical(dtypes) if d.onnx is not None} for typevar, dtypes in found.items()}
+
+
+def test_rewritten_signatures_have_the_declared_sets(variant):
+    functions = variant["probe"]["functions"]
+    checked = 0
+    for record in variant["functions"]:
+        module = f"{PACKAGE}.{record['path'][:-3].replace('/', '.')}"
+        signature = functions[f"{module}:{record['function']}"]
+        expected = _expected(variant["plan"], record)
+        for slot, typevar, _ in record["slots"]:
+            if slot.startswith("return."):
+                actual = signature["outputs"][int(slot.split(".")[1])]
+            else:
+                actual = signature["params"][slot]
+            assert set(actual) == expected[typevar], (record["function"], slot)
+            checked += 1
+    assert checked > 300
+
+
+def test_functions_not_rewritten_keep_their_signatures(real, variant):
+    original = real["original"]["probe"]["functions"]
+    changed = {f"{PACKAGE}.{r['path'][:-3].replace('/', '.')}:{r['function']}" for r in variant["functions"] if r["changed"]}
+    kept = {key: value for key, value in variant["probe"]["functions"].items() if key not in changed}
+    assert kept == {key: value for key, value in original.items() if key not in changed}
+
+
+@pytest.mark.parametrize("library", ["original", *VARIANTS])
+def test_exports_match_pytorch(real, library):
+    exports = real[library]["probe"]["exports"]
+    assert set(exports) == {"attention, float mask", "attention, bool mask", "mlp"}
+    for case, error in exports.items():
+        assert error <= TOLERANCE, (library, case, error)
+
+
+def test_the_hand_plan_reaches_the_exporter_and_the_report(real):
+    hand = real["hand"]
+    assert hand["probe"]["sdpa_file"].startswith(hand["root"])
+    sdpa = hand["probe"]["functions"][f"{PACKAGE}.ops.nn:aten_scaled_dot_product_attention"]
+    assert sdpa["params"]["attn_mask"] == sorted(["BOOL", "FLOAT16", "BFLOAT16", "FLOAT", "DOUBLE"])
+    assert sdpa["params"]["query"] == sorted(["FLOAT16", "BFLOAT16", "FLOAT", "DOUBLE"])
+    notes = hand["notes"]
+    assert any(n.startswith(f"{UNION}: ops/core.py:") and " aten_fmod: " in n for n in notes)
+    assert f"{DROPPED_NON_ONNX}: linear: T drops [torch.complex32]: no ONNX type" in notes
+    assert any(n.startswith(f"{KEPT_NARROWER}: ops/nn.py:") and " aten_gelu (gelu) " in n for n in notes)
+    assert f"{GLOBAL_SET}: added TFloatNoBFloat16 [torch.float16, torch.float32, torch.float64] to tensor_typing.py" in notes
+    assert "tensor_typing.py" in hand["files"]
+    relu = hand["probe"]["functions"][f"{PACKAGE}.ops.nn:aten_relu"]
+    assert relu["params"]["self"] == sorted(["FLOAT16", "FLOAT", "DOUBLE"])
