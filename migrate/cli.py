@@ -16,6 +16,8 @@ from migrate.global_sets import GlobalSetsFile
 from migrate.native import NativeFunctions, installed_native_functions, sibling_constraints_path
 from migrate.outputs import Output, commit, is_installed_path, print_diff, unified_diff
 from migrate.plan import SOURCES, Plan
+from migrate.torchlib import TorchlibEvidence, installed_torchlib, scan_torchlib
+from migrate.torchlib_rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
 from migrate.yaml_writer import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, close_matches, lower
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT = 0, 1, 2
@@ -40,6 +42,7 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--report", type=Path, metavar="FILE", help="write the applied plan and its evidence as JSON")
     parser.add_argument("--overwrite", action="store_true", help="replace hand-written constraints and global sets")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="where evidence caches live (default: ~/.cache/dtype-migrate)")
+    parser.add_argument("--yaml-only", action="store_true", help="write the yaml files only; leave torchlib as it is")
     return parser
 
 
@@ -54,17 +57,14 @@ def _evidence_list(text: str) -> tuple[str, ...]:
     return names
 
 
-def _infer(native: NativeFunctions, args: argparse.Namespace, only: set[str] | None) -> Plan:
+def _infer(native: NativeFunctions, args: argparse.Namespace, torchlib: TorchlibEvidence, only: set[str] | None) -> Plan:
     from migrate.infer import Sources, infer_plan
-    from migrate.torchlib import scan_torchlib
 
-    torchlib = scan_torchlib(args.torchlib, native, args.cache_dir) if "torchlib" in args.evidence else None
-    for error in torchlib.errors if torchlib else ():
-        sys.stderr.write(f"dtype-migrate: warning: {error}\n")
+    use_torchlib = "torchlib" in args.evidence
     sources = Sources(
-        torchlib=torchlib.overloads if torchlib else {},
+        torchlib=torchlib.overloads if use_torchlib else {},
         opinfo={},
-        global_sets=torchlib.global_sets if torchlib else (),
+        global_sets=torchlib.global_sets if use_torchlib else (),
         groups="groups" in args.evidence,
     )
     return infer_plan(native, sources, only)
@@ -105,19 +105,22 @@ def select_overloads(native: NativeFunctions, requested: list[str]) -> set[str]:
 
 @dataclass(frozen=True)
 class Targets:
-    """Where each output goes, and how the diff names it."""
+    """Where the yaml outputs go, and how the diff names every output."""
 
     out: Path | None
     native_functions: Path
 
-    def output(self, source: Path, before: bytes | None, after: bytes) -> Output:
-        if self.out is not None:
-            return Output(source.name, source, self.out / source.name, before, after)
-        cwd = Path.cwd().resolve()
+    def display(self, source: Path, name_under_out: str) -> str:
+        """The diff path: the output's name under --out, else relative to the current folder when the file is in it."""
         resolved = source.resolve()
-        installed = is_installed_path(resolved)
-        base = cwd if resolved.is_relative_to(cwd) and not installed else self.native_functions.resolve().parent
-        return Output(resolved.relative_to(base).as_posix(), source, source, before, after)
+        cwd = Path.cwd().resolve()
+        if self.out is None and resolved.is_relative_to(cwd) and not is_installed_path(resolved):
+            return resolved.relative_to(cwd).as_posix()
+        return name_under_out
+
+    def output(self, source: Path, before: bytes | None, after: bytes) -> Output:
+        target = self.out / source.name if self.out is not None else source
+        return Output(self.display(source, source.name), source, target, before, after)
 
 
 def _coverage(written: NativeFunctions) -> dict[str, int | float]:
@@ -166,11 +169,28 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
         f"coverage of the written yaml: {c['entries_typed']} of {c['entries_with_tensor_slots']} entries with tensor slots "
         f"({c['entry_share']:.1%}), {c['tensor_slots_typed']} of {c['tensor_slots']} tensor slots ({c['slot_share']:.1%})",
     ]
+    if "torchlib" in summary:
+        t = summary["torchlib"]
+        notes = ", ".join(f"{k} {n}" for k, n in t["notes"].items())
+        lines.append(f"torchlib: {t['functions_changed']} functions rewritten in {t['modules_changed']} modules" + (f"; notes: {notes}" if notes else ""))
     if summary["conflicts"]:
         lines.append("conflicts: " + ", ".join(f"{k} {n}" for k, n in summary["conflicts"].items()) + " (each listed in --report)")
     lines += [f"conflict: {c.message}" for c in result.global_conflicts]
     lines += [f"conflict: {o.name}: {c.message}" for o in result.outcomes if o.status == KEPT for c in o.conflicts[-1:]]
     return "\n".join(lines) + "\n"
+
+
+def _codemod_summary(rewrite: TorchlibRewrite) -> dict:
+    notes: dict[str, int] = {}
+    for note in rewrite.notes:
+        kind = note.split(":", 1)[0]
+        notes[kind] = notes.get(kind, 0) + 1
+    return {
+        "modules_changed": len(rewrite.files),
+        "functions_changed": sum(1 for f in rewrite.functions if f.changed),
+        "notes": notes,
+        "note_lines": list(rewrite.notes),
+    }
 
 
 def _report(plan: Plan, result: YamlResult, summary: dict) -> Plan:
@@ -180,18 +200,29 @@ def _report(plan: Plan, result: YamlResult, summary: dict) -> Plan:
     return replace(plan, overloads=overloads, summary=summary)
 
 
+def _refuse_installed(args: argparse.Namespace, *paths: Path) -> None:
+    if args.dry_run or args.check or args.out is not None:
+        return
+    for path in paths:
+        if is_installed_path(path):
+            hint = "pass --out DIR (or --dry-run)" if path.suffix else "pass --out DIR, --torchlib DIR, or --yaml-only"
+            raise InputError(f"installed files are never written: {hint}", path)
+
+
 def run(args: argparse.Namespace) -> int:
     native_path = args.native_functions or installed_native_functions()
-    writes = not (args.dry_run or args.check)
-    if writes and args.out is None and is_installed_path(native_path):
-        raise InputError("these are installed files, which are never written: pass --out DIR (or --dry-run)", native_path)
+    torchlib_root = args.torchlib or installed_torchlib()
+    _refuse_installed(args, native_path, *(() if args.yaml_only else (torchlib_root,)))
     native = NativeFunctions.load(native_path)
     sets_path = sibling_constraints_path(native_path)
     sets_file = GlobalSetsFile.load(sets_path)
     selected = select_overloads(native, args.op) if args.op else None
     if selected is None:
         native.validate()
-    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, selected)
+    torchlib = scan_torchlib(torchlib_root, native, args.cache_dir)
+    for error in torchlib.errors:
+        sys.stderr.write(f"dtype-migrate: warning: {error}\n")
+    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, torchlib, selected)
     if selected is not None:
         plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
     scope = len(selected) if selected is not None else len(native.entries)
@@ -201,19 +232,27 @@ def run(args: argparse.Namespace) -> int:
     if result.type_constraints is not None:
         outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))
     summary = _summary(plan, result, scope, NativeFunctions.parse(result.native_functions, native_path))
+    if not args.yaml_only:
+        kept = {o.name for o in result.outcomes if o.status == KEPT}  # torchlib follows what the yaml says
+        written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept))
+        rewrite = rewrite_torchlib(torchlib, written_plan, native, only=selected)
+        for output in torchlib_outputs(rewrite, torchlib.root, args.out, mirror=args.out is not None):
+            outputs.append(replace(output, display=targets.display(output.source, output.display)))
+        summary["torchlib"] = _codemod_summary(rewrite)
     if args.report is not None:
         store(args.report, _report(plan, result, summary).dumps().encode())
-    summary = _summary_text(summary, result)
+    text = _summary_text(summary, result)
     changed = any(o.changed for o in outputs)
     if args.dry_run:
         print_diff(unified_diff(outputs))
     elif args.check:
-        sys.stderr.write(summary)
+        sys.stderr.write(text)
         return EXIT_PENDING if changed else EXIT_OK
     else:
         written = commit(outputs, write_unchanged=args.out is not None)
-        summary += "".join(f"wrote {p}\n" for p in written) or "nothing to change\n"
-    sys.stderr.write(summary)
+        changed_targets = {o.target for o in outputs if o.changed}
+        text += f"wrote {len(written)} files ({len(changed_targets)} changed)" + (f" under {args.out}\n" if args.out else "\n")
+    sys.stderr.write(text)
     return EXIT_OK
 
 

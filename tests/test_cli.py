@@ -14,38 +14,46 @@ from migrate import cli
 from migrate.native import NativeFunctions
 from migrate.plan import OverloadPlan, Plan, Variable
 from migrate.dtypes import named
+from migrate.torchlib import installed_torchlib
 from tests.conftest import FIXTURES, REAL_NATIVE_FUNCTIONS, all_slots_plan, run_cli, snapshot
+
+# A run on the copies in the work folder: the yaml and torchlib, both edited in place.
+ARGS = ("--native-functions", "native_functions.yaml", "--torchlib", "torch_lib", "--plan", "plan.json")
+YAML_ONLY = ("--native-functions", "native_functions.yaml", "--plan", "plan.json", "--yaml-only")
 
 
 @pytest.fixture
 def workdir(tmp_path, real_copy, monkeypatch) -> Path:
-    """A folder holding a copy of the real yaml and the all-slots plan; the current directory."""
+    """The current folder: copies of the real yaml and torchlib, and the all-slots plan."""
     all_slots_plan(NativeFunctions.load(real_copy)).write(tmp_path / "plan.json")
+    shutil.copytree(installed_torchlib(), tmp_path / "torch_lib", ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
 def test_dry_run_writes_nothing_and_its_diff_applies_to_the_bytes_of_the_real_run(workdir, capfd, tmp_path_factory):
     before = snapshot(workdir)
-    code, diff, err = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json", "--dry-run")
+    code, diff, err = run_cli(capfd, *ARGS, "--dry-run")
     assert code == 0 and snapshot(workdir) == before
     assert diff.startswith("diff --git a/native_functions.yaml b/native_functions.yaml\n")
     assert "new file mode 100644\n--- /dev/null\n+++ b/type_constraints.yaml\n" in diff
+    assert "diff --git a/torch_lib/ops/core.py b/torch_lib/ops/core.py\n" in diff
     assert "constrained" in err
 
     copy = tmp_path_factory.mktemp("copy")
     shutil.copyfile(workdir / "native_functions.yaml", copy / "native_functions.yaml")
+    shutil.copytree(workdir / "torch_lib", copy / "torch_lib")
     (copy / "d.patch").write_text(diff)
     subprocess.run(["git", "apply", "d.patch"], cwd=copy, check=True)
 
-    code, _, _ = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json")
+    code, _, _ = run_cli(capfd, *ARGS)
     assert code == 0
-    for name in ("native_functions.yaml", "type_constraints.yaml"):
-        assert (copy / name).read_bytes() == (workdir / name).read_bytes()
+    (copy / "d.patch").unlink()
+    assert snapshot(copy) == {k: v for k, v in snapshot(workdir).items() if k != "plan.json"}
 
 
 def test_check_exits_1_while_changes_are_pending_and_0_after(workdir, capfd):
-    args = ("--native-functions", "native_functions.yaml", "--plan", "plan.json")
+    args = ARGS
     before = snapshot(workdir)
     assert run_cli(capfd, *args, "--check")[0] == 1
     assert snapshot(workdir) == before
@@ -57,7 +65,7 @@ def test_check_exits_1_while_changes_are_pending_and_0_after(workdir, capfd):
 
 def test_op_limits_the_run_to_those_overloads(workdir, capfd):
     original = (workdir / "native_functions.yaml").read_text().splitlines()
-    code, _, _ = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json", "--op", "aten::where.self", "--op", "abs")
+    code, _, _ = run_cli(capfd, *YAML_ONLY, "--op", "aten::where.self", "--op", "abs")
     assert code == 0
     written = (workdir / "native_functions.yaml").read_text().splitlines()
     changed = {line.split("(")[0] for line in written if line.startswith("- func:") and line not in original}
@@ -65,7 +73,7 @@ def test_op_limits_the_run_to_those_overloads(workdir, capfd):
 
 
 def test_unknown_op_is_an_error_listing_close_matches(workdir, capfd):
-    code, _, err = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json", "--op", "scaled_dot_product_atention")
+    code, _, err = run_cli(capfd, *YAML_ONLY, "--op", "scaled_dot_product_atention")
     assert code == 2
     assert "unknown operator 'scaled_dot_product_atention'" in err and "scaled_dot_product_attention" in err
 
@@ -85,7 +93,7 @@ def test_default_inputs_are_never_written_and_out_mirrors_them(tmp_path, capfd):
 
 def test_lower_command_restores_the_original(workdir, capfd):
     original = (workdir / "native_functions.yaml").read_bytes()
-    run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json")
+    run_cli(capfd, *YAML_ONLY)
     assert run_cli(capfd, "lower", "native_functions.yaml", "-o", "lowered.yaml")[0] == 0
     assert (workdir / "lowered.yaml").read_bytes() == original
 
@@ -149,7 +157,7 @@ def test_bad_input_is_one_clear_line_exit_2_and_nothing_written(case, workdir, c
     corrupt, message = BAD_INPUTS[case]
     corrupt(workdir)
     before = snapshot(workdir)
-    code, out, err = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json")
+    code, out, err = run_cli(capfd, *ARGS)
     assert code == 2
     assert len(err.splitlines()) == 1 and err.startswith("dtype-migrate: error: ")
     import re
@@ -164,7 +172,7 @@ def test_unwritable_output_writes_nothing(workdir, capfd):
     (out / "type_constraints.yaml").mkdir()  # a folder where a file must go: the second write fails
     (out / "type_constraints.yaml" / "keep").write_text("x")
     before = snapshot(workdir)
-    code, _, err = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json", "--out", out)
+    code, _, err = run_cli(capfd, *ARGS, "--out", out)
     assert code == 2 and "nothing was written" in err and len(err.splitlines()) == 1
     assert snapshot(workdir) == before
 
@@ -178,7 +186,7 @@ def test_input_changed_on_disk_between_read_and_write(workdir, capfd, monkeypatc
         return result
 
     monkeypatch.setattr(cli, "apply_plan", apply_then_someone_edits)
-    code, _, err = run_cli(capfd, "--native-functions", "native_functions.yaml", "--plan", "plan.json")
+    code, _, err = run_cli(capfd, *ARGS)
     assert code == 2 and "changed on disk since it was read" in err and "native_functions.yaml" in err
     assert (workdir / "native_functions.yaml").read_text().endswith("# edited meanwhile\n")
     assert not (workdir / "type_constraints.yaml").exists()
