@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from codemods.toplevel import DefKey, TopLevelVisitor, callee_name
-from migrate.torchlib_scan import Definition, Import, ModuleFacts, Opaque, type_expr
+from migrate.torchlib_scan import Definition, Import, ModuleFacts, assigned_type, imports_of
 
 TORCH_OP = "torch_op"
 _FLAGS = ("complex", "private")
@@ -67,15 +67,6 @@ class ModuleIndex:
         visitor = _Indexer()
         module.visit(visitor)
         return cls(ModuleFacts(tuple(visitor.imports), tuple(visitor.definitions), (), ()), tuple(visitor.defs))
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
 
 
 def _string(node: cst.BaseExpression) -> str | None:
@@ -163,38 +154,13 @@ class _Indexer(TopLevelVisitor):
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
         for statement in node.body:
-            if isinstance(statement, cst.ImportFrom):
-                self._import_from(statement)
-            elif isinstance(statement, cst.Import):
-                for alias in statement.names:
-                    dotted = _dotted(alias.name) or ""
-                    bound = alias.asname.name.value if alias.asname else dotted.split(".")[0]
-                    self.imports.append((bound, Import(dotted if alias.asname else bound, 0, None)))
+            if isinstance(statement, (cst.Import, cst.ImportFrom)):
+                self.imports.extend(imports_of(statement))
             elif isinstance(statement, (cst.Assign, cst.AnnAssign)):
-                self._definition(statement)
+                assigned = assigned_type(statement)
+                if assigned is not None:
+                    self.definitions.append(Definition(assigned[0], assigned[1], 0, ""))
         return False
-
-    def _import_from(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar):
-            return
-        module = (_dotted(node.module) or "") if node.module is not None else ""
-        for alias in node.names:
-            name = _dotted(alias.name) or ""
-            bound = alias.asname.name.value if alias.asname else name
-            self.imports.append((bound, Import(module, len(node.relative), name)))
-
-    def _definition(self, node: cst.Assign | cst.AnnAssign) -> None:
-        if isinstance(node, cst.Assign):
-            if len(node.targets) != 1:
-                return
-            target, value = node.targets[0].target, node.value
-        else:
-            target, value = node.target, node.value
-        if not isinstance(target, cst.Name) or value is None:
-            return
-        expr = type_expr(value)
-        if not isinstance(expr, Opaque):
-            self.definitions.append(Definition(target.value, expr, 0, ""))
 
     def visit_def(self, key: DefKey, node: cst.FunctionDef) -> None:
         torch_ops = tuple(op for op in (read_torch_op(d) for d in node.decorators) if op is not None)

@@ -179,6 +179,40 @@ def _dotted(node: cst.BaseExpression) -> tuple[str, ...] | None:
     return None
 
 
+def imports_of(statement: cst.Import | cst.ImportFrom) -> list[tuple[str, Import]]:
+    """The names a module-level import binds, each with where it comes from."""
+    if isinstance(statement, cst.Import):
+        bound_names = []
+        for alias in statement.names:
+            dotted = ".".join(_dotted(alias.name) or ())
+            bound = alias.asname.name.value if alias.asname else dotted.split(".")[0]
+            bound_names.append((bound, Import(dotted if alias.asname else bound, 0, None)))
+        return bound_names
+    if isinstance(statement.names, cst.ImportStar):
+        return []
+    module = ".".join(_dotted(statement.module) or ()) if statement.module is not None else ""
+    bound_names = []
+    for alias in statement.names:
+        name = alias.name.value if isinstance(alias.name, cst.Name) else ".".join(_dotted(alias.name) or ())
+        bound = alias.asname.name.value if alias.asname else name
+        bound_names.append((bound, Import(module, len(statement.relative), name)))
+    return bound_names
+
+
+def assigned_type(node: cst.Assign | cst.AnnAssign) -> tuple[str, TypeExpr] | None:
+    """``NAME = <type expression>`` (a TypeVar, a Union, an alias) as name and expression; None for anything else."""
+    if isinstance(node, cst.Assign):
+        if len(node.targets) != 1:
+            return None
+        target, value = node.targets[0].target, node.value
+    else:
+        target, value = node.target, node.value
+    if not isinstance(target, cst.Name) or value is None:
+        return None
+    expr = type_expr(value)
+    return None if isinstance(expr, Opaque) else (target.value, expr)
+
+
 def _string_value(node: cst.BaseExpression) -> str | None:
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         value = node.evaluated_value
@@ -288,39 +322,17 @@ class _ModuleVisitor(cst.CSTVisitor):
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
         for statement in node.body:
-            if isinstance(statement, cst.ImportFrom):
-                self._import_from(statement)
-            elif isinstance(statement, cst.Import):
-                for alias in statement.names:
-                    dotted = ".".join(_dotted(alias.name) or ())
-                    bound = alias.asname.name.value if alias.asname else dotted.split(".")[0]
-                    self.imports.append((bound, Import(dotted if alias.asname else bound, 0, None)))
+            if isinstance(statement, (cst.Import, cst.ImportFrom)):
+                self.imports.extend(imports_of(statement))
             elif isinstance(statement, (cst.Assign, cst.AnnAssign)):
                 self._definition(node, statement)
         return False
 
-    def _import_from(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar):
-            return
-        module = ".".join(_dotted(node.module) or ()) if node.module is not None else ""
-        for alias in node.names:
-            name = alias.name.value if isinstance(alias.name, cst.Name) else ".".join(_dotted(alias.name) or ())
-            bound = alias.asname.name.value if alias.asname else name
-            self.imports.append((bound, Import(module, len(node.relative), name)))
-
     def _definition(self, line: cst.SimpleStatementLine, node: cst.Assign | cst.AnnAssign) -> None:
-        if isinstance(node, cst.Assign):
-            if len(node.targets) != 1:
-                return
-            target, value = node.targets[0].target, node.value
-        else:
-            target, value = node.target, node.value
-        if not isinstance(target, cst.Name) or value is None:
+        assigned = assigned_type(node)
+        if assigned is None:
             return
-        expr = type_expr(value)
-        if isinstance(expr, Opaque):
-            return
-        name, comment = target.value, _comment(line)
+        (name, expr), comment = assigned, _comment(line)
         anchor = _Anchor(line, "=", self.indent, name, 0, line)
         self.found.append((anchor, lambda at: Definition(name, expr, at, comment)))
 
