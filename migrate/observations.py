@@ -10,9 +10,10 @@ observation says they are equal. The relation is not transitive, so slots are
 merged greedily in schema order, each merge kept only while every observation still
 agrees, which makes the result deterministic.
 
-Dtypes an OpInfo declares for other devices (CUDA, ...) are attached to the
-variables of its own overloads as ``declared`` evidence; they do not widen the
-observed set (merging the sources is a later stage's decision).
+Dtypes an OpInfo declares for other devices (CUDA, ...) are attached as
+``declared`` evidence to the overloads it is about (by name, called from the
+sample's own code), on the slots that carried the sample dtype in every such call;
+they do not widen the observed set (merging the sources is a later stage's decision).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 from migrate.dtypes import DType, canonical
 from migrate.plan import DECLARED, OPINFO, Evidence, OverloadPlan, Variable
-from migrate.sweep import Observation, OpInfoId, SlotDTypes, SweepResult
+from migrate.sweep import CatalogueEntry, Observation, OpInfoId, SlotDTypes, SweepResult
 
 ATEN = "aten::"
 MIXED = "mixed"  # a list slot seen with more than one element dtype in one call
@@ -52,35 +53,39 @@ class _Row:
 
 
 def plans_from_sweep(result: SweepResult) -> dict[str, OverloadPlan]:
-    return plans_from_observations(result.observations, result.declared)
+    return plans_from_observations(result.observations, result.catalogue)
 
 
 def plans_from_observations(
-    observations: Iterable[Observation],
-    declared: Mapping[OpInfoId, tuple[tuple[str, tuple[DType, ...]], ...]] | None = None,
+    observations: Iterable[Observation], catalogue: Iterable[CatalogueEntry] = ()
 ) -> dict[str, OverloadPlan]:
-    """One OverloadPlan per observed aten overload ('add.Tensor'), sorted by name."""
+    """One OverloadPlan per observed aten overload ('add.Tensor'), sorted by name.
+
+    ``catalogue`` supplies the dtypes OpInfos declare for other devices.
+    """
     by_overload: dict[str, list[Observation]] = {}
     for observation in observations:
         key = overload_key(observation.overload)
         if key is not None:
             by_overload.setdefault(key, []).append(observation)
-    return {key: _plan(key, by_overload[key], declared or {}) for key in sorted(by_overload)}
+    entries = {entry.opinfo: entry for entry in catalogue}
+    return {key: _plan(key, by_overload[key], entries) for key in sorted(by_overload)}
 
 
-def _plan(name: str, observations: list[Observation], declared: Mapping[OpInfoId, tuple]) -> OverloadPlan:
+def _plan(name: str, observations: list[Observation], catalogue: Mapping[OpInfoId, CatalogueEntry]) -> OverloadPlan:
     slots = tuple(slot for slot, _ in observations[0].slots)
     effective = [tuple(_effective(d) for _, d in o.slots) for o in observations]
     mixed = {slots[i] for row in effective for i, d in enumerate(row) if d == MIXED}
     rows = [
-        _Row(o, tuple(None if slots[i] in mixed else d for i, d in enumerate(row))) for o, row in zip(observations, effective)
+        _Row(o, tuple(None if slots[i] in mixed else d for i, d in enumerate(row)))
+        for o, row in zip(observations, effective)
     ]
     classes = _variables(slots, rows)
     variables = []
     for number, members in enumerate(classes):
         indices = [slots.index(slot) for slot in members]
         seen = {row.dtypes[i] for row in rows for i in indices} - {None}
-        evidence = _observed_evidence(slots, members, rows) + _declared_evidence(slots, members, seen, rows, declared)
+        evidence = _observed_evidence(slots, members, rows) + _declared_evidence(name, slots, members, seen, rows, catalogue)
         variables.append(Variable(f"T{number}", tuple(seen), members, evidence))
     return OverloadPlan(name, tuple(variables))
 
@@ -128,29 +133,34 @@ def _observed_evidence(slots: tuple[str, ...], members: tuple[str, ...], rows: l
 
 
 def _declared_evidence(
+    name: str,
     slots: tuple[str, ...],
     members: tuple[str, ...],
     seen: set[DType],
     rows: list[_Row],
-    declared: Mapping[OpInfoId, tuple],
+    catalogue: Mapping[OpInfoId, CatalogueEntry],
 ) -> tuple[Evidence, ...]:
-    """Other devices' declared dtypes, for the slots that carried the sample dtype whenever the OpInfo called the overload."""
+    """Other devices' dtypes, declared by the OpInfos about this overload, for the slots that follow the sample dtype."""
+    operator = name.split(".", 1)[0]
     confirmed: dict[OpInfoId, set[str]] = {}
     broken: dict[OpInfoId, set[str]] = {}
     for row in rows:
         observation = row.observation
-        if observation.direct and observation.opinfo in declared:
+        entry = catalogue.get(observation.opinfo)
+        if observation.direct and entry is not None and operator in entry.operator_names:
             for slot, dtype in zip(slots, row.dtypes):
                 if dtype is not None:
                     side = confirmed if dtype == observation.sample_dtype else broken
                     side.setdefault(observation.opinfo, set()).add(slot)
-    followers = {opinfo: slots_ - broken.get(opinfo, set()) for opinfo, slots_ in confirmed.items()}
     evidence = []
-    for opinfo, following in followers.items():
-        bound = tuple(slot for slot in members if slot in following)
+    for opinfo, following in confirmed.items():
+        bound = tuple(slot for slot in members if slot in following - broken.get(opinfo, set()))
         if not bound:
             continue
-        for device, dtypes in declared[opinfo]:
+        devices_by_dtypes: dict[tuple[DType, ...], list[str]] = {}
+        for device, dtypes in catalogue[opinfo].declared:
             if set(dtypes) - seen:
-                evidence.append(Evidence(DECLARED, f"OpInfo {opinfo} declares for {device}", dtypes, bound))
+                devices_by_dtypes.setdefault(dtypes, []).append(device)
+        for dtypes, devices in devices_by_dtypes.items():
+            evidence.append(Evidence(DECLARED, f"OpInfo {opinfo} declares for {', '.join(devices)}", dtypes, bound))
     return tuple(evidence)

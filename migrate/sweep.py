@@ -25,9 +25,10 @@ import signal
 import sys
 import tempfile
 import time
+import types
 import zlib
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -37,8 +38,8 @@ from migrate import torch_private
 from migrate.cache import cache_root, store
 from migrate.dtypes import DType, canonical
 
-FORMAT = 1  # of the cache files; a file of another format is a miss
-DEFAULT_TIMEOUT = 600.0  # seconds per OpInfo; the slowest takes well under a minute on one core
+FORMAT = 2  # of the cache files; a file of another format is a miss
+DEFAULT_TIMEOUT = 300.0  # seconds per OpInfo: the slowest (grid_sampler_3d) takes about 5 s on one core
 
 # Failure kinds.
 NO_CPU_DTYPES = "no-cpu-dtypes"  # the OpInfo declares no CPU dtypes: nothing to run
@@ -134,7 +135,8 @@ class OpInfoRun:
     failures: tuple[Failure, ...]
     samples: int
     complete: bool  # False after a timeout or a crash; such runs are not cached
-    seconds: float = field(default=0.0, compare=False)
+    seconds: float = field(default=0.0, compare=False)  # wall time of its worker
+    cpu_seconds: float = field(default=0.0, compare=False)  # CPU time of its worker, which load does not inflate
 
     @functools.cached_property
     def overloads(self) -> frozenset[str]:
@@ -154,6 +156,7 @@ class OpInfoRun:
             "variant": self.opinfo.variant,
             "samples": self.samples,
             "seconds": round(self.seconds, 3),
+            "cpu_seconds": round(self.cpu_seconds, 3),
             "slots": slot_names,
             "observations": observations,
             "failures": failures,
@@ -164,13 +167,16 @@ class OpInfoRun:
         opinfo = OpInfoId(obj["name"], obj["variant"])
         slot_names = obj["slots"]
         observations = tuple(
-            Observation(overload, tuple(zip(slot_names[overload], map(_load, dtypes))), opinfo, _dtype(sample), bool(direct), count)
+            Observation(
+                overload, tuple(zip(slot_names[overload], map(_load, dtypes))), opinfo, _dtype(sample), bool(direct), count
+            )
             for overload, sample, direct, count, dtypes in obj["observations"]
         )
         failures = tuple(
-            Failure(opinfo, kind, reason, tuple(map(_dtype, dtypes)), count) for kind, reason, dtypes, count in obj["failures"]
+            Failure(opinfo, kind, reason, tuple(map(_dtype, dtypes)), count)
+            for kind, reason, dtypes, count in obj["failures"]
         )
-        return cls(opinfo, observations, failures, obj["samples"], True, obj["seconds"])
+        return cls(opinfo, observations, failures, obj["samples"], True, obj["seconds"], obj["cpu_seconds"])
 
 
 def _dump(dtypes: SlotDTypes) -> Any:
@@ -180,13 +186,16 @@ def _dump(dtypes: SlotDTypes) -> Any:
 
 
 def _load(dumped: Any) -> SlotDTypes:
-    if isinstance(dumped, list):
+    """A slot's dtypes from a cache file (lists) or a worker's report (tuples)."""
+    if isinstance(dumped, (list, tuple)):
         return tuple(None if d is None else _dtype(d) for d in dumped)
     return None if dumped is None else _dtype(dumped)
 
 
 @dataclass(frozen=True)
 class SweepStats:
+    """How much a sweep did: what was selected, run, read from the cache, and how long it took."""
+
     opinfos: int  # selected
     ran: int
     from_cache: int
@@ -196,7 +205,10 @@ class SweepStats:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """What the selected OpInfos showed, in catalogue order: observations, failures, declared dtypes."""
+    """What the selected OpInfos showed, in catalogue order: observations and failures.
+
+    The catalogue entries hold what each OpInfo declares, the dtypes for other devices included.
+    """
 
     runs: tuple[OpInfoRun, ...]
     catalogue: tuple[CatalogueEntry, ...]  # the selected OpInfos
@@ -217,21 +229,19 @@ class SweepResult:
             found.extend(by_opinfo.get(entry.opinfo, ()))
         return tuple(found)
 
-    @property
-    def declared(self) -> dict[OpInfoId, tuple[tuple[str, tuple[DType, ...]], ...]]:
-        """Dtypes each OpInfo declares for other devices: declared-only evidence, never observed here."""
-        return {entry.opinfo: entry.declared for entry in self.catalogue}
-
 
 # --- selection and caching ------------------------------------------------------------------------
 
 
-def _overload_matcher(requested: Iterable[str]):
-    """A predicate on recorded overload names ('aten::add.Tensor') for `--op` spellings."""
+def _overload_matcher(requested: Iterable[str]) -> tuple[Callable[[str], bool], set[str]]:
+    """For `--op` spellings: a predicate on recorded overload names ('aten::add.Tensor'), and the operator names."""
     exact, families = set(), set()
     for text in requested:
-        name = text.removeprefix("aten::").removesuffix(".default")
-        (exact if "." in name else families).add(name)
+        name = text.removeprefix("aten::")
+        if name.endswith(".default"):  # the default overload, recorded as 'aten::name'
+            exact.add(name.removesuffix(".default"))
+        else:
+            (exact if "." in name else families).add(name)
 
     def matches(overload: str) -> bool:
         if not overload.startswith("aten::"):
@@ -262,19 +272,25 @@ def load_catalogue(cache_dir: Path | str | None = None, refresh: bool = False) -
     path = _cache_dir(cache_dir) / "catalogue.json"
     cached = None if refresh else _read_json(path)
     if not (isinstance(cached, dict) and cached.get("format") == FORMAT):
-        ((_, outcome),) = _run_tasks([_Task("catalogue")], jobs=1, timeout=DEFAULT_TIMEOUT, progress=False)
-        if outcome.kind != "done":
+        (outcome,) = run_in_workers([Job(_catalogue_reports, None, "catalogue")], jobs=1, progress=False)
+        if outcome.status != DONE:
             raise torch_private.TorchAPIChanged(f"reading the OpInfo database failed: {outcome.reason}")
-        cached = {"format": FORMAT, "opinfos": outcome.payload}
+        cached = {"format": FORMAT, "opinfos": outcome.reports[0]}
         _store_json(path, cached)
     return tuple(CatalogueEntry.from_json(obj) for obj in cached["opinfos"])
 
 
 def load_cached_run(cache_dir: Path | str | None, opinfo: OpInfoId) -> OpInfoRun | None:
+    """The OpInfo's cached run; None when there is none, or it is of another format or unreadable (a miss)."""
     obj = _read_json(_cache_dir(cache_dir) / opinfo.file_name)
-    if isinstance(obj, dict) and obj.get("format") == FORMAT and (obj["name"], obj["variant"]) == (opinfo.name, opinfo.variant):
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        return None
+    if (obj.get("name"), obj.get("variant")) != (opinfo.name, opinfo.variant):
+        return None
+    try:
         return OpInfoRun.from_json(obj)
-    return None
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def run_sweep(
@@ -288,6 +304,8 @@ def run_sweep(
 ) -> SweepResult:
     """Observations of every OpInfo (or of those that reach ``ops``), read from the cache or run.
 
+    ``jobs`` worker processes (default: all cores), each OpInfo killed after ``timeout``
+    seconds; a progress bar on stderr when ``progress`` (default: when stderr is a terminal).
     ``ops`` takes `--op` spellings (``aten::add.Tensor``, ``add.Tensor``, ``add``) and selects
     the OpInfos known to reach them: from their cached runs, or, for OpInfos not run yet,
     by the operator names they are about. ``refresh`` runs the selected OpInfos again.
@@ -321,126 +339,105 @@ def run_sweep(
     return SweepResult(runs, catalogue, stats)
 
 
-# --- running OpInfos in worker processes ----------------------------------------------------------
+# --- worker processes ------------------------------------------------------------------------------
 
-
-def run_opinfos(
-    entries: Iterable[CatalogueEntry],
-    jobs: int | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    progress: bool | None = None,
-    record: bool = True,
-) -> list[OpInfoRun]:
-    """Run OpInfos' samples in worker processes, no cache involved; ``record=False`` runs them bare (the benchmark's baseline)."""
-    entries = list(entries)
-    order = {entry.opinfo: index for index, entry in enumerate(entries)}
-    return sorted(_runs(entries, jobs, timeout, progress, record), key=lambda run: order[run.opinfo])
-
-
-def _runs(entries: list[CatalogueEntry], jobs: int | None, timeout: float, progress: bool | None, record: bool) -> Iterator[OpInfoRun]:
-    """Each OpInfo's run as soon as its worker ends (not in catalogue order)."""
-    tasks = [_Task("opinfo", entry.opinfo, record) for entry in entries]
-    for task, outcome in _run_tasks(tasks, jobs, timeout, progress):
-        yield _run_from_outcome(task.opinfo, outcome)
+DONE = "done"
 
 
 @dataclass(frozen=True)
-class _Task:
-    kind: str  # 'catalogue' or 'opinfo'
-    opinfo: OpInfoId | None = None
-    record: bool = True
+class Job:
+    """Work for one worker process: ``target(argument)`` yields reports, sent to the parent one by one.
+
+    ``target`` must be a module-level function of an importable module (not ``__main__``):
+    the worker imports it by name.
+    """
+
+    target: Callable[[Any], Iterator[Any]]
+    argument: Any
+    label: str
 
 
 @dataclass(frozen=True)
-class _Outcome:
-    kind: str  # 'done', TIMEOUT or CRASH
-    payload: Any  # the catalogue, or the per-dtype reports an OpInfo sent
+class JobOutcome:
+    """How a job ended (DONE, TIMEOUT or CRASH), the reports it sent before that, and why."""
+
+    job: Job
+    status: str
+    reports: tuple[Any, ...]
     seconds: float
+    cpu_seconds: float  # as the worker measured it; 0 when it did not finish
     reason: str = ""
-
-
-def _run_from_outcome(opinfo: OpInfoId, outcome: _Outcome) -> OpInfoRun:
-    """Merge a worker's per-dtype reports into one run, a timeout or crash added as a failure."""
-    observations: list[Observation] = []
-    failures: list[Failure] = []
-    samples = 0
-    errors: dict[tuple[str, str], list[Any]] = {}
-    for report in outcome.payload:
-        sample_dtype = _dtype(report["dtype"])
-        samples += report["samples"]
-        for overload, direct, count, slots in report["observations"]:
-            named = tuple((name, _load(dtypes)) for name, dtypes in slots)
-            observations.append(Observation(overload, named, opinfo, sample_dtype, direct, count))
-        for kind, reason, count in report["errors"]:
-            dtypes_and_count = errors.setdefault((kind, reason), [[], 0])
-            dtypes_and_count[0].append(sample_dtype)
-            dtypes_and_count[1] += count
-    for (kind, reason), (dtypes, count) in errors.items():
-        failures.append(Failure(opinfo, kind, reason, tuple(dtypes), count))
-    if outcome.kind != "done":
-        failures.append(Failure(opinfo, outcome.kind, outcome.reason))
-    return OpInfoRun(opinfo, tuple(observations), tuple(failures), samples, outcome.kind == "done", outcome.seconds)
 
 
 @functools.cache
 def _context() -> multiprocessing.context.BaseContext:
     """Workers fork from a server that imported torch and the OpInfo database once."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["torch", "torch.testing._internal.common_methods_invocations", "migrate.torch_private"])
+    context.set_forkserver_preload(["torch", "torch.testing._internal.common_methods_invocations", "migrate.sweep"])
     return context
 
 
 @dataclass
 class _Running:
-    task: _Task
+    """A job's worker while it runs (mutable: the parent's own bookkeeping)."""
+
+    job: Job
     process: Any
     connection: Any
     log: Path
     started: float
     reports: list[Any] = field(default_factory=list)
-    payload: Any = None
     done: bool = False
+    cpu_seconds: float = 0.0
 
 
-def _run_tasks(tasks: list[_Task], jobs: int | None, timeout: float, progress: bool | None) -> Iterator[tuple[_Task, _Outcome]]:
-    """Run each task in its own worker, at most ``jobs`` at a time; yield each outcome as it ends."""
-    if not tasks:
+def run_in_workers(
+    work: Iterable[Job], jobs: int | None = None, timeout: float = DEFAULT_TIMEOUT, progress: bool | None = None
+) -> Iterator[JobOutcome]:
+    """Run each job in a fresh worker process, at most ``jobs`` at once; yield each outcome as it ends.
+
+    A worker still running ``timeout`` seconds after its start is killed (SIGKILL: nothing
+    inside can catch it); one that dies is reported as a crash with its exit signal and
+    last line of output. Either way the other jobs go on.
+    """
+    waiting = deque(work)
+    if not waiting:
         return
     context = _context()
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
-    waiting = deque(tasks)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(waiting)))
     running: dict[Any, _Running] = {}
-    bar = _progress_bar(len(tasks), progress)
+    bar = _progress_bar(len(waiting), progress)
     try:
         while waiting or running:
             while waiting and len(running) < jobs:
-                job = _start(context, waiting.popleft())
-                running[job.connection] = job
-            now = time.monotonic()
-            next_deadline = min(job.started + timeout for job in running.values())
-            ready = set(wait([*running, *(j.process.sentinel for j in running.values())], max(0.0, next_deadline - now)))
-            for connection, job in list(running.items()):
+                worker = _start(context, waiting.popleft())
+                running[worker.connection] = worker
+            next_deadline = min(worker.started for worker in running.values()) + timeout
+            handles = [*running, *(worker.process.sentinel for worker in running.values())]
+            ready = set(wait(handles, max(0.0, next_deadline - time.monotonic())))
+            for connection, worker in list(running.items()):
+                overdue = time.monotonic() >= worker.started + timeout
                 outcome = None
-                if connection in ready or job.process.sentinel in ready:
-                    outcome = _collect(job)
-                elif time.monotonic() >= job.started + timeout:
-                    job.process.kill()
-                    outcome = _finish(job, TIMEOUT, f"ran over the {timeout:g} s timeout and was killed")
+                if connection in ready or worker.process.sentinel in ready or overdue:
+                    outcome = _collect(worker)
+                if outcome is None and overdue:
+                    worker.process.kill()
+                    outcome = _finish(worker, TIMEOUT, f"ran over the {timeout:g} s timeout and was killed")
                 if outcome is not None:
                     del running[connection]
                     if bar is not None:
+                        bar.set_postfix_str(worker.job.label, refresh=False)
                         bar.update(1)
-                        bar.set_postfix_str(str(job.task.opinfo or ""), refresh=False)
-                    yield job.task, outcome
+                    yield outcome
     finally:
-        for job in running.values():
-            job.process.kill()
-            _finish(job, CRASH, "the sweep was interrupted")
+        for worker in running.values():
+            worker.process.kill()
+            _finish(worker, CRASH, "interrupted")
         if bar is not None:
             bar.close()
 
 
-def _progress_bar(total: int, progress: bool | None):
+def _progress_bar(total: int, progress: bool | None) -> Any:
     if progress is None:
         progress = sys.stderr.isatty()
     if not progress:
@@ -450,59 +447,86 @@ def _progress_bar(total: int, progress: bool | None):
     return tqdm(total=total, unit="OpInfo", desc="OpInfo samples", file=sys.stderr, dynamic_ncols=True)
 
 
-def _start(context: Any, task: _Task) -> _Running:
+def _start(context: Any, job: Job) -> _Running:
     receive, send = context.Pipe(duplex=False)
     fd, log = tempfile.mkstemp(prefix="dtype-migrate-worker-", suffix=".log")
     os.close(fd)
-    process = context.Process(target=_worker_main, args=(send, task, log), daemon=True)
-    process.start()
-    send.close()
-    return _Running(task, process, receive, Path(log), time.monotonic())
-
-
-def _collect(job: _Running) -> _Outcome | None:
-    """Read what the worker sent; its outcome once it has finished or died, else None."""
-    with contextlib.suppress(EOFError, OSError):
-        while job.connection.poll():
-            kind, payload = job.connection.recv()
-            if kind == "dtype":
-                job.reports.append(payload)
-            else:
-                job.done, job.payload = True, payload
-    if job.done:
-        return _finish(job, "done", "")
-    if job.process.is_alive():
-        return None
-    return _finish(job, CRASH, _crash_reason(job))
-
-
-def _crash_reason(job: _Running) -> str:
-    job.process.join()
-    code = job.process.exitcode
-    how = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited with code {code}"
+    process = context.Process(target=_worker_main, args=(send, job, log), daemon=True)
     try:
-        lines = [line.strip() for line in job.log.read_text(errors="replace").splitlines() if line.strip()]
+        with _main_module_hidden():
+            process.start()
+    except BaseException:
+        receive.close()
+        Path(log).unlink()
+        raise
+    finally:
+        send.close()
+    return _Running(job, process, receive, Path(log), time.monotonic())
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Keep multiprocessing from running the parent's main script again in the worker.
+
+    It does so in every process it starts, for functions pickled from ``__main__``; a
+    job's target never is one, and the script may be a whole command line (0.4 s of
+    imports per OpInfo). A main module with neither a file nor a spec is one that
+    multiprocessing leaves alone.
+    """
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+def _collect(worker: _Running) -> JobOutcome | None:
+    """Read what the worker sent; its outcome once it has finished or died, else None."""
+    _drain(worker)
+    if not worker.done and not worker.process.is_alive():
+        _drain(worker)  # what it sent between the first read and its end
+    if worker.done:
+        return _finish(worker, DONE, "")
+    if worker.process.is_alive():
+        return None
+    return _finish(worker, CRASH, _crash_reason(worker))
+
+
+def _drain(worker: _Running) -> None:
+    with contextlib.suppress(EOFError, OSError):
+        while worker.connection.poll():
+            kind, report = worker.connection.recv()
+            if kind == DONE:
+                worker.done, worker.cpu_seconds = True, report
+            else:
+                worker.reports.append(report)
+
+
+def _crash_reason(worker: _Running) -> str:
+    worker.process.join()
+    code = worker.process.exitcode
+    how = f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited with code {code}"
+    try:
+        lines = [line.strip() for line in worker.log.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
         lines = []
     return f"the worker {how}" + (f": {lines[-1][:300]}" if lines else "")
 
 
-def _finish(job: _Running, kind: str, reason: str) -> _Outcome:
-    job.process.join(5)
-    if job.process.is_alive():  # finished its work but hangs on the way out
-        job.process.kill()
-        job.process.join()
-    job.connection.close()
-    job.log.unlink(missing_ok=True)
-    payload = job.payload if job.task.kind == "catalogue" else job.reports
-    return _Outcome(kind, payload, time.monotonic() - job.started, reason)
+def _finish(worker: _Running, status: str, reason: str) -> JobOutcome:
+    worker.process.join(5)
+    if worker.process.is_alive():  # finished its work but hangs on the way out
+        worker.process.kill()
+        worker.process.join()
+    worker.connection.close()
+    worker.log.unlink(missing_ok=True)
+    seconds = time.monotonic() - worker.started
+    return JobOutcome(worker.job, status, tuple(worker.reports), seconds, worker.cpu_seconds, reason)
 
 
-# --- inside a worker ------------------------------------------------------------------------------
-
-
-def _worker_main(connection: Any, task: _Task, log: str) -> None:
-    """A worker's body: quiet, single-threaded, seeded; reports through ``connection``."""
+def _worker_main(connection: Any, job: Job, log: str) -> None:
+    """A worker's body: output to a log (read only if it crashes), no warnings, one thread."""
     import faulthandler
     import warnings
 
@@ -514,16 +538,63 @@ def _worker_main(connection: Any, task: _Task, log: str) -> None:
     faulthandler.enable()
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
-    if task.kind == "catalogue":
-        connection.send(("done", _catalogue()))
-    else:
-        for report in _run_opinfo(task.opinfo, task.record):
-            connection.send(("dtype", report))
-        connection.send(("done", None))
+    for report in job.target(job.argument):
+        connection.send(("report", report))
+    connection.send((DONE, time.process_time()))
     connection.close()
 
 
-def _catalogue() -> list[dict[str, Any]]:
+# --- the OpInfo jobs ------------------------------------------------------------------------------
+
+
+def run_opinfos(
+    entries: Iterable[CatalogueEntry],
+    jobs: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool | None = None,
+    record: bool = True,
+) -> list[OpInfoRun]:
+    """Run OpInfos' samples in workers, no cache involved; ``record=False`` runs them bare (the benchmark's baseline)."""
+    entries = list(entries)
+    order = {entry.opinfo: index for index, entry in enumerate(entries)}
+    return sorted(_runs(entries, jobs, timeout, progress, record), key=lambda run: order[run.opinfo])
+
+
+def _runs(
+    entries: list[CatalogueEntry], jobs: int | None, timeout: float, progress: bool | None, record: bool
+) -> Iterator[OpInfoRun]:
+    """Each OpInfo's run as soon as its worker ends (not in catalogue order)."""
+    work = [Job(_opinfo_reports, (entry.opinfo, record), str(entry.opinfo)) for entry in entries]
+    for outcome in run_in_workers(work, jobs, timeout, progress):
+        yield _run_from_outcome(outcome.job.argument[0], outcome)
+
+
+def _run_from_outcome(opinfo: OpInfoId, outcome: JobOutcome) -> OpInfoRun:
+    """Merge a worker's per-dtype reports into one run, a timeout or crash added as a failure."""
+    observations: list[Observation] = []
+    samples = 0
+    errors: dict[tuple[str, str], tuple[list[DType], list[int]]] = {}
+    for report in outcome.reports:
+        sample_dtype = _dtype(report["dtype"])
+        samples += report["samples"]
+        for overload, direct, count, slots in report["observations"]:
+            named = tuple((name, _load(dtypes)) for name, dtypes in slots)
+            observations.append(Observation(overload, named, opinfo, sample_dtype, direct, count))
+        for kind, reason, count in report["errors"]:
+            dtypes, counts = errors.setdefault((kind, reason), ([], []))
+            dtypes.append(sample_dtype)
+            counts.append(count)
+    failures = [
+        Failure(opinfo, kind, reason, tuple(dtypes), sum(counts)) for (kind, reason), (dtypes, counts) in errors.items()
+    ]
+    if outcome.status != DONE:
+        failures.append(Failure(opinfo, outcome.status, outcome.reason))
+    complete = outcome.status == DONE
+    return OpInfoRun(opinfo, tuple(observations), tuple(failures), samples, complete, outcome.seconds, outcome.cpu_seconds)
+
+
+def _catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
+    """The catalogue job: check the recorders work on this torch, then describe every OpInfo."""
     from migrate import recorders
 
     recorders.check_recorders()
@@ -532,11 +603,11 @@ def _catalogue() -> list[dict[str, Any]]:
         entry = CatalogueEntry(
             OpInfoId(*torch_private.opinfo_identity(op)),
             _canonical(torch_private.opinfo_cpu_dtypes(op)),
-            tuple(sorted((device, _canonical(dtypes)) for device, dtypes in torch_private.opinfo_declared_dtypes(op).items())),
+            tuple(sorted((device, _canonical(d)) for device, d in torch_private.opinfo_declared_dtypes(op).items())),
             tuple(sorted(torch_private.opinfo_operator_names(op))),
         )
         entries.append(entry.to_json())
-    return entries
+    yield entries
 
 
 def _canonical(dtypes: Iterable[Any]) -> tuple[DType, ...]:
@@ -551,7 +622,7 @@ def _seed(opinfo: OpInfoId, dtype_name: str) -> None:
     import torch
 
     seed = zlib.crc32(f"{opinfo.name}\0{opinfo.variant}\0{dtype_name}".encode())
-    torch.manual_seed(seed)
+    torch.default_generator.manual_seed(seed)  # torch.manual_seed would also queue seeds for absent GPUs
     random.seed(seed)
     numpy.random.seed(seed)
 
@@ -565,32 +636,36 @@ def _reason(exc: BaseException) -> str:
     return _ADDRESS.sub("0x…", f"{type(exc).__name__}: {text[0] if text else ''}".strip())[:300]
 
 
-def _run_opinfo(opinfo: OpInfoId, record: bool) -> Iterator[dict[str, Any]]:
-    """One report per CPU dtype of the OpInfo: samples run, observations, errors."""
+def _opinfo_reports(argument: tuple[OpInfoId, bool]) -> Iterator[dict[str, Any]]:
+    """The OpInfo job: one report per CPU dtype, with the samples run, the observations and the errors."""
     from migrate import recorders
 
-    op = next(op for op in torch_private.op_db() if torch_private.opinfo_identity(op) == (opinfo.name, opinfo.variant))
+    opinfo, record = argument
+    found = [op for op in torch_private.op_db() if torch_private.opinfo_identity(op) == (opinfo.name, opinfo.variant)]
+    if not found:
+        raise LookupError(f"this torch has no OpInfo {opinfo}: the cached catalogue is stale (refresh it)")
+    op = found[0]
     for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: _dtype(recorders.dtype_name(d)).sort_key):
         name = recorders.dtype_name(dtype)
         _seed(opinfo, name)
-        recording = recorders.Recording()
         errors: Counter[tuple[str, str]] = Counter()
-        samples = 0
+        # All samples first, then all calls under the recorders, entered once: entering
+        # them costs more than a call, and making samples must not be recorded.
+        samples = []
         try:
-            for sample in torch_private.opinfo_samples(op, dtype):
-                samples += 1
-                try:
-                    with recording.active() if record else contextlib.nullcontext():
-                        torch_private.call_sample(op, sample)
-                except Exception as exc:  # the op refused this sample: counted, and the sweep goes on
-                    errors[CALL_RAISED, _reason(exc)] += 1
-        except Exception as exc:  # making the samples failed
+            samples.extend(torch_private.opinfo_samples(op, dtype))
+        except Exception as exc:  # making the samples failed; those made before still run
             errors[SAMPLE_INPUTS_RAISED, _reason(exc)] += 1
+        with recorders.Recording() as recording:
+            with recording.active() if record else contextlib.nullcontext():
+                for sample in samples:
+                    try:
+                        torch_private.call_sample(op, sample)
+                    except Exception as exc:  # the op refused this sample: counted, and the sweep goes on
+                        errors[CALL_RAISED, _reason(exc)] += 1
         yield {
             "dtype": name,
-            "samples": samples,
+            "samples": len(samples),
             "observations": [[o.overload, o.direct, o.count, list(o.slots)] for o in recording.observations()],
             "errors": [[kind, reason, count] for (kind, reason), count in sorted(errors.items())],
         }
-
-

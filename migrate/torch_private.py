@@ -4,8 +4,9 @@ The recorders lean on torch internals that change between releases: the dispatch
 mode stacks (``torch.utils._python_dispatch``, ``torch._ops``), the Python
 dispatcher switches in ``torch._C``, the PreDispatch key, and the OpInfo database
 under ``torch.testing._internal``. Nothing else in the package touches them. Each
-is looked up through ``_private``, so when torch moves one the failure is one line
-that names it, instead of an AttributeError deep inside a worker process.
+is looked up through ``_private`` (modules, functions) or ``_attribute`` (attributes
+of OpInfos and OpOverloads), so when torch moves one the failure is one line that
+names it, instead of an AttributeError deep inside a worker process.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 import functools
 import importlib
 import importlib.metadata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ class TorchAPIChanged(RuntimeError):
     """A private torch API the recorders need is missing or behaves differently in this torch."""
 
 
+@functools.cache
 def torch_version() -> str:
     """The installed torch's version, read without importing torch (a warm cache must load fast)."""
     try:
@@ -35,14 +37,14 @@ def torch_version() -> str:
         return torch.__version__
 
 
-def is_tested_torch() -> bool:
-    return torch_version().split("+")[0] == TESTED_TORCH
-
-
-def _changed(api: str, detail: str = "is missing") -> TorchAPIChanged:
-    return TorchAPIChanged(
-        f"torch {torch_version()}: {api} {detail}; the OpInfo recorders were written against torch {TESTED_TORCH}"
-    )
+def api_changed(api: str, detail: str = "is missing") -> TorchAPIChanged:
+    """The one-line error for a private API that is not what the recorders expect, with the version check."""
+    version = torch_version()
+    if version.split("+")[0] == TESTED_TORCH:
+        why = f"torch {TESTED_TORCH} is the tested release, so this is a bug in dtype-migrate"
+    else:
+        why = f"the OpInfo recorders were written against torch {TESTED_TORCH} and need updating for {version}"
+    return TorchAPIChanged(f"torch {version}: {api} {detail}; {why}")
 
 
 @functools.cache
@@ -60,7 +62,15 @@ def _private(path: str) -> Any:
         except AttributeError:
             break
         return value
-    raise _changed(path)
+    raise api_changed(path)
+
+
+def _attribute(obj: Any, name: str, api: str) -> Any:
+    """``obj.name``, or TorchAPIChanged naming ``api`` (attributes of OpInfos and OpOverloads)."""
+    try:
+        return getattr(obj, name)
+    except AttributeError:
+        raise api_changed(api) from None
 
 
 # --- the OpInfo database ------------------------------------------------------------------------
@@ -73,31 +83,39 @@ def op_db() -> list[Any]:
 
 def opinfo_identity(op: Any) -> tuple[str, str]:
     """(name, variant_test_name): what tells two OpInfos apart."""
-    return op.name, op.variant_test_name
+    return op.name, _attribute(op, "variant_test_name", "OpInfo.variant_test_name")
 
 
 def opinfo_cpu_dtypes(op: Any) -> frozenset[Any]:
-    return frozenset(op.supported_dtypes("cpu"))
+    return frozenset(_attribute(op, "supported_dtypes", "OpInfo.supported_dtypes")("cpu"))
 
 
 def opinfo_declared_dtypes(op: Any) -> dict[str, frozenset[Any]]:
     """Dtypes the OpInfo declares for devices other than the CPU; readable with no such device."""
-    declared = {device: frozenset(dtypes) for device, dtypes in op.dtypesIf.items() if dtypes is not None}
-    declared["cuda"] = frozenset(op.supported_dtypes("cuda"))
+    by_device = _attribute(op, "dtypesIf", "OpInfo.dtypesIf")
+    declared = {device: frozenset(dtypes) for device, dtypes in by_device.items() if dtypes is not None}
+    declared["cuda"] = frozenset(_attribute(op, "supported_dtypes", "OpInfo.supported_dtypes")("cuda"))
     declared.pop("cpu", None)
     return declared
 
 
 def opinfo_operator_names(op: Any) -> frozenset[str]:
     """Operator names the OpInfo is about (its name, aten_name, aliases, last dotted part of each)."""
-    names = {op.name, op.aten_name or op.name, getattr(op, "decomp_aten_name", None) or op.name}
-    names.update(alias.name for alias in op.aliases)
+    aten_name = _attribute(op, "aten_name", "OpInfo.aten_name")
+    names = {op.name, aten_name or op.name, getattr(op, "decomp_aten_name", None) or op.name}
+    names.update(alias.name for alias in _attribute(op, "aliases", "OpInfo.aliases"))
     return frozenset(name.rsplit(".", 1)[-1] for name in names)
 
 
 def opinfo_samples(op: Any, dtype: Any) -> Iterator[Any]:
-    """The OpInfo's CPU samples of one dtype, generated lazily (samples of big ops are big)."""
-    return iter(op.sample_inputs("cpu", dtype, requires_grad=False))
+    """The OpInfo's CPU samples of one dtype, generated lazily (samples of big ops are big).
+
+    Calls the OpInfo's sample function itself: ``sample_inputs()`` wraps it to crawl the
+    stack for a unittest method and to reseed every RNG before each sample (which queues
+    a traceback per device type); in a sweep that is most of the time, for nothing. The
+    sweep seeds once per (OpInfo, dtype) instead.
+    """
+    return iter(_attribute(op, "sample_inputs_func", "OpInfo.sample_inputs_func")(op, "cpu", dtype, False))
 
 
 def call_sample(op: Any, sample: Any) -> Any:
@@ -130,7 +148,8 @@ class OverloadSlots:
 
 @functools.cache
 def overload_slots(func: Any) -> OverloadSlots:
-    schema = func._schema
+    """Read once per overload from its schema; a recorder then needs no schema work per call."""
+    schema = _attribute(func, "_schema", "OpOverload._schema")
     name = f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
     arguments = tuple(
         (position, argument.name, argument.kwarg_only, _TENSOR_TYPES[str(argument.type)])
@@ -196,7 +215,7 @@ def pre_dispatch_mode_active(mode: Any) -> Iterator[None]:
         try:
             _private("torch.utils._python_dispatch._push_mode")(mode)
         except AssertionError as exc:
-            raise _changed("torch.utils._python_dispatch._push_mode", f"refuses a PreDispatch mode ({exc})") from exc
+            raise api_changed("torch.utils._python_dispatch._push_mode", f"refuses a PreDispatch mode ({exc})") from exc
         try:
             yield
         finally:
@@ -207,3 +226,39 @@ def plain_dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
     """Call an overload with the Python dispatcher off, so that it runs and decomposes as in a plain run."""
     with _private("torch._C._DisablePythonDispatcher")():
         return func(*args, **kwargs)
+
+
+def memoise_pre_dispatch_handler(func: Any, mode: Any, handler: Any) -> None:
+    """Send the next calls of ``func`` that reach ``mode`` on the PreDispatch key to ``handler(func, args, kwargs)``.
+
+    For a mode on that key torch builds a handler on every call (``OpOverload._get_dispatch``
+    caches none, since the mode stack may change) and pops and re-pushes the mode around
+    it: some 40 µs a call, most of what recording costs. While ``mode`` is the only one
+    there, the handler is the same each time, so it goes into the overload's dispatch
+    cache, which the Python dispatcher reads first. Should another mode be on the key
+    when it is called, the entry removes itself and torch routes the call as usual.
+    """
+    pre_dispatch = _private("torch._C.DispatchKey.PreDispatch")
+    python_key = _private("torch._C.DispatchKey.Python")
+    is_excluded = _private("torch._C._dispatch_tls_is_dispatch_key_excluded")
+    stack = _private("torch._ops.mode_stack_state_for_pre_dispatch")
+    cache = _attribute(func, "_dispatch_cache", "OpOverload._dispatch_cache")
+    _attribute(stack(), "_schema_check_mode", "torch._ops._ModeStackStateForPreDispatch._schema_check_mode")
+
+    def memoised(*args: Any, **kwargs: Any) -> Any:
+        state = stack()
+        if state._schema_check_mode is not mode or state.count() != 1:
+            cache.pop(pre_dispatch, None)
+            return func._get_dispatch(pre_dispatch)(*args, **kwargs)
+        if is_excluded(python_key):  # inside no_dispatch(): torch would not call the mode either
+            return plain_dispatch(func, args, kwargs)
+        return handler(func, args, kwargs)
+
+    cache[pre_dispatch] = memoised
+
+
+def forget_pre_dispatch_handlers(funcs: Iterable[Any]) -> None:
+    """Take memoised handlers out again (before another PreDispatch mode may be pushed)."""
+    pre_dispatch = _private("torch._C.DispatchKey.PreDispatch")
+    for func in funcs:
+        func._dispatch_cache.pop(pre_dispatch, None)
