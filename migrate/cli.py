@@ -1,6 +1,6 @@
-"""The command line: ``dtype-migrate`` (the run), ``lower`` and ``show``.
+"""The command line: ``dtype-migrate`` (the run), ``lower``, ``show`` and ``verify``.
 
-Exit codes: 0 done, 1 changes pending under ``--check``, 2 bad input or usage.
+Exit codes: 0 done, 1 changes pending under ``--check``, 2 bad input or usage, 3 ``verify`` found violations.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from migrate.torchlib_rewrite import TorchlibRewrite, rewrite_torchlib, torchlib
 from migrate.yaml_writer import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, close_matches, lower
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT = 0, 1, 2
-SUBCOMMANDS = ("lower", "show")
+SUBCOMMANDS = ("lower", "show", "verify")
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -43,10 +43,12 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overwrite", action="store_true", help="replace hand-written constraints and global sets")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="where evidence caches live (default: ~/.cache/dtype-migrate)")
     parser.add_argument("--yaml-only", action="store_true", help="write the yaml files only; leave torchlib as it is")
+    parser.add_argument("-j", "--jobs", type=int, metavar="N", help="worker processes for the OpInfo sweep (default: all cores)")
+    parser.add_argument("--refresh", action="store_true", help="run the OpInfo samples again instead of reading the cache")
     return parser
 
 
-EVIDENCE = ("torchlib", "groups")
+EVIDENCE = ("torchlib", "opinfo", "groups")
 
 
 def _evidence_list(text: str) -> tuple[str, ...]:
@@ -57,13 +59,51 @@ def _evidence_list(text: str) -> tuple[str, ...]:
     return names
 
 
-def _infer(native: NativeFunctions, args: argparse.Namespace, torchlib: TorchlibEvidence, only: set[str] | None) -> Plan:
+def _opinfo_sweep(args: argparse.Namespace, only: set[str] | None):
+    """The OpInfo sweep: run what the cache lacks (only the OpInfos reaching ``only``, if given).
+
+    Variables are split by observations of every OpInfo, so an ``--op`` run still reads
+    every cached OpInfo: with a warm cache it decides exactly as a full run does.
+    """
+    from migrate.sweep import SweepResult, SweepStats, load_cached_run, load_catalogue, run_sweep
+
+    if only is None:
+        return run_sweep(jobs=args.jobs, cache_dir=args.cache_dir, refresh=args.refresh)
+    catalogue = load_catalogue(args.cache_dir)
+    cached = {e.opinfo: load_cached_run(args.cache_dir, e.opinfo) for e in catalogue if e.cpu_dtypes}
+    fresh: dict = {}
+    if args.refresh or any(run is None for run in cached.values()):
+        result = run_sweep(jobs=args.jobs, cache_dir=args.cache_dir, refresh=args.refresh, ops=sorted(only))
+        fresh = {run.opinfo: run for run in result.runs}
+    runs = tuple(run for o, cached_run in cached.items() if (run := fresh.get(o) or cached_run) is not None)
+    stats = SweepStats(len(catalogue), len(fresh), len(runs) - len(fresh), sum(r.samples for r in runs), 0.0)
+    return SweepResult(runs, catalogue, stats)
+
+
+def _infer(native: NativeFunctions, args: argparse.Namespace, torchlib: TorchlibEvidence, only: set[str] | None, summary: dict) -> Plan:
     from migrate.infer import Sources, infer_plan
 
     use_torchlib = "torchlib" in args.evidence
+    opinfo = {}
+    if "opinfo" in args.evidence:
+        from migrate.observations import overload_key, plans_from_observations
+
+        sweep = _opinfo_sweep(args, only)
+        observations = sweep.observations
+        if only is not None:  # a group sibling's constraints come from its functional overload
+            near = {n for name in only for n in native.groups[name].names}
+            observations = [o for o in observations if overload_key(o.overload) in near]
+        opinfo = plans_from_observations(observations, sweep.catalogue)
+        summary["opinfo"] = {
+            "opinfos": sweep.stats.opinfos,
+            "ran": sweep.stats.ran,
+            "from_cache": sweep.stats.from_cache,
+            "overloads_observed": len({k for o in sweep.observations if (k := overload_key(o.overload)) in native.by_name}),
+            "failures": [f"{f.opinfo}: {f.kind}: {f.reason}" for f in sweep.failures],
+        }
     sources = Sources(
         torchlib=torchlib.overloads if use_torchlib else {},
-        opinfo={},
+        opinfo=opinfo,
         global_sets=torchlib.global_sets if use_torchlib else (),
         groups="groups" in args.evidence,
     )
@@ -83,6 +123,15 @@ def _show_parser() -> argparse.ArgumentParser:
     parser.add_argument("--native-functions", type=Path)
     parser.add_argument("--torchlib", type=Path)
     parser.add_argument("--cache-dir", type=Path)
+    return parser
+
+
+def _verify_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dtype-migrate verify", description="Run the OpInfo samples under the dtype checker; exit 3 on any violation.")
+    parser.add_argument("--native-functions", type=Path)
+    parser.add_argument("--op", action="append", default=[], metavar="NAME")
+    parser.add_argument("-j", "--jobs", type=int, metavar="N")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR")
     return parser
 
 
@@ -123,12 +172,20 @@ class Targets:
         return Output(self.display(source, source.name), source, target, before, after)
 
 
-def _coverage(written: NativeFunctions) -> dict[str, int | float]:
-    """How much of the written yaml is typed: entries with a tensor slot, and tensor slots."""
-    with_slots = [e for e in written.entries if e.schema.tensor_slots]
-    typed_entries = sum(1 for e in with_slots if e.schema.variables())
+def _coverage(native: NativeFunctions, plan: Plan, result: YamlResult) -> dict[str, int | float]:
+    """How much of the written yaml is typed: entries with a tensor slot, and tensor slots.
+
+    Computed from the input and what the writer did to it, without reading the output again.
+    """
+    written = {o.name for o in result.outcomes if o.status == WRITTEN}
+    planned = {o.name: o for o in plan.overloads if o.name in written}
+    with_slots = [e for e in native.entries if e.schema.tensor_slots]
+    typed_entries = typed_slots = 0
+    for entry in with_slots:
+        binds = [v.binds for v in planned[entry.name].variables] if entry.name in planned else list(entry.schema.variables().values())
+        typed_entries += bool(binds)
+        typed_slots += sum(len(b) for b in binds)
     slots = sum(len(e.schema.tensor_slots) for e in with_slots)
-    typed_slots = sum(len(binds) for e in with_slots for binds in e.schema.variables().values())
     return {
         "entries_with_tensor_slots": len(with_slots),
         "entries_typed": typed_entries,
@@ -139,7 +196,7 @@ def _coverage(written: NativeFunctions) -> dict[str, int | float]:
     }
 
 
-def _summary(plan: Plan, result: YamlResult, scope: int, written: NativeFunctions) -> dict:
+def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int) -> dict:
     """The run in numbers, for the summary lines and the report."""
     statuses = [o.status for o in result.outcomes]
     constrained, unchanged = statuses.count(WRITTEN), statuses.count(UNCHANGED)
@@ -156,7 +213,7 @@ def _summary(plan: Plan, result: YamlResult, scope: int, written: NativeFunction
         },
         "by_source": {s: n for s in SOURCES if (n := sum(1 for o in plan.overloads if any(s in v.sources for v in o.variables)))},
         "conflicts": dict(sorted(kinds.items())),
-        "coverage": _coverage(written),
+        "coverage": _coverage(native, plan, result),
     }
 
 
@@ -169,6 +226,12 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
         f"coverage of the written yaml: {c['entries_typed']} of {c['entries_with_tensor_slots']} entries with tensor slots "
         f"({c['entry_share']:.1%}), {c['tensor_slots_typed']} of {c['tensor_slots']} tensor slots ({c['slot_share']:.1%})",
     ]
+    if "opinfo" in summary:
+        sweep = summary["opinfo"]
+        lines.append(
+            f"opinfo: {sweep['opinfos']} OpInfos ({sweep['ran']} run, {sweep['from_cache']} from the cache), "
+            f"{sweep['overloads_observed']} overloads of the yaml observed, {len(sweep['failures'])} failures (listed in --report)"
+        )
     if "torchlib" in summary:
         t = summary["torchlib"]
         notes = ", ".join(f"{k} {n}" for k, n in t["notes"].items())
@@ -222,7 +285,8 @@ def run(args: argparse.Namespace) -> int:
     torchlib = scan_torchlib(torchlib_root, native, args.cache_dir)
     for error in torchlib.errors:
         sys.stderr.write(f"dtype-migrate: warning: {error}\n")
-    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, torchlib, selected)
+    evidence_summary: dict = {}
+    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, torchlib, selected, evidence_summary)
     if selected is not None:
         plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
     scope = len(selected) if selected is not None else len(native.entries)
@@ -231,11 +295,11 @@ def run(args: argparse.Namespace) -> int:
     outputs = [targets.output(native_path, native.data, result.native_functions)]
     if result.type_constraints is not None:
         outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))
-    summary = _summary(plan, result, scope, NativeFunctions.parse(result.native_functions, native_path))
+    summary = {**_summary(native, plan, result, scope), **evidence_summary}
     if not args.yaml_only:
         kept = {o.name for o in result.outcomes if o.status == KEPT}  # torchlib follows what the yaml says
         written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept))
-        rewrite = rewrite_torchlib(torchlib, written_plan, native, only=selected)
+        rewrite = rewrite_torchlib(torchlib, written_plan, native, only=selected, cache_dir=args.cache_dir)
         for output in torchlib_outputs(rewrite, torchlib.root, args.out, mirror=args.out is not None):
             outputs.append(replace(output, display=targets.display(output.source, output.display)))
         summary["torchlib"] = _codemod_summary(rewrite)
@@ -274,10 +338,20 @@ def run_show(args: argparse.Namespace) -> int:
     return show(args)
 
 
+def run_verify(args: argparse.Namespace) -> int:
+    from migrate.verify import run as verify
+
+    return verify(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
-        command, parser = {"lower": (run_lower, _lower_parser), "show": (run_show, _show_parser)}[argv[0]]
+        command, parser = {
+            "lower": (run_lower, _lower_parser),
+            "show": (run_show, _show_parser),
+            "verify": (run_verify, _verify_parser),
+        }[argv[0]]
         args = parser().parse_args(argv[1:])
     else:
         command, args = run, _run_parser().parse_args(argv)

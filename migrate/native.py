@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +18,13 @@ from typing import Any
 
 import yaml
 
+from migrate.cache import cache_root, store
 from migrate.errors import InputError
 from migrate.schema import SchemaError, TypedSchema
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# The scanned entries of a file are cached by its content; bump when Entry, TypedSchema or Slot change.
+ENTRIES_VERSION = "entries-2"
 _ITEM = re.compile(r"-(?: +|$)")
 _FUNC_KEY = re.compile(r"func:[ \t]*")
 CONSTRAINTS_KEY = "type_constraints"
@@ -128,20 +132,21 @@ class NativeFunctions:
         except UnicodeDecodeError as exc:
             raise InputError("not UTF-8 text", path) from exc
         lines = text.splitlines(keepends=True)
-        entries = [
-            _read_entry(path, lines, index, start, stop)
-            for index, (start, stop) in enumerate(top_level_items(lines, path, "'- func:' entries"))
-        ]
+        cache = cache_root() / "native" / f"{hashlib.sha256(ENTRIES_VERSION.encode() + data).hexdigest()}.pickle"
+        try:
+            entries = pickle.loads(cache.read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+            entries = [
+                _read_entry(path, lines, index, start, stop)
+                for index, (start, stop) in enumerate(top_level_items(lines, path, "'- func:' entries"))
+            ]
+            store(cache, pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL))
         by_name: dict[str, Entry] = {}
         for entry in entries:
             if entry.name in by_name:
                 raise InputError("overload declared twice", path, entry.func_line + 1, entry.name)
             by_name[entry.name] = entry
         return cls(path, data, lines, tuple(entries), by_name)
-
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256(self.data).hexdigest()
 
     def fields(self, entry: Entry) -> dict[str, Any]:
         """The entry's yaml mapping (parsed on first use); a parse error names file, line and op."""
@@ -177,23 +182,51 @@ class NativeFunctions:
         return {name: entry for entry in self.entries for name in self.autogen_names(entry) if name not in self.by_name}
 
     @functools.cached_property
-    def groups(self) -> dict[str, OverloadGroup]:
+    def groups(self) -> OverloadGroups:
         """Every overload's group (torchgen's grouping: one signature, functional/in-place/out=/mutable kinds)."""
+        return OverloadGroups(self)
+
+
+def _family(name: str) -> str:
+    """What every member of a group shares in its name: the base, without in-place '_', '__i' or '_functional'."""
+    base = re.sub(r"^__i(\w+)__$", r"__\1__", name.split(".")[0])
+    return base if base.startswith("__") else base.removesuffix("_functional").rstrip("_")
+
+
+class OverloadGroups:
+    """Groups computed one family at a time, so a one-overload run parses only the schemas near it."""
+
+    def __init__(self, native: NativeFunctions):
+        self._native = native
+        self._families: dict[str, list[Entry]] = {}
+        for entry in native.entries:
+            self._families.setdefault(_family(entry.name), []).append(entry)
+        self._groups: dict[str, OverloadGroup] = {}
+
+    def get(self, name: str) -> OverloadGroup | None:
+        if name not in self._groups and name in self._native.by_name:
+            self._group_family(_family(name))
+        return self._groups.get(name)
+
+    def __getitem__(self, name: str) -> OverloadGroup:
+        group = self.get(name)
+        if group is None:
+            raise KeyError(name)
+        return group
+
+    def _group_family(self, family: str) -> None:
         members: dict[str, dict[str, list[str]]] = {}
-        for entry in self.entries:
+        for entry in self._families[family]:
             try:
                 schema = entry.schema.torchgen()
             except SchemaError as exc:
-                raise InputError(str(exc), self.path, entry.func_line + 1, entry.name) from exc
+                raise InputError(str(exc), self._native.path, entry.func_line + 1, entry.name) from exc
             kinds = members.setdefault(str(schema.signature()), {})
             kinds.setdefault(schema.kind().name, []).append(entry.name)
-        groups = {}
         for signature, kinds in members.items():
             group = OverloadGroup(signature, tuple(sorted((k, tuple(v)) for k, v in kinds.items())))
-            for names in kinds.values():
-                for name in names:
-                    groups[name] = group
-        return groups
+            for name in group.names:
+                self._groups[name] = group
 
 
 def top_level_items(lines: list[str], path: Path, what: str) -> list[tuple[int, int]]:

@@ -69,7 +69,7 @@ class Slot:
     def is_return(self) -> bool:
         return self.name.startswith(RETURN_PREFIX)
 
-    @property
+    @functools.cached_property
     def is_tensor(self) -> bool:
         """A tensor slot: its word is Tensor or a type variable."""
         return self.word == TENSOR or self.word not in type_words()
@@ -192,7 +192,7 @@ class TypedSchema:
     def __str__(self) -> str:
         return self.text
 
-    @property
+    @functools.cached_property
     def tensor_slots(self) -> tuple[Slot, ...]:
         return tuple(s for s in self.slots if s.is_tensor)
 

@@ -28,6 +28,7 @@ over its own output changes nothing.
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 from collections import Counter, defaultdict, deque
@@ -53,7 +54,7 @@ from migrate.outputs import Output
 from migrate.plan import GlobalSet, OverloadPlan, Plan, Variable
 from migrate.schema import RETURN_PREFIX, SchemaError, TypedSchema
 from migrate.torchlib import Constraint, TorchlibEvidence, TypeResolver
-from migrate.torchlib_scan import Ref, type_expr
+from migrate.torchlib_scan import ModuleFacts, Ref, facts_cache_dir, module_facts, type_expr
 
 TENSOR_TYPING = "tensor_typing"
 """The torchlib module that holds the global TypeVars."""
@@ -129,11 +130,20 @@ def torchlib_outputs(rewrite: TorchlibRewrite, root: Path, out: Path | None, mir
 
 @dataclass
 class _Module:
+    """A module of the tree: its facts from the scan's content-keyed cache; parsed only if it is rewritten."""
+
     path: str  # relative to the torchlib root, posix
     name: str  # dotted name within the tree, as TypeResolver knows it
     data: bytes
-    tree: cst.Module
-    index: ModuleIndex
+    facts: ModuleFacts  # imports and type definitions: all that resolving annotations needs
+
+    @functools.cached_property
+    def tree(self) -> cst.Module:
+        return cst.parse_module(self.data)
+
+    @functools.cached_property
+    def index(self) -> ModuleIndex:
+        return ModuleIndex.read(self.tree)
 
 
 def _module_name(relative: Path) -> str:
@@ -154,20 +164,17 @@ def _package_of(root: Path) -> str:
 class _Tree:
     """Every module of a torchlib tree, parsed once, with a resolver for their annotations."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, cache_dir: Path | str | None):
         self.root = root
         self.modules: dict[str, _Module] = {}
+        cache = facts_cache_dir(cache_dir)
         for path in sorted(p for p in root.rglob("*.py") if p.is_file()):
             relative = path.relative_to(root)
             data = path.read_bytes()
-            try:
-                tree = cst.parse_module(data)
-            except cst.ParserSyntaxError:
-                continue  # the scan reported it; nothing in it can be rewritten
-            name = _module_name(relative)
-            self.modules[relative.as_posix()] = _Module(relative.as_posix(), name, data, tree, ModuleIndex.read(tree))
+            facts, _ = module_facts(data, cache)  # a module with a syntax error has no facts, nothing to rewrite
+            self.modules[relative.as_posix()] = _Module(relative.as_posix(), _module_name(relative), data, facts)
         packages = frozenset(m.name for m in self.modules.values() if m.path.endswith("__init__.py"))
-        self.types = TypeResolver({m.name: m.index.facts for m in self.modules.values()}, packages)
+        self.types = TypeResolver({m.name: m.facts for m in self.modules.values()}, packages)
         self.tensor_typing = next((m for m in self.modules.values() if m.name == TENSOR_TYPING), None)
         self.package = self._package()
 
@@ -180,7 +187,7 @@ class _Tree:
         spellings = Counter(
             imported.module
             for module in self.modules.values()
-            for _, imported in module.index.facts.imports
+            for _, imported in module.facts.imports
             if imported.level == 0
             and imported.name is not None
             and self.types.tree_module(module.name, imported.module, 0) == TENSOR_TYPING
@@ -213,7 +220,7 @@ class _Tree:
             sources = Counter(
                 imported.module
                 for module in self.modules.values()
-                for bound, imported in module.index.facts.imports
+                for bound, imported in module.facts.imports
                 if bound == wanted and imported.name == wanted and imported.level == 0
             )
             if sources:
@@ -754,20 +761,31 @@ def _without_cyclic_gc() -> Iterator[None]:
 
 
 def rewrite_torchlib(
-    evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None = None
+    evidence: TorchlibEvidence,
+    plan: Plan,
+    native: NativeFunctions,
+    only: set[str] | None = None,
+    cache_dir: Path | str | None = None,
 ) -> TorchlibRewrite:
-    """Apply ``plan`` to the torchlib tree the evidence was scanned from (``only``: those overloads' functions)."""
+    """Apply ``plan`` to the torchlib tree the evidence was scanned from (``only``: those overloads' functions).
+
+    Only modules registering a planned overload are parsed; the rest are known from the scan's cache.
+    """
     with _without_cyclic_gc():
-        return _rewrite(evidence, plan, native, only)
+        return _rewrite(evidence, plan, native, only, cache_dir)
 
 
-def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None) -> TorchlibRewrite:
-    tree = _Tree(Path(evidence.root))
+def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache_dir) -> TorchlibRewrite:
+    tree = _Tree(Path(evidence.root), cache_dir)
     if not tree.modules:
         raise InputError("no Python modules to rewrite", evidence.root)
     planner = _Planner(tree, evidence, plan, native, only)
+    planned = {o.name for o in plan.overloads if only is None or o.name in only}
+    touched = {r.path for name in planned for r in evidence.by_overload.get(name, ())}
     works = []
     for module in tree.modules.values():
+        if module.path not in touched:
+            continue
         functions = [f for f in (planner.function(module, info) for info in module.index.defs) if f is not None]
         if functions:
             works.append(_ModuleWork(module, functions))

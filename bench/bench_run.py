@@ -1,0 +1,48 @@
+"""A whole migration run with warm caches, against a plain ruamel.yaml round trip of the same yaml, in one run.
+
+    .venv/bin/python bench/bench_run.py [--repeat N]
+
+Runs the CLI in-process (`--out` into a temp folder) on the installed torch and
+onnxscript: a full run, and `--op scaled_dot_product_attention`. The first,
+untimed run warms the torchlib and OpInfo caches. Targets: full <= 1.0, --op <= 0.25.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_yaml import best_of, ruamel_round_trip  # noqa: E402
+from migrate.cli import main as cli  # noqa: E402
+from migrate.native import installed_native_functions  # noqa: E402
+
+
+def run_quietly(*argv: str) -> None:
+    with tempfile.TemporaryDirectory() as out, contextlib.redirect_stderr(io.StringIO()):
+        code = cli(["--out", out, *argv])
+    if code != 0:
+        raise SystemExit(f"dtype-migrate {' '.join(argv)} exited {code}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    run_quietly()  # warm the caches
+    baseline = best_of(args.repeat, lambda: ruamel_round_trip(installed_native_functions()))
+    full = best_of(args.repeat, run_quietly)
+    one = best_of(args.repeat, lambda: run_quietly("--op", "scaled_dot_product_attention"))
+    print(f"ruamel.yaml load+dump (baseline): {baseline:.3f} s")
+    print(f"full run, warm caches:            {full:.3f} s  ratio {full / baseline:.3f}  (target <= 1.0)")
+    print(f"--op scaled_dot_product_attention: {one:.3f} s  ratio {one / baseline:.3f}  (target <= 0.25)")
+
+
+if __name__ == "__main__":
+    main()
