@@ -142,6 +142,21 @@ def find_block(body: Sequence[cst.BaseStatement], marker: tuple[str, ...]) -> Bl
     return None
 
 
+def generated_names(source: str) -> frozenset[str]:
+    """The TypeVars of a module's generated block, read from its text: they are no global sets."""
+    lines = source.splitlines()
+    if GENERATED_MARKER[-1] not in lines:
+        return frozenset()
+    names = set()
+    for line in lines[lines.index(GENERATED_MARKER[-1]) + 1 :]:
+        if not line.strip():
+            break
+        match = re.match(r"(\w+) = TypeVar\(", line)
+        if match:
+            names.add(match.group(1))
+    return frozenset(names)
+
+
 def block_names(module: cst.Module, marker: tuple[str, ...]) -> dict[str, cst.SimpleStatementLine]:
     """The entries of a module's marked block, by name."""
     block = find_block(module.body, marker)

@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from codemods.typevars import generated_names
 from migrate.cache import store
 from migrate.errors import InputError
 from migrate.global_sets import GlobalSetsFile
@@ -101,10 +102,12 @@ def _infer(native: NativeFunctions, args: argparse.Namespace, torchlib: Torchlib
             "overloads_observed": len({k for o in sweep.observations if (k := overload_key(o.overload)) in native.by_name}),
             "failures": [f"{f.opinfo}: {f.kind}: {f.reason}" for f in sweep.failures],
         }
+    # TypeVars an earlier run generated in torchlib stand for per-entry variables, not global sets.
+    generated = frozenset().union(*(generated_names(p.read_text()) for p in Path(torchlib.root).rglob("*.py")))
     sources = Sources(
         torchlib=torchlib.overloads if use_torchlib else {},
         opinfo=opinfo,
-        global_sets=torchlib.global_sets if use_torchlib else (),
+        global_sets=tuple(s for s in torchlib.global_sets if s.name not in generated) if use_torchlib else (),
         groups="groups" in args.evidence,
     )
     return infer_plan(native, sources, only)
