@@ -1,0 +1,457 @@
+"""Runtime dtype checking: every ATen call validated against the type variables its overload declares.
+
+``checking(path)`` puts two dispatch modes at the keys the recorders use
+(``migrate.recorders``): one on the PreDispatch key sees each call made from Python
+at its own name, CompositeImplicitAutograd overloads included, before it decomposes;
+one on the Python key sees every call that reaches a kernel, the parts of those
+decompositions included. A call both see is checked once. For each call of an
+overload the yaml declares variables for, each tensor bound to a variable must have
+a dtype of the variable's set, and all tensors bound to one variable must have one
+dtype (``T[]`` means every element). ``None`` (an absent optional, a hole of a
+``T?[]``) binds nothing; Python scalars reach the modes as numbers, not tensors, so
+they bind nothing either.
+
+By default a violation raises ``DtypeViolation``: for arguments before the kernel
+runs, for returns after. With ``collect=True`` calls run as usual and the checker
+gathers each distinct violation with a count; a call whose kernel raised is not
+checked then (as the recorders record only calls that returned, so verify judges
+declarations on the evidence they were inferred from).
+
+Per overload, the check is compiled on its first call (tensor slot positions mapped
+to variable indices, each set a frozenset of torch dtypes) and then costs a pass
+over the tensor arguments; an overload with no declaration costs one dict lookup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from migrate import torch_private
+from migrate.dtypes import DType, format_set
+from migrate.errors import InputError
+
+if TYPE_CHECKING:
+    from migrate.native import NativeFunctions
+
+ATEN = "aten::"
+
+# Violation kinds.
+OUTSIDE_SET = "outside-set"  # a tensor's dtype is not in its variable's set
+UNEQUAL = "unequal"  # the tensors bound to one variable have more than one dtype in one call
+
+
+@dataclass(frozen=True)
+class DeclaredVariable:
+    """A type variable of one overload: its dtypes (resolved) and the slots it binds."""
+
+    name: str
+    dtypes: tuple[DType, ...]  # in the canonical order
+    binds: tuple[str, ...]  # argument names and 'return.N'
+
+
+@dataclass(frozen=True)
+class DeclaredOverload:
+    """One overload's type variables as the yaml declares them, and the line that declares them."""
+
+    name: str  # 'add.Tensor'; 'add' for a default overload
+    variables: tuple[DeclaredVariable, ...]
+    line: int  # 1-based: the entry's type_constraints line, else its func line
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """What an annotated native_functions.yaml declares, per overload with a type variable.
+
+    Read once (the yaml and its sibling type_constraints.yaml, every variable resolved)
+    and pickled compactly, so that a worker process gets it in a millisecond instead of
+    reading the yaml again.
+    """
+
+    path: Path
+    overloads: tuple[DeclaredOverload, ...]
+
+    @classmethod
+    def load(cls, path: Path | str) -> Declarations:
+        from migrate.native import NativeFunctions
+
+        return cls.from_native(NativeFunctions.load(path))
+
+    @classmethod
+    def from_native(cls, native: NativeFunctions) -> Declarations:
+        """Every entry's variables, checked against this torch's schemas.
+
+        An unresolved name, an unknown dtype, an overload this torch lacks or a variable
+        binding a slot its schema lacks is an InputError naming file, line and op.
+        """
+        # Imported here: workers unpickle Declarations and check calls, and need no yaml reader.
+        from migrate.declared import declared_variables
+        from migrate.global_sets import GlobalSetsFile
+        from migrate.native import CONSTRAINTS_KEY, sibling_constraints_path
+
+        sets = GlobalSetsFile.load(sibling_constraints_path(native.path)).by_name
+        overloads = []
+        for entry in native.entries:
+            variables = declared_variables(native, entry, sets)
+            if variables:
+                span = native.key_span(entry, CONSTRAINTS_KEY)
+                line = (span.start if span else entry.func_line) + 1
+                declared = tuple(DeclaredVariable(v.name, v.dtypes, v.binds) for v in variables)
+                overloads.append(DeclaredOverload(entry.name, declared, line))
+        declarations = cls(native.path, tuple(overloads))
+        for overload in declarations.overloads:
+            _compile(declarations, _overload(declarations, overload))
+        return declarations
+
+    @functools.cached_property
+    def by_name(self) -> dict[str, DeclaredOverload]:
+        return {overload.name: overload for overload in self.overloads}
+
+    def __reduce__(self) -> tuple:
+        return _unpickle_declarations, self._compact
+
+    @functools.cached_property
+    def _compact(self) -> tuple:
+        """Each distinct variable once, overloads as indices: a plain pickle of the objects loads 10x slower.
+
+        Computed once: verify pickles the same declarations for every OpInfo's worker.
+        """
+        variables: dict[DeclaredVariable, int] = {}
+        rows = tuple((o.name, o.line, tuple(variables.setdefault(v, len(variables)) for v in o.variables)) for o in self.overloads)
+        sets: dict[tuple[DType, ...], int] = {}
+        table = tuple((v.name, sets.setdefault(v.dtypes, len(sets)), v.binds) for v in variables)
+        return str(self.path), tuple(tuple(d.name for d in s) for s in sets), table, rows
+
+    def only(self, names: Iterable[str]) -> Declarations:
+        """The declarations of the named overloads alone (``verify --op`` checks only those)."""
+        wanted = set(names)
+        return Declarations(self.path, tuple(o for o in self.overloads if o.name in wanted))
+
+
+def _unpickle_declarations(path: str, sets: tuple, variables: tuple, rows: tuple) -> Declarations:
+    dtypes = [tuple(map(DType, names)) for names in sets]
+    table = [DeclaredVariable(name, dtypes[index], binds) for name, index, binds in variables]
+    overloads = tuple(DeclaredOverload(name, tuple(table[i] for i in indices), line) for name, line, indices in rows)
+    return Declarations(Path(path), overloads)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way a call broke its overload's declaration.
+
+    ``slot`` and ``dtype`` are the tensor at fault: for OUTSIDE_SET the one whose dtype
+    is not in the set, for UNEQUAL the first one whose dtype differs from the first
+    dtype the variable took. ``seen`` lists, for UNEQUAL, the first slot of each
+    distinct dtype the variable took in the call. A list element is named
+    ``tensors[2]``; a return ``return.0``.
+    """
+
+    kind: str
+    overload: str  # 'aten::add.Tensor'
+    variable: str
+    declared: tuple[DType, ...]
+    where: str  # 'native_functions.yaml:1234', the line that declares the variable
+    slot: str
+    dtype: DType
+    seen: tuple[tuple[str, DType], ...] = ()
+
+    def describe(self) -> str:
+        """The violation without the overload's name (verify prints it under the overload)."""
+        declared = f"{self.variable} = {format_set(self.declared)}, declared at {self.where}"
+        if self.kind == OUTSIDE_SET:
+            return f"{_slot_text(self.slot)} has dtype {self.dtype}, not in {declared}"
+        dtypes = ", ".join(f"{slot} is {dtype}" for slot, dtype in self.seen)
+        return f"{self.variable} must be one dtype per call, but {dtypes} ({declared})"
+
+    def __str__(self) -> str:
+        return f"{self.overload}: {self.describe()}"
+
+
+def _slot_text(slot: str) -> str:
+    return slot if slot.startswith("return.") else f"argument {slot}"
+
+
+class DtypeViolation(Exception):
+    """A call broke its overload's declared dtypes; the message is the first violation, on one line."""
+
+    def __init__(self, violations: tuple[Violation, ...]):
+        self.violations = violations
+        more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+        super().__init__(f"{violations[0]}{more}")
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """An overload's check: where its bound tensors are, and each variable's dtypes as torch dtypes."""
+
+    declared: DeclaredOverload
+    overload: str  # 'aten::add.Tensor'
+    where: str
+    allowed: tuple[frozenset[torch.dtype], ...]  # per variable
+    arguments: tuple[tuple[int, int, str, bool, bool], ...]  # (variable index, position, name, keyword-only, holds a list)
+    returns: tuple[tuple[int, int, str, bool], ...]  # (variable index, position, 'return.N', holds a list)
+    returns_tuple: bool
+
+
+def _torch_dtypes(dtypes: Iterable[DType]) -> frozenset[torch.dtype]:
+    """The torch dtypes of a set; a name this torch does not define cannot occur in a call, so it is left out."""
+    found = (getattr(torch, d.name, None) for d in dtypes)
+    return frozenset(d for d in found if isinstance(d, torch.dtype))
+
+
+@functools.cache
+def dtype_of(dtype: torch.dtype) -> DType:
+    """The DType of a torch dtype (``torch.float32`` -> ``DType("float32")``)."""
+    return DType(str(dtype).removeprefix("torch."))
+
+
+def _overload(declarations: Declarations, declared: DeclaredOverload) -> Any:
+    """The OpOverload a declaration is about; an InputError when this torch has none of that name."""
+    name, _, overload = declared.name.partition(".")
+    try:
+        return getattr(getattr(torch.ops.aten, name), overload or "default")
+    except AttributeError:
+        raise InputError(f"this torch has no overload {ATEN}{declared.name}", declarations.path, declared.line, declared.name) from None
+
+
+def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
+    """The check of ``func``, or None when the yaml declares no variable for it (or it is not an ATen overload)."""
+    slots = torch_private.overload_slots(func)
+    if not slots.name.startswith(ATEN):
+        return None
+    declared = declarations.by_name.get(slots.name[len(ATEN) :])
+    if declared is None:
+        return None
+    arguments = {name: (position, keyword_only, holds_list) for position, name, keyword_only, holds_list in slots.arguments}
+    returns = {name: (position, holds_list) for position, name, holds_list in slots.returns}
+    bound_arguments, bound_returns = [], []
+    for index, variable in enumerate(declared.variables):
+        for slot in variable.binds:
+            if slot in arguments:
+                position, keyword_only, holds_list = arguments[slot]
+                bound_arguments.append((index, position, slot, keyword_only, holds_list))
+            elif slot in returns:
+                position, holds_list = returns[slot]
+                bound_returns.append((index, position, slot, holds_list))
+            else:
+                raise InputError(
+                    f"{variable.name} binds {slot}, but this torch's {slots.name} has no tensor slot of that name",
+                    declarations.path,
+                    declared.line,
+                    declared.name,
+                )
+    return _Compiled(
+        declared,
+        slots.name,
+        f"{declarations.path.name}:{declared.line}",
+        tuple(_torch_dtypes(v.dtypes) for v in declared.variables),
+        tuple(sorted(bound_arguments, key=lambda a: a[1])),
+        tuple(sorted(bound_returns, key=lambda r: r[1])),
+        slots.returns_tuple,
+    )
+
+
+def _admits(value: Any, holds_list: bool, allowed: frozenset[torch.dtype], seen: list[Any], index: int) -> bool:
+    """Whether a slot's value fits its variable, given the dtype the variable took so far (updated)."""
+    if isinstance(value, torch.Tensor):
+        dtype = value.dtype
+        first = seen[index]
+        if first is None:
+            seen[index] = first = dtype
+        return dtype == first and dtype in allowed
+    if holds_list and value:
+        fits = True
+        for element in value:
+            if isinstance(element, torch.Tensor):
+                fits = _admits(element, False, allowed, seen, index) and fits
+        return fits
+    return True
+
+
+def _argument(args: tuple, kwargs: dict, position: int, name: str, keyword_only: bool) -> Any:
+    return kwargs.get(name) if keyword_only or position >= len(args) else args[position]
+
+
+def _arguments_fit(check: _Compiled, args: tuple, kwargs: dict, seen: list[Any]) -> bool:
+    fits = True
+    for index, position, name, keyword_only, holds_list in check.arguments:
+        value = _argument(args, kwargs, position, name, keyword_only)
+        fits = _admits(value, holds_list, check.allowed[index], seen, index) and fits
+    return fits
+
+
+def _returns_fit(check: _Compiled, out: Any, seen: list[Any]) -> bool:
+    outs = out if check.returns_tuple else (out,)
+    fits = True
+    for index, position, _, holds_list in check.returns:
+        fits = _admits(outs[position], holds_list, check.allowed[index], seen, index) and fits
+    return fits
+
+
+def _tensors(slot: str, value: Any, holds_list: bool) -> Iterator[tuple[str, torch.dtype]]:
+    """(slot label, dtype) of each tensor a slot holds: ``tensors[2]`` for list elements."""
+    if isinstance(value, torch.Tensor):
+        yield slot, value.dtype
+    elif holds_list and value:
+        for position, element in enumerate(value):
+            if isinstance(element, torch.Tensor):
+                yield f"{slot}[{position}]", element.dtype
+
+
+def _violations(check: _Compiled, args: tuple, kwargs: dict, out: Any, with_returns: bool) -> tuple[Violation, ...]:
+    """Every violation of one call, described in full (the slow path, taken only when the fast one failed)."""
+    bound: list[tuple[int, str, str, torch.dtype]] = []  # (variable index, slot, label, dtype) in schema order
+    for index, position, name, keyword_only, holds_list in check.arguments:
+        value = _argument(args, kwargs, position, name, keyword_only)
+        bound.extend((index, name, label, dtype) for label, dtype in _tensors(name, value, holds_list))
+    if with_returns:
+        outs = out if check.returns_tuple else (out,)
+        for index, position, name, holds_list in check.returns:
+            bound.extend((index, name, label, dtype) for label, dtype in _tensors(name, outs[position], holds_list))
+    found: list[Violation] = []
+    outside: set[tuple[str, torch.dtype]] = set()  # a list's elements of one wrong dtype: reported once
+    for index, slot, label, dtype in bound:
+        if dtype not in check.allowed[index] and (slot, dtype) not in outside:
+            outside.add((slot, dtype))
+            found.append(_violation(check, OUTSIDE_SET, index, label, dtype_of(dtype)))
+    for index, variable in enumerate(check.declared.variables):
+        firsts: dict[torch.dtype, str] = {}
+        for bound_index, _, label, dtype in bound:
+            if bound_index == index:
+                firsts.setdefault(dtype, label)
+        if len(firsts) > 1:
+            seen = tuple((label, dtype_of(dtype)) for dtype, label in firsts.items())
+            label, dtype = seen[1]
+            found.append(_violation(check, UNEQUAL, index, label, dtype, seen))
+    return tuple(found)
+
+
+def _violation(check: _Compiled, kind: str, index: int, slot: str, dtype: DType, seen: tuple = ()) -> Violation:
+    variable = check.declared.variables[index]
+    return Violation(kind, check.overload, variable.name, variable.dtypes, check.where, slot, dtype, seen)
+
+
+class Checker:
+    """Checks every call made while ``checking()`` is active; in collect mode, counts each distinct violation."""
+
+    def __init__(self, declarations: Declarations, collect: bool) -> None:
+        self.declarations = declarations
+        self.collect = collect
+        self.counts: Counter[Violation] = Counter()  # in order of first occurrence
+        # Keyed by id(overload): an OpOverload's hash is computed in Python, and this is the hot path.
+        self._compiled: dict[int, _Compiled | None] = {}
+        self._running_direct: Any = None  # the overload a direct call is running right now
+        self._memoised: list[Any] = []
+        self._kernel_checker = _KernelChecker(self)
+        self._pre_dispatch_checker = _PreDispatchChecker(self)
+
+    @property
+    def violations(self) -> tuple[Violation, ...]:
+        """Each distinct violation collected, in order of first occurrence."""
+        return tuple(self.counts)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[Checker]:
+        try:
+            with self._kernel_checker, torch_private.pre_dispatch_mode_active(self._pre_dispatch_checker):
+                yield self
+        finally:
+            torch_private.forget_pre_dispatch_handlers(self._memoised)
+            self._memoised.clear()
+
+    def _check_of(self, func: Any) -> _Compiled | None:
+        key = id(func)  # overloads live as long as torch.ops: their ids are stable
+        try:
+            return self._compiled[key]
+        except KeyError:
+            check = self._compiled[key] = _compile(self.declarations, func)
+            return check
+
+    def _call(self, check: _Compiled, func: Any, args: tuple, kwargs: dict, run: Any) -> Any:
+        """Run ``run(func, args, kwargs)`` with the call's arguments checked before (raise mode) and all after."""
+        seen: list[Any] = [None] * len(check.allowed)
+        if self.collect:
+            out = run(func, args, kwargs)
+            if not (_arguments_fit(check, args, kwargs, seen) and _returns_fit(check, out, seen)):
+                self.counts.update(_violations(check, args, kwargs, out, with_returns=True))
+            return out
+        if not _arguments_fit(check, args, kwargs, seen):
+            raise DtypeViolation(_violations(check, args, kwargs, None, with_returns=False))
+        out = run(func, args, kwargs)
+        if not _returns_fit(check, out, seen):
+            raise DtypeViolation(_violations(check, args, kwargs, out, with_returns=True))
+        return out
+
+    def direct_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """A call made from Python: checked here, run as a plain run would (its kernel's call is the same one)."""
+        check = self._check_of(func)
+        if check is None:
+            return torch_private.plain_dispatch(func, args, kwargs)
+        return self._call(check, func, args, kwargs, self._run_direct)
+
+    def _run_direct(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        self._running_direct = func
+        try:
+            return torch_private.plain_dispatch(func, args, kwargs)
+        finally:
+            self._running_direct = None
+
+    def first_direct_call(self, func: Any, args: tuple, kwargs: dict, mode: Any) -> Any:
+        """A direct call that came through torch's handling of ``mode``; later ones of ``func`` skip it."""
+        torch_private.memoise_pre_dispatch_handler(func, mode, self.direct_call)
+        self._memoised.append(func)
+        return self.direct_call(func, args, kwargs)
+
+    def kernel_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """A call that reached a kernel; the first one under a direct call is that call, already checked."""
+        seen_above = self._running_direct is func
+        self._running_direct = None
+        check = None if seen_above else self._check_of(func)
+        if check is None:
+            return func(*args, **kwargs)
+        return self._call(check, func, args, kwargs, _run_kernel)
+
+
+def _run_kernel(func: Any, args: tuple, kwargs: dict) -> Any:
+    return func(*args, **kwargs)
+
+
+class _KernelChecker(torch_private.kernel_mode_base()):
+    """On the Python key: every call that reaches a kernel, including calls from inside other overloads."""
+
+    def __init__(self, checker: Checker) -> None:
+        super().__init__()
+        self.checker = checker
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.checker.kernel_call(func, args, kwargs or {})
+
+
+class _PreDispatchChecker(torch_private.pre_dispatch_mode_base()):
+    """On the PreDispatch key: every call made from Python, at its own name, before it decomposes."""
+
+    def __init__(self, checker: Checker) -> None:
+        super().__init__()
+        self.checker = checker
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.checker.first_direct_call(func, args, kwargs or {}, self)
+
+
+@contextlib.contextmanager
+def checking(declared: Path | str | Declarations, *, collect: bool = False) -> Iterator[Checker]:
+    """Check every ATen call in the block against the dtypes ``declared`` (an annotated yaml, or its Declarations).
+
+    Raises DtypeViolation at the first violating call; with ``collect=True`` gathers
+    violations in the yielded Checker instead (``checker.violations``, ``checker.counts``).
+    """
+    declarations = declared if isinstance(declared, Declarations) else Declarations.load(declared)
+    with Checker(declarations, collect).active() as checker:
+        yield checker

@@ -1,0 +1,234 @@
+"""``dtype-migrate verify``: the OpInfo samples run under the dtype checker; violations grouped by overload.
+
+Each OpInfo runs in its own worker (``sweep.run_in_workers``: crash containment and
+timeouts), with the samples the sweep makes (same seeds, same dtypes), so a yaml
+inferred from the sweep's observations is judged on the very calls it came from.
+Workers check in collect mode and report each distinct violation with its count per
+sample dtype. The output lists violations by overload in name order, then a one-line
+total, then every OpInfo that could not run (or not all of it) with the reason.
+Exit code 3 when any violation was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from migrate import torch_private
+from migrate.checker import Declarations, Violation, checking, dtype_of
+from migrate.dtypes import DType
+from migrate.sweep import (
+    CALL_RAISED,
+    DEFAULT_TIMEOUT,
+    DONE,
+    NO_CPU_DTYPES,
+    SAMPLE_INPUTS_RAISED,
+    CatalogueEntry,
+    Failure,
+    Job,
+    JobOutcome,
+    OpInfoId,
+    load_cached_run,
+    load_catalogue,
+    run_in_workers,
+)
+
+EXIT_OK, EXIT_VIOLATIONS = 0, 3
+SOURCES_SHOWN = 5  # OpInfos named under each violation; the rest are counted
+
+
+@dataclass(frozen=True)
+class Found:
+    """A violation as one OpInfo's samples of one dtype showed it, and how many calls showed it."""
+
+    violation: Violation
+    opinfo: OpInfoId
+    sample_dtype: DType
+    count: int
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What a verify run saw: violations, failures, and how much ran."""
+
+    found: tuple[Found, ...]
+    failures: tuple[Failure, ...]
+    opinfos: int  # selected, those with no CPU dtypes included
+    samples: int
+
+    @property
+    def violations(self) -> tuple[Violation, ...]:
+        """Each distinct violation once, sorted by overload, then deterministically within it."""
+        return tuple(sorted({f.violation for f in self.found}, key=_violation_order))
+
+
+def _violation_order(violation: Violation) -> tuple:
+    return (
+        violation.overload,
+        violation.variable,
+        violation.kind,
+        violation.slot,
+        violation.dtype.sort_key,
+        tuple((slot, dtype.sort_key) for slot, dtype in violation.seen),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """The verify command: 0 when no call broke a declaration, 3 when any did; bad input raises InputError."""
+    # Imported here: each worker imports this module, and reading yaml is no work of theirs.
+    from migrate.cli import select_overloads
+    from migrate.native import NativeFunctions, installed_native_functions
+
+    native = NativeFunctions.load(args.native_functions or installed_native_functions())
+    declarations = Declarations.from_native(native)
+    selected = select_overloads(native, args.op) if args.op else None
+    if selected is not None:
+        declarations = declarations.only(selected)
+    if not declarations.overloads:
+        print(f"verify: {native.path} declares no type variable{' for the selected overloads' if args.op else ''}: nothing to check")
+        return EXIT_OK
+    catalogue = load_catalogue(args.cache_dir)
+    if selected is not None:
+        catalogue = _reaching(catalogue, selected, args.cache_dir)
+    result = verify(declarations, catalogue, jobs=args.jobs)
+    sys.stdout.write(report(result, native.path))
+    return EXIT_VIOLATIONS if result.found else EXIT_OK
+
+
+def _reaching(catalogue: Iterable[CatalogueEntry], selected: set[str], cache_dir: Path | None) -> tuple[CatalogueEntry, ...]:
+    """OpInfos about the selected operators by name, or whose cached sweep run called a selected overload."""
+    families = {name.split(".", 1)[0] for name in selected}
+    recorded = {"aten::" + name for name in selected}  # the sweep's spelling: 'aten::add.Tensor', 'aten::add'
+    chosen = []
+    for entry in catalogue:
+        if families & set(entry.operator_names):
+            chosen.append(entry)
+        elif entry.cpu_dtypes:
+            cached = load_cached_run(cache_dir, entry.opinfo)
+            if cached is not None and cached.overloads & recorded:
+                chosen.append(entry)
+    return tuple(chosen)
+
+
+def verify(
+    declarations: Declarations,
+    catalogue: Iterable[CatalogueEntry],
+    jobs: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool | None = None,
+) -> VerifyResult:
+    """Run the catalogue's OpInfos under the checker against ``declarations``; those with no CPU dtypes are failures."""
+    catalogue = tuple(catalogue)
+    runnable = [entry for entry in catalogue if entry.cpu_dtypes]
+    work = [Job(_verify_reports, (entry.opinfo, declarations), str(entry.opinfo)) for entry in runnable]
+    outcomes = {outcome.job.argument[0]: outcome for outcome in run_in_workers(work, jobs, timeout, progress)}
+    found: list[Found] = []
+    failures: list[Failure] = []
+    samples = 0
+    for entry in catalogue:
+        if not entry.cpu_dtypes:
+            failures.append(Failure(entry.opinfo, NO_CPU_DTYPES, "the OpInfo declares no CPU dtypes"))
+            continue
+        outcome = outcomes[entry.opinfo]
+        run_found, run_failures, run_samples = _from_outcome(entry.opinfo, outcome)
+        found += run_found
+        failures += run_failures
+        samples += run_samples
+    return VerifyResult(tuple(found), tuple(failures), len(catalogue), samples)
+
+
+def _from_outcome(opinfo: OpInfoId, outcome: JobOutcome) -> tuple[list[Found], list[Failure], int]:
+    """One OpInfo's violations and failures from its worker's per-dtype reports; a timeout or crash is a failure."""
+    found, samples = [], 0
+    errors: dict[tuple[str, str], tuple[list[DType], list[int]]] = {}
+    for report in outcome.reports:
+        sample_dtype = DType(report["dtype"])
+        samples += report["samples"]
+        found += [Found(violation, opinfo, sample_dtype, count) for violation, count in report["violations"]]
+        for kind, reason, count in report["errors"]:
+            dtypes, counts = errors.setdefault((kind, reason), ([], []))
+            dtypes.append(sample_dtype)
+            counts.append(count)
+    failures = [Failure(opinfo, kind, reason, tuple(dtypes), sum(counts)) for (kind, reason), (dtypes, counts) in errors.items()]
+    if outcome.status != DONE:
+        failures.append(Failure(opinfo, outcome.status, outcome.reason))
+    return found, failures, samples
+
+
+def _verify_reports(argument: tuple[OpInfoId, Declarations]) -> Iterator[dict[str, Any]]:
+    """The worker: one report per CPU dtype of the OpInfo, its samples made as the sweep makes them, run under the checker."""
+    from migrate.sweep import _reason, _seed  # the sweep's own seeding: the same samples as the evidence
+
+    opinfo, declarations = argument
+    found = [op for op in torch_private.op_db() if torch_private.opinfo_identity(op) == (opinfo.name, opinfo.variant)]
+    if not found:
+        raise LookupError(f"this torch has no OpInfo {opinfo}: the cached catalogue is stale (refresh it)")
+    op = found[0]
+    for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: dtype_of(d).sort_key):
+        name = dtype_of(dtype).name
+        _seed(opinfo, name)
+        errors: Counter[tuple[str, str]] = Counter()
+        samples = []
+        try:
+            samples.extend(torch_private.opinfo_samples(op, dtype))
+        except Exception as exc:  # making the samples failed; those made before still run
+            errors[SAMPLE_INPUTS_RAISED, _reason(exc)] += 1
+        with checking(declarations, collect=True) as checker:
+            for sample in samples:
+                try:
+                    torch_private.call_sample(op, sample)
+                except Exception as exc:  # the op refused this sample: listed, and the run goes on
+                    errors[CALL_RAISED, _reason(exc)] += 1
+        yield {
+            "dtype": name,
+            "samples": len(samples),
+            "violations": list(checker.counts.items()),
+            "errors": [[kind, reason, count] for (kind, reason), count in sorted(errors.items())],
+        }
+
+
+def report(result: VerifyResult, path: Path) -> str:
+    """The text verify prints: violations by overload, the total, then the failures."""
+    by_violation: dict[Violation, list[Found]] = {}
+    for found in result.found:
+        by_violation.setdefault(found.violation, []).append(found)
+    lines: list[str] = []
+    overload = None
+    for violation in result.violations:
+        if violation.overload != overload:
+            overload = violation.overload
+            lines.append(f"{overload}:")
+        sources = by_violation[violation]
+        calls = sum(f.count for f in sources)
+        lines.append(f"  {violation.describe()}")
+        lines.append(f"    {calls} call{'s' if calls != 1 else ''}, from {_sources_text(sources)}")
+    overloads = len({v.overload for v in result.violations})
+    opinfos_ran = result.opinfos - sum(1 for f in result.failures if f.kind == NO_CPU_DTYPES)
+    lines.append(
+        f"verify: {len(result.violations)} violation{'s' if len(result.violations) != 1 else ''} "
+        f"in {overloads} overload{'s' if overloads != 1 else ''} of {path}; "
+        f"{opinfos_ran} OpInfos run ({result.samples} samples), {len({f.opinfo for f in result.failures})} with failures"
+    )
+    if result.failures:
+        lines.append("failures (samples that did not run or raised; they do not change the exit code):")
+        for failure in sorted(result.failures, key=lambda f: (f.opinfo, f.kind, f.reason)):
+            dtypes = f" [{', '.join(map(str, failure.dtypes))}]" if failure.dtypes else ""
+            count = f" ({failure.count} samples)" if failure.kind in (CALL_RAISED, SAMPLE_INPUTS_RAISED) else ""
+            lines.append(f"  {failure.opinfo}: {failure.kind}: {failure.reason}{dtypes}{count}")
+    return "\n".join(lines) + "\n"
+
+
+def _sources_text(sources: list[Found]) -> str:
+    """'add [torch.float32, torch.float64], mul [torch.int64], and 3 more OpInfos', in OpInfo order."""
+    dtypes: dict[OpInfoId, set[DType]] = {}
+    for found in sources:
+        dtypes.setdefault(found.opinfo, set()).add(found.sample_dtype)
+    named = sorted(dtypes)
+    shown = [f"{opinfo} [{', '.join(str(d) for d in sorted(dtypes[opinfo], key=lambda d: d.sort_key))}]" for opinfo in named[:SOURCES_SHOWN]]
+    rest = len(named) - SOURCES_SHOWN
+    return ", ".join(shown) + (f", and {rest} more OpInfo{'s' if rest != 1 else ''}" if rest > 0 else "")

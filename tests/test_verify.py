@@ -1,0 +1,62 @@
+"""``verify``: OpInfo samples under the checker, on the narrowed fixture and on the fully migrated real yaml."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from migrate.cli import main
+from migrate.errors import InputError
+from migrate.sweep import load_catalogue
+from migrate.verify import EXIT_OK, EXIT_VIOLATIONS, run
+from tests.conftest import FIXTURES
+
+FIXTURE = FIXTURES / "verify" / "native_functions.yaml"
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """A cache holding only the OpInfo catalogue: OpInfos are selected by the operators they are about."""
+    folder = tmp_path_factory.mktemp("verify-cache")
+    load_catalogue(folder)
+    return folder
+
+
+def verify(capfd, cache, native_functions, *ops):
+    code = run(argparse.Namespace(native_functions=native_functions, op=list(ops), jobs=2, cache_dir=cache))
+    return code, capfd.readouterr().out
+
+
+def test_the_narrowed_constraint_is_caught_with_its_precise_message(capfd, cache):
+    code, out = verify(capfd, cache, FIXTURE, "add.Tensor")
+    assert code == EXIT_VIOLATIONS
+    lines = out.splitlines()
+    assert lines[0] == "aten::add.Tensor:"
+    assert "  argument self has dtype torch.float64, not in F = [torch.float32], declared at native_functions.yaml:6" in lines
+    assert not any(line.startswith("aten::") for line in lines[1:])  # only the selected overload is checked
+    assert not any("has dtype torch.float32," in line for line in lines)
+    index = lines.index("  argument self has dtype torch.int64, not in F = [torch.float32], declared at native_functions.yaml:6")
+    assert lines[index + 1].startswith("    ") and " calls, from " in lines[index + 1] and "add [torch.int64]" in lines[index + 1]
+    total = next(line for line in lines if line.startswith("verify: "))
+    assert total.startswith(f"verify: 12 violations in 1 overload of {FIXTURE};")
+
+
+def test_an_overload_whose_declaration_holds_passes(capfd, cache):
+    code, out = verify(capfd, cache, FIXTURE, "where")
+    assert code == EXIT_OK
+    assert out.startswith(f"verify: 0 violations in 0 overloads of {FIXTURE};")
+
+
+def test_an_unknown_operator_is_bad_input(capfd, cache):
+    with pytest.raises(InputError, match="unknown operator 'add.Tensr'"):
+        verify(capfd, cache, FIXTURE, "add.Tensr")
+
+
+def test_the_whole_op_db_against_the_fully_migrated_real_yaml(capfd, cache, tmp_path):
+    """The invariant: every declared constraint accepts what the OpInfo samples pass."""
+    assert main(["--out", str(tmp_path), "--yaml-only"]) == 0
+    capfd.readouterr()
+    code, out = verify(capfd, cache, tmp_path / "native_functions.yaml")
+    assert out.splitlines()[0].startswith("verify: 0 violations in 0 overloads of"), out
+    assert code == EXIT_OK
