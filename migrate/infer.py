@@ -2,20 +2,25 @@
 
 Each source speaks per overload in plan terms (``OverloadPlan``s). The merge is
 plain data work: OpInfo observations say what ATen accepts and win where present;
-torchlib fills the slots nobody observed; dtypes OpInfos declare for other devices
-widen an observed variable; an overload's in-place and out= siblings with no
-evidence of their own take its constraints (provenance ``groups``). Disagreements
-become conflicts. Names are given last, deterministically.
+probing (``migrate.probe``) re-cuts the observed variables where ATen accepted their
+slots apart or needs them together, and widens them by what ATen accepted when
+called directly (each slot keeps its own observed evidence); torchlib fills the slots
+nobody observed; dtypes OpInfos declare for other devices widen an observed variable;
+dtypes torchlib's trace-only bodies test a parameter for are attached as evidence; an
+overload's in-place and out= siblings with no evidence of their own take its
+constraints (provenance ``groups``). Disagreements become conflicts. Names are given
+last, deterministically.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from migrate.dtypes import DType, canonical, format_set
 from migrate.native import NativeFunctions
-from migrate.plan import DECLARED, GROUPS, Conflict, Evidence, GlobalSet, OverloadPlan, Plan, Variable
+from migrate.plan import DECLARED, GROUPS, OPINFO, Conflict, Evidence, GlobalSet, OverloadPlan, Plan, Variable
+from migrate.probe import split_and_joined
 from migrate.schema import TypedSchema
 
 _LETTERS = "TUVWXYZ"
@@ -29,6 +34,8 @@ class Sources:
     opinfo: Mapping[str, OverloadPlan]
     global_sets: tuple[GlobalSet, ...]
     groups: bool = True  # let in-place/out= siblings take their functional overload's constraints
+    probe: Mapping[str, OverloadPlan] = field(default_factory=dict)  # migrate.probe.probe_plans_from_sweep
+    torchlib_handled: Mapping[str, tuple[Evidence, ...]] = field(default_factory=dict)  # TorchlibEvidence.handled
 
 
 def _observed(variable: Variable) -> Variable:
@@ -55,10 +62,55 @@ def _compare(torchlib: Variable, observed: list[Variable]) -> list[Conflict]:
     return conflicts
 
 
-def merge_overload(name: str, torchlib: OverloadPlan | None, opinfo: OverloadPlan | None) -> OverloadPlan:
+def _probed(observed: list[Variable], probe: OverloadPlan) -> list[Variable]:
+    """The observed variables re-cut to the probed ones, each slot keeping its own observed and declared evidence.
+
+    A probed variable's dtypes already hold everything observed at its slots; observed
+    slots no probed variable binds keep their observed variable.
+    """
+    variables, covered = [], set()
+    for probed in probe.variables:
+        dtypes, evidence = set(probed.dtypes), []
+        for variable in observed:
+            for piece in variable.evidence:
+                shared = tuple(s for s in piece.slots if s in probed.binds)
+                if shared:
+                    evidence.append(replace(piece, slots=shared))
+                    if piece.source in (OPINFO, DECLARED):
+                        dtypes.update(piece.dtypes)
+        variables.append(Variable(probed.name, tuple(dtypes), probed.binds, tuple(evidence) + probed.evidence))
+        covered.update(probed.binds)
+    for variable in observed:
+        rest = tuple(s for s in variable.binds if s not in covered)
+        if rest:
+            evidence = tuple(e for e in variable.evidence if not e.slots or set(e.slots) & set(rest))
+            variables.append(Variable(variable.name, variable.dtypes, rest, evidence))
+    return variables
+
+
+def _attach(variables: list[Variable], handled: tuple[Evidence, ...]) -> list[Variable]:
+    """Evidence that torchlib handles some dtypes at a slot, added to the variable binding that slot (never widening it)."""
+    attached = []
+    for variable in variables:
+        extra = tuple(e for e in handled if set(e.slots) & set(variable.binds))
+        attached.append(replace(variable, evidence=variable.evidence + extra) if extra else variable)
+    return attached
+
+
+def merge_overload(
+    name: str,
+    torchlib: OverloadPlan | None,
+    opinfo: OverloadPlan | None,
+    probe: OverloadPlan | None = None,
+    handled: tuple[Evidence, ...] = (),
+) -> OverloadPlan:
     """One overload's variables from its sources (names are still the sources' own)."""
     variables = [_observed(v) for v in opinfo.variables] if opinfo else []
     conflicts = list(opinfo.conflicts) if opinfo else []
+    if probe is not None:
+        conflicts += split_and_joined(tuple(variables), probe.variables)
+        variables = _probed(variables, probe)
+        conflicts += probe.conflicts
     observed_slots = {s for v in variables for s in v.binds}
     for variable in torchlib.variables if torchlib else ():
         overlapping = [v for v in variables if set(v.binds) & set(variable.binds)]
@@ -69,7 +121,7 @@ def merge_overload(name: str, torchlib: OverloadPlan | None, opinfo: OverloadPla
             variables.append(Variable(variable.name, variable.dtypes, rest, evidence))
     if torchlib:
         conflicts += torchlib.conflicts
-    return OverloadPlan(name, tuple(variables), tuple(conflicts))
+    return OverloadPlan(name, tuple(_attach(variables, handled)), tuple(conflicts))
 
 
 def _sibling_slot(slot: str, sibling: TypedSchema, functional: TypedSchema) -> tuple[str, ...]:
@@ -137,9 +189,9 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
     names = [e.name for e in native.entries]
     merged = {}
     for name in names:
-        torchlib, opinfo = sources.torchlib.get(name), sources.opinfo.get(name)
-        if torchlib or opinfo:
-            merged[name] = merge_overload(name, torchlib, opinfo)
+        torchlib, opinfo, probe = sources.torchlib.get(name), sources.opinfo.get(name), sources.probe.get(name)
+        if torchlib or opinfo or probe:
+            merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()))
     if sources.groups:
         merged.update(group_siblings(native, merged))
     overloads = []

@@ -34,7 +34,7 @@ def overload_key(recorded: str) -> str | None:
     return recorded[len(ATEN) :] if recorded.startswith(ATEN) else None
 
 
-def _effective(dtypes: SlotDTypes) -> DType | str | None:
+def effective(dtypes: SlotDTypes) -> DType | str | None:
     """One dtype for the slot in this call, MIXED for a list of several, None when no tensor was passed."""
     if not isinstance(dtypes, tuple):
         return dtypes
@@ -74,13 +74,12 @@ def plans_from_observations(
 
 def _plan(name: str, observations: list[Observation], catalogue: Mapping[OpInfoId, CatalogueEntry]) -> OverloadPlan:
     slots = tuple(slot for slot, _ in observations[0].slots)
-    effective = [tuple(_effective(d) for _, d in o.slots) for o in observations]
-    mixed = {slots[i] for row in effective for i, d in enumerate(row) if d == MIXED}
+    found = [tuple(effective(d) for _, d in o.slots) for o in observations]
+    mixed = {slots[i] for row in found for i, d in enumerate(row) if d == MIXED}
     rows = [
-        _Row(o, tuple(None if slots[i] in mixed else d for i, d in enumerate(row)))
-        for o, row in zip(observations, effective)
+        _Row(o, tuple(None if slots[i] in mixed else d for i, d in enumerate(row))) for o, row in zip(observations, found)
     ]
-    classes = _variables(slots, rows)
+    classes = variables_of(slots, [row.dtypes for row in rows])
     variables = []
     for number, members in enumerate(classes):
         indices = [slots.index(slot) for slot in members]
@@ -90,9 +89,15 @@ def _plan(name: str, observations: list[Observation], catalogue: Mapping[OpInfoI
     return OverloadPlan(name, tuple(variables))
 
 
-def _variables(slots: tuple[str, ...], rows: list[_Row]) -> list[tuple[str, ...]]:
-    """Slots grouped into variables: greedy merges in schema order, each one agreed by every row."""
-    distinct = {row.dtypes for row in rows}
+def variables_of(
+    slots: tuple[str, ...], rows: Iterable[tuple[DType | None, ...]], tied: Iterable[tuple[int, ...]] = ()
+) -> list[tuple[str, ...]]:
+    """Slots grouped into variables: greedy merges in schema order, each one agreed by every row.
+
+    ``tied`` groups of slot indices (known to agree by other means: probing) are merged
+    first, each only if every row agrees with it.
+    """
+    distinct = set(rows)
     classes = [[i] for i in range(len(slots)) if any(dtypes[i] is not None for dtypes in distinct)]
 
     def agree(members: list[int]) -> bool:
@@ -103,6 +108,11 @@ def _variables(slots: tuple[str, ...], rows: list[_Row]) -> list[tuple[str, ...]
             any(dtypes[i] is not None for i in left) and any(dtypes[j] is not None for j in right) for dtypes in distinct
         )
 
+    for tie in tied:
+        joined = [group for group in classes if set(group) & set(tie)]
+        union = sorted(i for group in joined for i in group)
+        if len(joined) > 1 and agree(union):
+            classes = sorted([group for group in classes if group not in joined] + [union])
     merged: list[list[int]] = []
     for candidate in classes:
         for group in merged:
@@ -115,7 +125,12 @@ def _variables(slots: tuple[str, ...], rows: list[_Row]) -> list[tuple[str, ...]
 
 
 def _observed_evidence(slots: tuple[str, ...], members: tuple[str, ...], rows: list[_Row]) -> tuple[Evidence, ...]:
-    """One piece of evidence per OpInfo (and whether it called the overload itself), in the order seen."""
+    """Evidence per OpInfo (and whether it called the overload itself), in the order seen.
+
+    Slots of the variable seen with different dtype sets (an optional slot passed in
+    fewer samples) get one piece each, so that every piece's dtypes hold for each of its
+    slots: a later stage may split the variable and keep each slot's own evidence.
+    """
     indices = [slots.index(slot) for slot in members]
     groups: dict[tuple[OpInfoId, bool], list[_Row]] = {}
     for row in rows:
@@ -125,10 +140,15 @@ def _observed_evidence(slots: tuple[str, ...], members: tuple[str, ...], rows: l
     for (opinfo, direct), group in groups.items():
         samples = ", ".join(d.name for d in canonical(row.observation.sample_dtype for row in group))
         how = "" if direct else ", inside other overloads"
-        dtypes = {row.dtypes[i] for row in group for i in indices} - {None}
-        present = tuple(slots[i] for i in indices if any(row.dtypes[i] is not None for row in group))
-        count = sum(row.observation.count for row in group)
-        evidence.append(Evidence(OPINFO, f"OpInfo {opinfo} ({samples}){how}", canonical(dtypes), present, count))
+        by_dtypes: dict[tuple[DType, ...], list[int]] = {}
+        for i in indices:
+            dtypes = canonical({row.dtypes[i] for row in group} - {None})
+            if dtypes:
+                by_dtypes.setdefault(dtypes, []).append(i)
+        for dtypes, present in by_dtypes.items():
+            count = sum(row.observation.count for row in group if any(row.dtypes[i] is not None for i in present))
+            where = f"OpInfo {opinfo} ({samples}){how}"
+            evidence.append(Evidence(OPINFO, where, dtypes, tuple(slots[i] for i in present), count))
     return tuple(evidence)
 
 

@@ -10,6 +10,11 @@ from Python) is counted once, as a direct call. torch finds a PreDispatch mode's
 handler anew on every call; a Recording memoises it per overload, which makes a
 recorded call several times cheaper (see ``torch_private.memoise_pre_dispatch_handler``).
 
+A Recording can also keep copies of calls for probing (``CallCapture``): calls of each
+overload with input dtypes no kept call had, cloned right after the call (or, for an
+overload that writes to an argument, right before it), of which a few are chosen for
+``migrate.probing`` to call again with other dtypes, outside any recording.
+
 Importing this module imports torch; the sweep's workers are the ones that do.
 """
 
@@ -17,7 +22,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -50,7 +56,7 @@ def dtype_name(dtype: torch.dtype) -> str:
     return name
 
 
-def _dtypes_of(value: Any, holds_list: bool) -> Any:
+def dtypes_of(value: Any, holds_list: bool) -> Any:
     """The dtype (or, for a list, element dtypes) of a slot's value; None when it holds no tensor."""
     if isinstance(value, torch.Tensor):
         return value.dtype
@@ -59,17 +65,129 @@ def _dtypes_of(value: Any, holds_list: bool) -> Any:
     return None
 
 
+@dataclass(frozen=True)
+class CapturedCall:
+    """A recorded call kept for probing: the overload, clones of its arguments, and its dtypes as recorded."""
+
+    func: Any  # the OpOverload
+    slots: torch_private.OverloadSlots
+    args: tuple
+    kwargs: dict
+    dtypes: tuple[Any, ...]  # per slot of ``slots`` (arguments, then returns), as ``dtypes_of`` gives them
+    direct: bool
+    sample_dtype: str
+
+
+def _cloned(value: Any) -> Any:
+    """A value with every tensor in it replaced by a detached copy (probes must not touch the sample's tensors)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cloned(v) for v in value)
+    if isinstance(value, dict):
+        return {key: _cloned(v) for key, v in value.items()}
+    return value
+
+
+CANDIDATES = 32  # calls kept per overload, each with input dtypes no other kept call had
+SAMPLE_DTYPE_PRIORITY = ("float32", "int64", "bool")  # probed first: the contexts most dtypes combine with
+
+
+class CallCapture:
+    """Calls of each overload with distinct input dtypes, kept across Recordings, and the few chosen to probe.
+
+    One per OpInfo run: a Recording of each sample dtype adds to it (``sample_dtype`` says
+    which dtype is running); ``chosen()`` is probed once every sample has run.
+    ``budget(overload, direct)`` says how many calls of an overload to probe ('aten::add.Tensor';
+    ``direct``: called by the sample's own code); asked once per overload and directness.
+    """
+
+    def __init__(self, budget: Callable[[str, bool], int]) -> None:
+        self.sample_dtype = ""
+        self._budget = budget
+        self._limits: dict[tuple[int, bool], int] = {}
+        self._kept: dict[int, list[CapturedCall]] = {}  # by id(overload), in the order first seen
+        self._signatures: set[tuple[int, tuple[Any, ...]]] = set()
+
+    def _open(self, key: int, slots: torch_private.OverloadSlots, direct: bool) -> bool:
+        """Whether calls of the overload (of this directness) are probed at all, and there is room for one more."""
+        limit = self._limits.get((key, direct))
+        if limit is None:
+            limit = self._limits[key, direct] = self._budget(slots.name, direct)
+        return limit > 0 and len(self._kept.get(key, ())) < CANDIDATES
+
+    def before(self, key: int, slots: torch_private.OverloadSlots, args: tuple, kwargs: dict, direct: bool) -> tuple | None:
+        """Clones taken before a call of an overload that writes to an argument, if it is one to keep."""
+        if not self._open(key, slots, direct):
+            return None
+        inputs = tuple(dtypes_of(_argument(args, kwargs, slot), slot[3]) for slot in slots.arguments)
+        if (key, inputs) in self._signatures:
+            return None
+        try:
+            return _cloned(args), _cloned(kwargs)
+        except Exception:  # a tensor that cannot be copied (an exotic layout): not probed
+            return None
+
+    def keep(self, func: Any, key: int, slots: torch_private.OverloadSlots, call: tuple, values: tuple, direct: bool) -> None:
+        """Keep a call that returned (``call``: its arguments, already cloned for an overload that mutates)."""
+        inputs = values[: len(slots.arguments)]
+        if not self._open(key, slots, direct) or (key, inputs) in self._signatures or all(v is None for v in inputs):
+            return
+        args, kwargs = call
+        if not slots.mutates:
+            try:
+                args, kwargs = _cloned(args), _cloned(kwargs)
+            except Exception:  # a tensor that cannot be copied: not probed
+                return
+        self._signatures.add((key, inputs))
+        self._kept.setdefault(key, []).append(CapturedCall(func, slots, args, kwargs, values, direct, self.sample_dtype))
+
+    def chosen(self) -> list[CapturedCall]:
+        """The calls to probe, overload by overload: up to its budget, as varied as the kept calls allow.
+
+        First one call per pattern of absent slots (a mask passed or not), then one per
+        sample dtype in turn, float32, int64 and bool first: a slot cast alone is judged
+        beside the others' dtypes, and those are the ones most dtypes combine with.
+        """
+        chosen = []
+        for key, calls in self._kept.items():
+            limit = max(self._limits.get((key, direct), 0) for direct in (False, True))
+            rank = {name: i for i, name in enumerate(SAMPLE_DTYPE_PRIORITY)}
+            ranked = sorted(calls, key=lambda c: rank.get(c.sample_dtype, len(rank)))  # stable: then in the order run
+            picked: dict[int, CapturedCall] = {}
+            patterns = set()
+            for call in ranked:
+                pattern = tuple(d is None for d in call.dtypes[: len(call.slots.arguments)])
+                if pattern not in patterns:
+                    patterns.add(pattern)
+                    picked[id(call)] = call
+            by_sample: dict[str, list[CapturedCall]] = {}
+            for call in ranked:
+                by_sample.setdefault(call.sample_dtype, []).append(call)
+            for turn in itertools.zip_longest(*by_sample.values()):
+                picked.update((id(call), call) for call in turn if call is not None and id(call) not in picked)
+            chosen.extend(list(picked.values())[:limit])
+        return chosen
+
+
+def _argument(args: tuple, kwargs: dict, slot: tuple[int, str, bool, bool]) -> Any:
+    position, name, keyword_only, _ = slot
+    return kwargs.get(name) if keyword_only or position >= len(args) else args[position]
+
+
 class Recording:
     """Counts of calls per (overload, dtype of each slot, direct or not), made while ``active()``.
 
     Use it as a context manager: its PreDispatch handlers, memoised per overload for
     speed (``torch_private.memoise_pre_dispatch_handler``), are forgotten on exit.
+    With a ``capture``, calls are also kept for probing (see ``CallCapture``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, capture: CallCapture | None = None) -> None:
         # Keyed by id(overload): an OpOverload's hash is computed in Python, and this is the hot path.
         self._counts: collections.Counter[tuple[int, bool, tuple[Any, ...]]] = collections.Counter()
         self._slots: dict[int, torch_private.OverloadSlots] = {}
+        self._capture = capture
         self._running_direct: Any = None  # the overload a direct call is running right now
         self._memoised: list[Any] = []
         self._kernel_recorder = _KernelRecorder(self)
@@ -90,12 +208,13 @@ class Recording:
 
     def direct_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """A call made from Python: run it as a plain run would, then record it as direct."""
+        before = self._before(func, args, kwargs, direct=True)
         self._running_direct = func
         try:
             out = torch_private.plain_dispatch(func, args, kwargs)
         finally:
             self._running_direct = None
-        self.add(func, args, kwargs, out, direct=True)
+        self.add(func, args, kwargs, out, direct=True, before=before)
         return out
 
     def first_direct_call(self, func: Any, args: tuple, kwargs: dict, mode: Any) -> Any:
@@ -108,24 +227,41 @@ class Recording:
         """A call that reached a kernel; the first one under a direct call is that call, already recorded."""
         seen_above = self._running_direct is func
         self._running_direct = None
+        before = None if seen_above else self._before(func, args, kwargs, direct=False)
         out = func(*args, **kwargs)
         if not seen_above:
-            self.add(func, args, kwargs, out, direct=False)
+            self.add(func, args, kwargs, out, direct=False, before=before)
         return out
 
-    def add(self, func: Any, args: tuple, kwargs: dict, out: Any, direct: bool) -> None:
-        key = id(func)  # overloads live as long as torch.ops: their ids are stable
-        slots = self._slots.get(key)
+    def _slots_of(self, func: Any) -> torch_private.OverloadSlots:
+        slots = self._slots.get(id(func))  # overloads live as long as torch.ops: their ids are stable
         if slots is None:
-            slots = self._slots[key] = torch_private.overload_slots(func)
+            slots = self._slots[id(func)] = torch_private.overload_slots(func)
+        return slots
+
+    def _before(self, func: Any, args: tuple, kwargs: dict, direct: bool) -> tuple | None:
+        """Clones of the arguments of a call about to write to them, when the capture wants the call."""
+        if self._capture is None:
+            return None
+        slots = self._slots_of(func)
+        return self._capture.before(id(func), slots, args, kwargs, direct) if slots.mutates else None
+
+    def add(self, func: Any, args: tuple, kwargs: dict, out: Any, direct: bool, before: tuple | None = None) -> None:
+        key = id(func)
+        slots = self._slots_of(func)
         values = []
         for position, name, keyword_only, holds_list in slots.arguments:
             value = kwargs.get(name) if keyword_only or position >= len(args) else args[position]
-            values.append(_dtypes_of(value, holds_list))
+            values.append(dtypes_of(value, holds_list))
         outs = out if slots.returns_tuple else (out,)
         for position, _, holds_list in slots.returns:
-            values.append(_dtypes_of(outs[position], holds_list))
-        self._counts[key, direct, tuple(values)] += 1
+            values.append(dtypes_of(outs[position], holds_list))
+        signature = (key, direct, tuple(values))
+        self._counts[signature] += 1
+        if self._capture is not None and self._counts[signature] == 1:
+            call = before if slots.mutates else (args, kwargs)
+            if call is not None:
+                self._capture.keep(func, key, slots, call, signature[2], direct)
 
     def observations(self) -> list[RawObservation]:
         """What was recorded, with names instead of torch objects, sorted (a deterministic order)."""

@@ -5,10 +5,18 @@ OpInfo database already imported: a crash or a hang takes down only that process
 (the parent kills one that runs over its timeout, which no code inside can catch),
 and no state leaks from one OpInfo to the next, so the observations are the same
 whatever ``jobs`` is. A worker reports after each sample dtype, so a timeout keeps
-what was seen before it. Only complete runs are cached, one JSON file per OpInfo
-under ``<cache>/opinfo/<torch version>/``, next to a catalogue of the OpInfos
-(their dtypes, the dtypes they declare for other devices, the operator names they
-are about), so a warm run imports neither the OpInfo database nor the recorders.
+what was seen before it.
+
+Once every sample has run, the worker probes (``migrate.probing``): a few
+calls of each overload with distinct input dtypes are made again with
+tensor slots cast to other dtypes, to learn what ATen accepts beyond what was sampled.
+A probe that crashes or hangs ends the worker after its observations were reported;
+that is recorded as a probe failure and the run still counts as complete.
+
+Only complete runs are cached, one JSON file per OpInfo under
+``<cache>/opinfo/<torch version>/``, next to a catalogue of the OpInfos (their dtypes,
+the dtypes they declare for other devices, the operator names they are about), so a
+warm run imports neither the OpInfo database nor the recorders.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ from migrate import torch_private
 from migrate.cache import cache_root, store
 from migrate.dtypes import DType, canonical
 
-FORMAT = 2  # of the cache files; a file of another format is a miss
+FORMAT = 3  # of the cache files; a file of another format is a miss
 DEFAULT_TIMEOUT = 300.0  # seconds per OpInfo: the slowest (grid_sampler_3d) takes about 5 s on one core
 
 # Failure kinds.
@@ -47,6 +55,8 @@ SAMPLE_INPUTS_RAISED = "sample-inputs-raised"  # making the samples of a dtype r
 CALL_RAISED = "call-raised"  # running a sample raised
 TIMEOUT = "timeout"
 CRASH = "crash"
+PROBE_TIMEOUT = "probe-timeout"  # a probe call ran over its own timeout (the samples had all run)
+PROBE_CRASH = "probe-crash"  # the worker died while probing (the samples had all run)
 
 SlotDTypes = Union[DType, tuple[Union[DType, None], ...], None]
 """A slot's dtype in one call: a DType, a list's element DTypes (None for a hole), or None (no tensor)."""
@@ -85,6 +95,41 @@ class Observation:
     sample_dtype: DType
     direct: bool  # called by the sample's own code, not from inside another overload
     count: int
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A recorded call made again with some tensor slots cast together to each other dtype, and what ATen did."""
+
+    cast: tuple[str, ...]  # the argument slots cast
+    accepted: tuple[tuple[DType, tuple[SlotDTypes, ...]], ...]  # per dtype ATen accepted: each return slot's dtype
+    rejected: tuple[tuple[DType, str], ...]  # per dtype ATen refused: its message
+
+
+@dataclass(frozen=True)
+class ProbedCall:
+    """One recorded call of an overload (as in an Observation) and the probes made from it."""
+
+    overload: str
+    slots: tuple[tuple[str, SlotDTypes], ...]  # every tensor slot of the schema, as recorded
+    opinfo: OpInfoId
+    sample_dtype: DType
+    direct: bool
+    probes: tuple[Probe, ...]
+    refused_again: str = ""  # why the unmodified call failed when made again; then nothing was probed
+
+    def accepted_rows(self) -> Iterator[tuple[SlotDTypes, ...]]:
+        """Each slot's dtype in each accepted probe: cast slots at the probe's dtype, returns as returned."""
+        for probe in self.probes:
+            for dtype, returns in probe.accepted:
+                row, returned = [], iter(returns)
+                for name, dtypes in self.slots:
+                    if name.startswith("return."):
+                        dtypes = next(returned)
+                    elif name in probe.cast:
+                        dtypes = tuple(None if d is None else dtype for d in dtypes) if isinstance(dtypes, tuple) else dtype
+                    row.append(dtypes)
+                yield tuple(row)
 
 
 @dataclass(frozen=True)
@@ -134,9 +179,11 @@ class OpInfoRun:
     observations: tuple[Observation, ...]
     failures: tuple[Failure, ...]
     samples: int
-    complete: bool  # False after a timeout or a crash; such runs are not cached
+    complete: bool  # False after a timeout or a crash while samples ran; such runs are not cached
     seconds: float = field(default=0.0, compare=False)  # wall time of its worker
     cpu_seconds: float = field(default=0.0, compare=False)  # CPU time of its worker, which load does not inflate
+    probes: tuple[ProbedCall, ...] = ()
+    probe_seconds: float = field(default=0.0, compare=False)  # CPU time its worker spent probing
 
     @functools.cached_property
     def overloads(self) -> frozenset[str]:
@@ -150,6 +197,20 @@ class OpInfoRun:
             slot_names.setdefault(o.overload, [name for name, _ in o.slots])
             observations.append([o.overload, o.sample_dtype.name, int(o.direct), o.count, [_dump(d) for _, d in o.slots]])
         failures = [[f.kind, f.reason, [d.name for d in f.dtypes], f.count] for f in self.failures]
+        messages: dict[str, int] = {}  # each rejection message once: most recur across calls and slots
+        probed = []
+        for call in self.probes:
+            names = slot_names.setdefault(call.overload, [name for name, _ in call.slots])
+            probes = [
+                [
+                    [names.index(n) for n in p.cast],
+                    [[d.name, [_dump(r) for r in returns]] for d, returns in p.accepted],
+                    [[d.name, messages.setdefault(message, len(messages))] for d, message in p.rejected],
+                ]
+                for p in call.probes
+            ]
+            dtypes = [_dump(d) for _, d in call.slots]
+            probed.append([call.overload, call.sample_dtype.name, int(call.direct), dtypes, call.refused_again, probes])
         return {
             "format": FORMAT,
             "name": self.opinfo.name,
@@ -157,9 +218,12 @@ class OpInfoRun:
             "samples": self.samples,
             "seconds": round(self.seconds, 3),
             "cpu_seconds": round(self.cpu_seconds, 3),
+            "probe_seconds": round(self.probe_seconds, 3),
             "slots": slot_names,
             "observations": observations,
             "failures": failures,
+            "messages": list(messages),
+            "probes": probed,
         }
 
     @classmethod
@@ -176,7 +240,39 @@ class OpInfoRun:
             Failure(opinfo, kind, reason, tuple(map(_dtype, dtypes)), count)
             for kind, reason, dtypes, count in obj["failures"]
         )
-        return cls(opinfo, observations, failures, obj["samples"], True, obj["seconds"], obj["cpu_seconds"])
+        messages = obj["messages"]
+        probed = []
+        for overload, sample, direct, dtypes, refused_again, probes in obj["probes"]:
+            names = slot_names[overload]
+            probed.append(
+                ProbedCall(
+                    overload,
+                    tuple(zip(names, map(_load, dtypes))),
+                    opinfo,
+                    _dtype(sample),
+                    bool(direct),
+                    tuple(
+                        Probe(
+                            tuple(names[i] for i in cast),
+                            tuple((_dtype(d), tuple(map(_load, returns))) for d, returns in accepted),
+                            tuple((_dtype(d), messages[m]) for d, m in rejected),
+                        )
+                        for cast, accepted, rejected in probes
+                    ),
+                    refused_again,
+                )
+            )
+        return cls(
+            opinfo,
+            observations,
+            failures,
+            obj["samples"],
+            True,
+            obj["seconds"],
+            obj["cpu_seconds"],
+            tuple(probed),
+            obj["probe_seconds"],
+        )
 
 
 def _dump(dtypes: SlotDTypes) -> Any:
@@ -217,6 +313,10 @@ class SweepResult:
     @functools.cached_property
     def observations(self) -> tuple[Observation, ...]:
         return tuple(o for run in self.runs for o in run.observations)
+
+    @functools.cached_property
+    def probes(self) -> tuple[ProbedCall, ...]:
+        return tuple(p for run in self.runs for p in run.probes)
 
     @functools.cached_property
     def failures(self) -> tuple[Failure, ...]:
@@ -324,7 +424,7 @@ def run_sweep(
         )
     to_run = [entry for entry in catalogue if entry.cpu_dtypes and (refresh or cached.get(entry.opinfo) is None)]
     fresh = {}
-    for run in _runs(to_run, jobs, timeout, progress, record=True):
+    for run in _runs(to_run, jobs, timeout, progress, record=True, probe=True):
         if run.complete:  # stored at once: an interrupted sweep keeps what it finished
             _store_json(_cache_dir(cache_dir) / run.opinfo.file_name, run.to_json())
         fresh[run.opinfo] = run
@@ -371,9 +471,11 @@ class JobOutcome:
 
 @functools.cache
 def _context() -> multiprocessing.context.BaseContext:
-    """Workers fork from a server that imported torch and the OpInfo database once."""
+    """Workers fork from a server that imported torch, the OpInfo database, the recorders and the prober once."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["torch", "torch.testing._internal.common_methods_invocations", "migrate.sweep"])
+    context.set_forkserver_preload(
+        ["torch", "torch.testing._internal.common_methods_invocations", "migrate.sweep", "migrate.recorders", "migrate.probing"]
+    )
     return context
 
 
@@ -553,28 +655,49 @@ def run_opinfos(
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool | None = None,
     record: bool = True,
+    probe: bool = True,
 ) -> list[OpInfoRun]:
-    """Run OpInfos' samples in workers, no cache involved; ``record=False`` runs them bare (the benchmark's baseline)."""
+    """Run OpInfos' samples in workers, no cache involved.
+
+    ``probe=False`` skips probing, ``record=False`` runs the samples bare (both: the benchmarks' baselines).
+    """
     entries = list(entries)
     order = {entry.opinfo: index for index, entry in enumerate(entries)}
-    return sorted(_runs(entries, jobs, timeout, progress, record), key=lambda run: order[run.opinfo])
+    return sorted(_runs(entries, jobs, timeout, progress, record, probe), key=lambda run: order[run.opinfo])
 
 
 def _runs(
-    entries: list[CatalogueEntry], jobs: int | None, timeout: float, progress: bool | None, record: bool
+    entries: list[CatalogueEntry], jobs: int | None, timeout: float, progress: bool | None, record: bool, probe: bool
 ) -> Iterator[OpInfoRun]:
     """Each OpInfo's run as soon as its worker ends (not in catalogue order)."""
-    work = [Job(_opinfo_reports, (entry.opinfo, record), str(entry.opinfo)) for entry in entries]
+    work = [Job(_opinfo_reports, (entry.opinfo, record, record and probe), str(entry.opinfo)) for entry in entries]
     for outcome in run_in_workers(work, jobs, timeout, progress):
         yield _run_from_outcome(outcome.job.argument[0], outcome)
 
 
 def _run_from_outcome(opinfo: OpInfoId, outcome: JobOutcome) -> OpInfoRun:
-    """Merge a worker's per-dtype reports into one run, a timeout or crash added as a failure."""
+    """Merge a worker's reports into one run, a timeout or crash added as a failure.
+
+    A worker that dies while probing (after its ``{"probing": ...}`` report, before the
+    probes of that call) has reported every sample: the run is complete, with a probe
+    failure naming the call; a SIGALRM is a probe call over its own timeout.
+    """
     observations: list[Observation] = []
+    probed: list[ProbedCall] = []
     samples = 0
+    probing, probe_seconds = "", 0.0
     errors: dict[tuple[str, str], tuple[list[DType], list[int]]] = {}
     for report in outcome.reports:
+        if "probing" in report:
+            probing = report["probing"]
+            continue
+        if "probed" in report:
+            probed.append(_probed_call(opinfo, report["probed"]))
+            probing = ""
+            continue
+        if "probe_seconds" in report:
+            probe_seconds = report["probe_seconds"]
+            continue
         sample_dtype = _dtype(report["dtype"])
         samples += report["samples"]
         for overload, direct, count, slots in report["observations"]:
@@ -587,10 +710,37 @@ def _run_from_outcome(opinfo: OpInfoId, outcome: JobOutcome) -> OpInfoRun:
     failures = [
         Failure(opinfo, kind, reason, tuple(dtypes), sum(counts)) for (kind, reason), (dtypes, counts) in errors.items()
     ]
-    if outcome.status != DONE:
-        failures.append(Failure(opinfo, outcome.status, outcome.reason))
     complete = outcome.status == DONE
-    return OpInfoRun(opinfo, tuple(observations), tuple(failures), samples, complete, outcome.seconds, outcome.cpu_seconds)
+    reason = f"probing {probing}: {outcome.reason}" if probing else outcome.reason
+    if outcome.status == CRASH and probing:
+        failures.append(Failure(opinfo, PROBE_TIMEOUT if "SIGALRM" in reason else PROBE_CRASH, reason))
+        complete = True
+    elif outcome.status != DONE:  # the OpInfo's own timeout is not cached, whatever it was doing
+        failures.append(Failure(opinfo, outcome.status, reason))
+    return OpInfoRun(
+        opinfo,
+        tuple(observations),
+        tuple(failures),
+        samples,
+        complete,
+        outcome.seconds,
+        outcome.cpu_seconds,
+        tuple(probed),
+        probe_seconds,
+    )
+
+
+def _probed_call(opinfo: OpInfoId, report: dict[str, Any]) -> ProbedCall:
+    probes = tuple(
+        Probe(
+            tuple(cast),
+            tuple((_dtype(d), tuple(map(_load, returns))) for d, returns in accepted),
+            tuple((_dtype(d), message) for d, message in rejected),
+        )
+        for cast, accepted, rejected in report["probes"]
+    )
+    slots = tuple((name, _load(dtypes)) for name, dtypes in report["slots"])
+    return ProbedCall(report["overload"], slots, opinfo, _dtype(report["sample"]), report["direct"], probes, report["again"])
 
 
 def _catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
@@ -636,15 +786,16 @@ def _reason(exc: BaseException) -> str:
     return _ADDRESS.sub("0x…", f"{type(exc).__name__}: {text[0] if text else ''}".strip())[:300]
 
 
-def _opinfo_reports(argument: tuple[OpInfoId, bool]) -> Iterator[dict[str, Any]]:
-    """The OpInfo job: one report per CPU dtype, with the samples run, the observations and the errors."""
-    from migrate import recorders
+def _opinfo_reports(argument: tuple[OpInfoId, bool, bool]) -> Iterator[dict[str, Any]]:
+    """The OpInfo job: one report per CPU dtype, with the samples run, the observations and the errors; then the probes."""
+    from migrate import probing, recorders
 
-    opinfo, record = argument
+    opinfo, record, probe = argument
     found = [op for op in torch_private.op_db() if torch_private.opinfo_identity(op) == (opinfo.name, opinfo.variant)]
     if not found:
         raise LookupError(f"this torch has no OpInfo {opinfo}: the cached catalogue is stale (refresh it)")
     op = found[0]
+    capture = recorders.CallCapture(probing.budget(op)) if probe else None
     for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: _dtype(recorders.dtype_name(d)).sort_key):
         name = recorders.dtype_name(dtype)
         _seed(opinfo, name)
@@ -656,7 +807,9 @@ def _opinfo_reports(argument: tuple[OpInfoId, bool]) -> Iterator[dict[str, Any]]
             samples.extend(torch_private.opinfo_samples(op, dtype))
         except Exception as exc:  # making the samples failed; those made before still run
             errors[SAMPLE_INPUTS_RAISED, _reason(exc)] += 1
-        with recorders.Recording() as recording:
+        if capture is not None:
+            capture.sample_dtype = name
+        with recorders.Recording(capture) as recording:
             with recording.active() if record else contextlib.nullcontext():
                 for sample in samples:
                     try:
@@ -669,3 +822,5 @@ def _opinfo_reports(argument: tuple[OpInfoId, bool]) -> Iterator[dict[str, Any]]
             "observations": [[o.overload, o.direct, o.count, list(o.slots)] for o in recording.observations()],
             "errors": [[kind, reason, count] for (kind, reason), count in sorted(errors.items())],
         }
+    if capture is not None:
+        yield from probing.probe_reports(capture.chosen(), str(opinfo), probing.PROBE_TIMEOUT)

@@ -144,6 +144,7 @@ class OverloadSlots:
     arguments: tuple[tuple[int, str, bool, bool], ...]  # (position, name, keyword-only, holds a list)
     returns: tuple[tuple[int, str, bool], ...]  # (position, 'return.N', holds a list)
     returns_tuple: bool  # the call returns a tuple (more than one return)
+    mutates: bool = False  # writes to an argument (in-place, out=): probing calls it on clones taken before the call
 
 
 @functools.cache
@@ -161,7 +162,8 @@ def overload_slots(func: Any) -> OverloadSlots:
         for position, ret in enumerate(schema.returns)
         if str(ret.type) in _TENSOR_TYPES
     )
-    return OverloadSlots(name, arguments, returns, len(schema.returns) > 1)
+    mutates = _attribute(schema, "is_mutable", "FunctionSchema.is_mutable")
+    return OverloadSlots(name, arguments, returns, len(schema.returns) > 1, bool(mutates))
 
 
 # --- dispatch modes -----------------------------------------------------------------------------

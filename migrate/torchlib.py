@@ -14,7 +14,10 @@ module turns the per-module facts into evidence:
 - **inference**: per overload, one Variable per class of slots tied in every real
   variant registered under the name, over the union of the variants' dtypes (each
   variant's subset kept as its own Evidence); ``complex=True`` variants add the complex
-  dtypes to the real variant's variables, since their annotations describe a real view.
+  dtypes to the real variant's variables, since their annotations describe a real view;
+- **bodies**: dtypes a real trace-only variant's body compares a parameter's dtype with
+  are evidence that it handles them there (``handled``), with file and line; they
+  constrain nothing (the annotation may well say ``TensorType``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -377,6 +381,16 @@ def _variable_name(labels: list[str], binds: list[str], taken: set[str]) -> str:
     return name if name not in taken else f"{name}_{binds[0].replace('.', '')}"
 
 
+def body_evidence(registrations: list[Registration], inputs: set[str]) -> Iterator[Evidence]:
+    """Per dtype comparison in a trace-only body on a tensor input: the dtypes it shows the function handles there."""
+    for registration in registrations:
+        for check in registration.dtype_checks:
+            dtypes = canonical(d for d in map(DType.from_onnx, check.dtypes) if d is not None)
+            if check.param in inputs and dtypes:
+                where = f"{registration.path}:{check.line} {registration.function}: {check.text}"
+                yield Evidence(TORCHLIB, where, dtypes, (check.param,))
+
+
 def is_informative(variable: Variable, inputs: set[str], universe: frozenset[DType]) -> bool:
     """Says something about an input: ties it to another slot, or excludes a dtype torchlib can express."""
     return bool(inputs & set(variable.binds)) and (len(variable.binds) > 1 or not universe <= set(variable.dtypes))
@@ -403,6 +417,7 @@ class TorchlibEvidence:
     informative: tuple[str, ...]  # of those, the ones with an informative constraint (see is_informative)
     files: int
     cached_files: int
+    handled: dict[str, tuple[Evidence, ...]]  # per overload: dtypes trace-only bodies test a tensor input for
 
     @property
     def registered(self) -> tuple[str, ...]:
@@ -491,7 +506,7 @@ def scan_torchlib(
             variants.setdefault(overload, []).append((module, registration))
 
     universe = frozenset(d for s in global_sets for d in s.dtypes)
-    overloads, unmatched, with_inputs, informative = {}, {}, [], []
+    overloads, unmatched, with_inputs, informative, handled = {}, {}, [], [], {}
     for overload in sorted(variants):
         schema = index.schema(overload)
         assert schema is not None  # resolved above
@@ -507,6 +522,9 @@ def scan_torchlib(
             with_inputs.append(overload)
             if any(is_informative(v, inputs, universe) for v in plan.variables):
                 informative.append(overload)
+        checks = tuple(body_evidence([r for r, _ in real], inputs))
+        if checks:
+            handled[overload] = checks
 
     return TorchlibEvidence(
         root=root,
@@ -523,4 +541,5 @@ def scan_torchlib(
         informative=tuple(informative),
         files=len(paths),
         cached_files=cached,
+        handled=handled,
     )

@@ -12,10 +12,17 @@ Line numbers come from one regex pass over the text, matched in source order aga
 the defs and assignments the visitor found (decorator lines counted up from their
 def); libcst's PositionProvider, which costs twice the parse, is used only for a
 module where that match fails.
+
+Bodies of ``trace_only=True`` functions run as Python at export time, so a comparison
+of a parameter's dtype there (``attn_mask.dtype == ir.DataType.BOOL``, ``self.dtype in
+{FLOAT16.dtype, ...}``) shows a dtype the function handles at that parameter. Those
+comparisons are read from the text of each such body (from its def to the next line
+indented no deeper than the def), not from the tree, for the same reason.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import pickle
 import re
@@ -28,7 +35,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from migrate.cache import cache_root, store
 
-SCAN_VERSION = "torchlib-scan-1"
+SCAN_VERSION = "torchlib-scan-2"
 """Part of every cache key: change it whenever the facts or their meaning change."""
 
 _QUALIFIED_NAME = re.compile(r"[A-Za-z0-9_]+::[A-Za-z0-9_]+(\.[A-Za-z0-9._]+)?")
@@ -127,6 +134,16 @@ class Param:
 
 
 @dataclass(frozen=True)
+class DtypeCheck:
+    """A comparison of a parameter's dtype with dtypes in a trace-only body: ``attn_mask.dtype == ir.DataType.BOOL``."""
+
+    param: str
+    dtypes: tuple[str, ...]  # ONNX type names compared with: 'BOOL', 'FLOAT16'
+    line: int
+    text: str  # the comparison, whitespace collapsed
+
+
+@dataclass(frozen=True)
 class Registration:
     """One ``@torch_op`` function: the names it registers, its flags and its annotations."""
 
@@ -140,6 +157,7 @@ class Registration:
     trace_only: bool = False
     condition: str = ""  # the if/else test(s) the definition sits under, '' at top level
     path: str = ""  # relative to the torchlib dir; set after the (path-independent) scan
+    dtype_checks: tuple[DtypeCheck, ...] = ()  # in its body, when trace_only
 
     @property
     def where(self) -> str:
@@ -445,6 +463,36 @@ def _decorator_start(text: str, def_start: int, indent: str, up: int) -> int | N
     return position
 
 
+_DTYPE_CHECK = re.compile(
+    r"\b(?P<param>[A-Za-z_]\w*)(?:\.type)?\.dtype\s*(?P<op>==|!=|\bnot\s+in\b|\bin\b)\s*"
+    r"(?P<rhs>\{[^{}]*\}|\([^()]*\)|\[[^\[\]]*\]|[A-Za-z_][\w.]*)"
+)
+_DTYPE_NAME = re.compile(r"\bir\.DataType\.(\w+)|\b([A-Z][A-Z0-9_]*)\.dtype\b")
+_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def\b", re.M)
+
+
+def _dtype_checks(text: str, line_starts: list[int], registration: Registration, indent: str) -> tuple[DtypeCheck, ...]:
+    """The dtype comparisons on the registration's parameters in its body (the text from its def to its end)."""
+    found_def = _DEF.search(text, line_starts[registration.line - 1])
+    if found_def is None:
+        return ()
+    body_start = text.find("\n", found_def.end()) + 1
+    # The body ends at the next statement indented no deeper than the def (closing brackets and comments aside).
+    end = re.compile(rf"^[ \t]{{0,{len(indent)}}}(?=[^ \t\r\n)\]}}#])", re.M).search(text, body_start)
+    body_end = end.start() if end is not None else len(text)
+    params = {p.name for p in registration.params}
+    checks = []
+    for match in _DTYPE_CHECK.finditer(text, body_start, body_end):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if match["param"] not in params or "#" in text[line_start : match.start()]:
+            continue
+        names = tuple(dict.fromkeys(a or b for a, b in _DTYPE_NAME.findall(match["rhs"])))
+        if names:
+            line = bisect.bisect_right(line_starts, match.start())
+            checks.append(DtypeCheck(match["param"], names, line, " ".join(match.group().split())))
+    return tuple(checks)
+
+
 def _position_lines(module: cst.Module, anchors: list[_Anchor]) -> list[int]:
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     return [positions[a.target].start.line for a in anchors]
@@ -470,6 +518,14 @@ def scan_module(data: bytes) -> ModuleFacts:
     if lines is None:
         lines = _position_lines(module, anchors)
     items = [build(line) for (_, build), line in zip(visitor.found, lines)]
+    if ".dtype" in text and any(isinstance(i, Registration) and i.trace_only for i in items):
+        line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
+        items = [
+            replace(item, dtype_checks=_dtype_checks(text, line_starts, item, anchor.indent))
+            if isinstance(item, Registration) and item.trace_only
+            else item
+            for (anchor, _), item in zip(visitor.found, items)
+        ]
     return ModuleFacts(
         imports=tuple(visitor.imports),
         definitions=tuple(i for i in items if isinstance(i, Definition)),

@@ -1,0 +1,265 @@
+"""Evidence by probing: which dtypes ATen accepts at each slot, and which slots must agree.
+
+The sweep's workers call recorded calls again with tensor slots cast to other dtypes
+(``migrate.probing``). Here those results become plan terms, per overload:
+
+- every accepted probe is a call ATen accepted, like an observation: together with the
+  observations of every OpInfo they decide the variables, by the rule of
+  ``migrate.observations`` (slots equal wherever they meet form one variable), so a
+  probe that ATen accepted with two slots apart splits them, and nothing a probe did
+  can join slots an observation saw apart (a probe rejection never overrides an
+  observation);
+- slots shown to be tied (no dtype could be cast to alone, one could be cast to
+  together: ``query``, ``key`` and ``value``) are merged first, before the greedy
+  merges in schema order that could otherwise tie one of them elsewhere;
+- a variable's dtypes are everything seen at its slots, observed or accepted when
+  probed: the sound union where ATen's rule depends on another argument (a mask may be
+  bool, float32 or the query's dtype); each context stays in its own evidence.
+
+Evidence keeps the detail: per set of slots cast and dtypes of the other slots, which
+dtypes ATen accepted (``...: accepted``), and per message, which it refused
+(``...: rejected: <message>``), with the OpInfos and calls behind each. Messages that
+differ only in the dtype they name share one piece, the differing part listed per dtype
+in the evidence's order (``... with dtype {Char|Short|Float}``): each dtype's message is
+kept word for word, and a report stays a few megabytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from migrate.dtypes import DType, canonical
+from migrate.observations import MIXED, effective, overload_key, variables_of
+from migrate.plan import DECLARED, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
+from migrate.sweep import Observation, OpInfoId, ProbedCall, SweepResult
+
+ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
+REJECTED = ": rejected: "  # precedes ATen's message in the ``where`` of probe evidence for dtypes it refused
+SPLIT = "probe-split"  # conflict: probing split a variable the observations alone would have declared
+JOINED = "probe-joined"  # conflict: probing joined variables the observations alone would have kept apart
+_OPINFOS_NAMED = 3  # OpInfos named in one piece of evidence; the rest are counted
+
+
+def is_rejection(evidence: Evidence) -> bool:
+    """Probe evidence whose dtypes ATen refused (its message in ``where``), not accepted."""
+    return evidence.source == PROBE and REJECTED in evidence.where
+
+
+def probe_plans_from_sweep(result: SweepResult) -> dict[str, OverloadPlan]:
+    return probe_plans(result.probes, result.observations)
+
+
+def probe_plans(probed: Iterable[ProbedCall], observations: Iterable[Observation] = ()) -> dict[str, OverloadPlan]:
+    """One OverloadPlan per probed aten overload ('where.self'), sorted by name.
+
+    ``observations`` (of every OpInfo) take part in deciding the variables, as accepted calls.
+    """
+    calls: dict[str, list[ProbedCall]] = {}
+    for call in probed:
+        key = overload_key(call.overload)
+        if key is not None:
+            calls.setdefault(key, []).append(call)
+    observed: dict[str, list[Observation]] = {}
+    for observation in observations:
+        key = overload_key(observation.overload)
+        if key in calls:
+            observed.setdefault(key, []).append(observation)
+    return {key: _plan(key, calls[key], observed.get(key, [])) for key in sorted(calls)}
+
+
+def _plan(name: str, calls: list[ProbedCall], observations: list[Observation]) -> OverloadPlan:
+    slots = tuple(slot for slot, _ in calls[0].slots)
+    raw = {tuple(d for _, d in o.slots) for o in observations}
+    raw.update(tuple(d for _, d in call.slots) for call in calls)
+    raw.update(row for call in calls for row in call.accepted_rows())
+    rows = [tuple(map(effective, row)) for row in raw]
+    mixed = {i for row in rows for i, d in enumerate(row) if d == MIXED}
+    rows = [tuple(None if i in mixed else d for i, d in enumerate(row)) for row in rows]
+    tied = sorted({tie for call in calls for tie in _tied(call)})
+    classes = variables_of(slots, rows, [tuple(slots.index(s) for s in tie) for tie in tied])
+    variables = []
+    for number, members in enumerate(classes):
+        indices = [slots.index(slot) for slot in members]
+        dtypes = {row[i] for row in rows for i in indices} - {None}
+        variables.append(Variable(f"P{number}", tuple(dtypes), members, tuple(_evidence(members, calls))))
+    return OverloadPlan(name, tuple(variables))
+
+
+def _single(dtypes: object) -> DType | None:
+    found = effective(dtypes)
+    return found if isinstance(found, DType) else None
+
+
+def _tied(call: ProbedCall) -> Iterator[tuple[str, ...]]:
+    """Slots of one call that must agree: one dtype as recorded, none castable alone, castable together."""
+    original = {name: _single(d) for name, d in call.slots if not name.startswith("return.")}
+    movable = {p.cast[0] for p in call.probes if p.accepted and len(p.cast) == 1}
+    jointly = [p for p in call.probes if p.accepted and len(p.cast) > 1]
+    groups: dict[DType, list[str]] = {}
+    for name, dtype in original.items():
+        if dtype is not None:
+            groups.setdefault(dtype, []).append(name)
+    for members in groups.values():
+        core = tuple(name for name in members if name not in movable)
+        if len(core) > 1 and any(set(core) <= set(p.cast) <= set(members) for p in jointly):
+            yield core
+
+
+# Spellings of dtypes in ATen's messages (C++ type names, ScalarType names, Python names).
+_DTYPE_SPELLING = re.compile(
+    r"c10::complex<[^>]*>|c10::\w+|torch\.\w+"
+    r"|\b(?:(?:unsigned|signed|short|long)\s+)*(?:char|short|int|long)\b(?:\s+int\b)?"
+    r"|\b(?:Byte|Char|Short|Int|Long|Half|Float|Double|Complex\w*|Bool|BFloat16|U?Int\d+|Float\d\w*|Q\w*Int\w*|Bits\w+"
+    r"|bool|float|double|half|bfloat16|u?int\d+|float\d\w*|complex\d*)\b"
+)
+
+
+@functools.lru_cache(maxsize=None)
+def _template(message: str) -> str:
+    """A rejection message with the dtypes it names blanked: messages that differ only there share one."""
+    return _DTYPE_SPELLING.sub("<dtype>", message)
+
+
+@dataclass
+class _Gathered:
+    """Evidence being gathered: its dtypes, slots, OpInfos, calls and messages (the builder's own bookkeeping)."""
+
+    dtypes: set[DType] = field(default_factory=set)
+    slots: set[str] = field(default_factory=set)
+    opinfos: dict[OpInfoId, None] = field(default_factory=dict)
+    calls: set[int] = field(default_factory=set)
+    messages: dict[DType, str] = field(default_factory=dict)
+
+    def add(self, dtypes: Iterable[DType], slots: Iterable[str], opinfo: OpInfoId, call: int) -> None:
+        self.dtypes.update(dtypes)
+        self.slots.update(slots)
+        self.opinfos[opinfo] = None
+        self.calls.add(call)
+
+
+def _evidence(members: tuple[str, ...], calls: list[ProbedCall]) -> Iterator[Evidence]:
+    """Per slots cast and context, what ATen accepted; per slots cast and message, what it refused; what it returned."""
+    accepted: dict[tuple[str, str], _Gathered] = {}
+    rejected: dict[tuple[str, str], _Gathered] = {}
+    returned = _Gathered()
+    return_names = [name for name, _ in calls[0].slots if name.startswith("return.")]
+    returns = [(i, name) for i, name in enumerate(return_names) if name in members]  # positions in a probe's returns
+    for number, call in enumerate(calls):
+        original = dict(call.slots)
+        for probe in call.probes:
+            bound = [name for name in probe.cast if name in members]
+            if bound and probe.accepted:
+                key = (_subject(probe.cast), _context(call, probe.cast))
+                recorded = {_single(original[name]) for name in probe.cast}
+                gathered = accepted.setdefault(key, _Gathered())
+                gathered.add((dtype for dtype, _ in probe.accepted), bound, call.opinfo, number)
+                if len(recorded) == 1 and None not in recorded:
+                    gathered.dtypes.update(recorded)  # the call as recorded: accepted too
+            for dtype, message in probe.rejected if bound else ():
+                gathered = rejected.setdefault((_subject(probe.cast), _template(message)), _Gathered())
+                gathered.add((dtype,), bound, call.opinfo, number)
+                gathered.messages.setdefault(dtype, message)
+            for i, name in returns:
+                found = {_single(returned_dtypes[i]) for _, returned_dtypes in probe.accepted} - {None}
+                if found:
+                    returned.add(found, (name,), call.opinfo, number)
+    order = {name: i for i, name in enumerate(members)}
+    for (subject, context), gathered in accepted.items():
+        yield _made(gathered, f"{subject}{context}, {_sources(gathered)}{ACCEPTED}", order)
+    for (subject, _), gathered in rejected.items():
+        messages = _one_per_dtype([gathered.messages[d] for d in canonical(gathered.messages)])
+        yield _made(gathered, f"{subject}, {_sources(gathered)}{REJECTED}{messages}", order)
+    if returned.slots:
+        yield _made(returned, f"returned by accepted probes, {_sources(returned)}", order)
+
+
+def _one_per_dtype(messages: list[str]) -> str:
+    """Messages that differ only where they name a dtype, as one text: 'got dtype {Char|Short|Float}'.
+
+    The alternatives follow the evidence's dtypes in order, so each dtype's own message
+    is in it word for word.
+    """
+    if len(set(messages)) == 1:
+        return messages[0]
+    prefix = os.path.commonprefix(messages)
+    prefix = prefix[: max(prefix.rfind(c) for c in " :'\"(<") + 1]  # whole words only
+    suffix = os.path.commonprefix([m[len(prefix) :][::-1] for m in messages])[::-1]
+    cut = [i for i, c in enumerate(suffix) if not (c.isalnum() or c == "_")]
+    suffix = suffix[cut[0] :] if cut else ""
+    middles = [m[len(prefix) : len(m) - len(suffix)] for m in messages]
+    return f"{prefix}{{{'|'.join(middles)}}}{suffix}"
+
+
+def _subject(cast: tuple[str, ...]) -> str:
+    return f"{', '.join(cast)} cast {'alone' if len(cast) == 1 else 'together'}"
+
+
+def _context(call: ProbedCall, cast: tuple[str, ...]) -> str:
+    """' with query float16, key float16': the other inputs as recorded, on which ATen's answer may depend."""
+    others = [
+        f"{name} {_spelled(dtypes)}"
+        for name, dtypes in call.slots
+        if name not in cast and not name.startswith("return.") and effective(dtypes) is not None
+    ]
+    return f" with {', '.join(others)}" if others else ""
+
+
+def _spelled(dtypes: object) -> str:
+    found = effective(dtypes)
+    return found.name if isinstance(found, DType) else f"{found} list"
+
+
+def _sources(gathered: _Gathered) -> str:
+    names = [str(opinfo) for opinfo in gathered.opinfos]
+    more = f" and {len(names) - _OPINFOS_NAMED} more" if len(names) > _OPINFOS_NAMED else ""
+    calls = len(gathered.calls)
+    return f"OpInfo {', '.join(names[:_OPINFOS_NAMED])}{more} ({calls} call{'s' if calls > 1 else ''})"
+
+
+def _made(gathered: _Gathered, where: str, order: dict[str, int]) -> Evidence:
+    slots = tuple(sorted(gathered.slots, key=order.__getitem__))
+    return Evidence(PROBE, where, canonical(gathered.dtypes), slots, len(gathered.calls))
+
+
+def probe_summary(plan: Plan) -> dict[str, int]:
+    """What probing changed in a plan, read from its evidence and conflicts (so a ``--report`` file gives the same).
+
+    Slots widened: observed slots where ATen accepted dtypes that were neither observed
+    nor declared for other devices; variables split and joined: the conflicts saying so.
+    """
+    widened = 0
+    for overload in plan.overloads:
+        for variable in overload.variables:
+            for slot in variable.binds:
+                pieces = [e for e in variable.evidence if slot in e.slots and not is_rejection(e)]
+                observed = {d for e in pieces if e.source == OPINFO for d in e.dtypes}
+                known = observed | {d for e in pieces if e.source == DECLARED for d in e.dtypes}
+                probed = {d for e in pieces if e.source == PROBE for d in e.dtypes}
+                widened += bool(observed) and bool(probed - known)
+    kinds = [c.kind for overload in plan.overloads for c in overload.conflicts]
+    return {"slots_widened": widened, "variables_split": kinds.count(SPLIT), "variables_joined": kinds.count(JOINED)}
+
+
+def split_and_joined(observed: tuple[Variable, ...], probed: tuple[Variable, ...]) -> list[Conflict]:
+    """Conflicts for each observed variable probing split, and each probed variable that joins observed ones."""
+    conflicts = []
+    for variable in observed:
+        parts = [p for p in probed if set(p.binds) & set(variable.binds)]
+        if len(parts) > 1:
+            pieces = "; ".join(", ".join(s for s in p.binds if s in variable.binds) for p in parts)
+            message = (
+                f"observations alone would tie {', '.join(variable.binds)}; ATen accepted them with different dtypes "
+                f"when probed, so they are split: {pieces}"
+            )
+            conflicts.append(Conflict(SPLIT, variable.binds, (), message))
+    for variable in probed:
+        parts = [o for o in observed if set(o.binds) & set(variable.binds)]
+        if len(parts) > 1:
+            pieces = "; ".join(", ".join(o.binds) for o in parts)
+            message = f"probed and observed calls together tie {', '.join(variable.binds)}, which observations alone kept apart: {pieces}"
+            conflicts.append(Conflict(JOINED, variable.binds, (), message))
+    return conflicts

@@ -1,0 +1,268 @@
+"""Probing, in a sweep worker: recorded calls made again with tensor slots cast to other dtypes.
+
+OpInfo samples show which dtypes were passed, not which ATen accepts. For each call a
+``CallCapture`` kept (the first few of each overload with distinct input dtypes), this
+module calls the overload again, once per dtype of the universe (every dtype a CPU
+tensor can be cast to in this torch), with:
+
+1. one tensor slot cast alone (the others as recorded);
+2. all slots that had one dtype in the call cast together (a variable as the call shows it);
+3. of those, the slots no dtype could be cast to alone, together (a variable as probing
+   shows it), when they are fewer.
+
+Accepted means the call returned (with its returns' dtypes); a rejection keeps its
+message. The unmodified call is made first: if it fails now (state or data it depended
+on), nothing of it is probed. Calls run on the captured clones, cloned again per probe
+for an overload that writes to an argument; every probe starts from its own fixed seed.
+
+Which calls: an OpInfo probes up to PROBE_CALLS calls of the overloads its samples call
+themselves or that it is about, one call of those it reaches only inside others when no
+OpInfo is about them (``detach``), none of the rest (``clone`` runs inside every OpInfo:
+the ``clone`` OpInfo probes it); the capture chooses which (``CallCapture.chosen``). That
+depends on the OpInfo database only, so results are the same for every ``jobs`` and
+selection.
+
+Bounds: each probe call gets ``timeout`` seconds, enforced by SIGALRM with its default
+action, which ends the worker even inside a kernel that never returns to Python; the
+sweep records that as a probe timeout, and a crash as a probe crash, after the
+observations are safe (probing runs once every sample has run). The address space is
+capped while probing, so a probe asking for absurd memory fails instead of swapping.
+Importing this module imports torch and the OpInfo database, and reads both (the dtype
+universe, every OpInfo's operator names): the sweep's fork server does it once for all
+workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import resource
+import signal
+import time
+import warnings
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import torch
+
+from migrate import torch_private
+from migrate.dtypes import DType
+from migrate.recorders import CapturedCall, dtype_name, dtypes_of
+from migrate.sweep import _reason
+
+PROBE_CALLS = 3  # calls probed per overload and OpInfo, each with input dtypes no other one had
+PROBE_TIMEOUT = 30.0  # seconds per probe call; the slowest accepted probes take well under a second
+MEMORY_HEADROOM = 6 << 30  # bytes of address space a worker may add while probing
+
+
+@functools.cache
+def dtype_universe() -> tuple[torch.dtype, ...]:
+    """Every dtype of this torch that a CPU tensor can be cast to, in the canonical order."""
+    found = {}
+    for value in vars(torch).values():
+        if isinstance(value, torch.dtype) and value not in found:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # complex32 is 'experimental'
+                    torch.zeros(1).to(value)
+            except Exception:  # quantized and bit-packed dtypes: no plain tensor of them
+                continue
+            found[value] = DType(dtype_name(value)).sort_key
+    return tuple(sorted(found, key=found.__getitem__))
+
+
+@functools.cache
+def _operators_with_opinfos() -> frozenset[str]:
+    return frozenset(name for op in torch_private.op_db() for name in torch_private.opinfo_operator_names(op))
+
+
+def budget(op: Any) -> Callable[[str, bool], int]:
+    """How many calls of an overload ('aten::add.Tensor', called directly or not) the OpInfo ``op`` probes."""
+    own = torch_private.opinfo_operator_names(op)
+
+    def calls(overload: str, direct: bool) -> int:
+        namespace, _, name = overload.partition("::")
+        operator = name.split(".", 1)[0]
+        if namespace != "aten":
+            return 0
+        if direct or operator in own:
+            return PROBE_CALLS
+        return 0 if operator in _operators_with_opinfos() else 1
+
+    return calls
+
+
+def _named(dtypes: Any) -> Any:
+    """A slot's dtype(s) as names, for reports: 'float32', a tuple for a list, None."""
+    if isinstance(dtypes, tuple):
+        return tuple(None if d is None else dtype_name(d) for d in dtypes)
+    return None if dtypes is None else dtype_name(dtypes)
+
+
+def _single(dtypes: Any) -> torch.dtype | None:
+    """The one dtype of a slot in a call (a list's common element dtype), or None (none, or mixed)."""
+    if isinstance(dtypes, tuple):
+        elements = {d for d in dtypes if d is not None}
+        return next(iter(elements)) if len(elements) == 1 else None
+    return dtypes
+
+
+def _cast(value: Any, dtype: torch.dtype) -> Any:
+    """A slot's value with its tensors cast (a list's elements; the holes of a ``Tensor?[]`` stay None)."""
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, dtype) for v in value)
+    return value
+
+
+def _fresh(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_fresh(v) for v in value)
+    return value
+
+
+def describe(call: CapturedCall) -> str:
+    """'aten::add.Tensor (self float32, other float32)': the call as a failure message names it."""
+    inputs = [f"{name} {_named(d)}" for (_, name, _, _), d in zip(call.slots.arguments, call.dtypes) if d is not None]
+    return f"{call.slots.name} ({', '.join(inputs)})"
+
+
+class _Prober:
+    """Calls one captured call again with some slots cast; returns (returns' dtype names, '') or (None, message)."""
+
+    def __init__(self, call: CapturedCall, label: str, timeout: float):
+        self.call = call
+        self.label = label
+        self.timeout = timeout
+        self.count = 0
+
+    def __call__(self, cast: dict[int, torch.dtype]) -> tuple[tuple[Any, ...] | None, str]:
+        slots = self.call.slots
+        self.count += 1
+        torch.default_generator.manual_seed(zlib.crc32(f"{self.label}\0{self.count}".encode()))
+        signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        try:
+            args, kwargs = self._arguments(cast)
+            out = self.call.func(*args, **kwargs)
+        except Exception as exc:  # ATen refused these dtypes (or a tensor could not take one): the finding
+            return None, _reason(exc)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        outs = out if slots.returns_tuple else (out,)
+        return tuple(_named(dtypes_of(outs[position], holds_list)) for position, _, holds_list in slots.returns), ""
+
+    def _arguments(self, cast: dict[int, torch.dtype]) -> tuple[list[Any], dict[str, Any]]:
+        """The captured arguments with the ``cast`` ones cast; all tensors copied for an overload that mutates."""
+        call, slots = self.call, self.call.slots
+        args, kwargs = list(call.args), dict(call.kwargs)
+        for index, (position, name, keyword_only, _) in enumerate(slots.arguments):
+            in_kwargs = keyword_only or position >= len(args)
+            value = kwargs.get(name) if in_kwargs else args[position]
+            if index in cast:
+                value = _cast(value, cast[index])
+            elif slots.mutates:
+                value = _fresh(value)
+            else:
+                continue
+            if in_kwargs:
+                kwargs[name] = value
+            else:
+                args[position] = value
+        return args, kwargs
+
+
+def probe_call(call: CapturedCall, label: str, timeout: float) -> dict[str, Any]:
+    """One captured call's probes, as the sweep's report: the call as recorded, and per set of
+    slots cast ``[slots, [[dtype, returns' dtypes], ...accepted], [[dtype, message], ...refused]]``;
+    ``again`` is why the unmodified call failed when made again ('' when it ran): then nothing was probed.
+    """
+    names = [name for _, name, _, _ in call.slots.arguments] + [name for _, name, _ in call.slots.returns]
+    report = {
+        "overload": call.slots.name,
+        "sample": call.sample_dtype,
+        "direct": call.direct,
+        "slots": [[name, _named(d)] for name, d in zip(names, call.dtypes)],
+        "again": "",
+        "probes": [],
+    }
+    prober = _Prober(call, label, timeout)
+    _, report["again"] = prober({})
+    if report["again"]:
+        return report
+    original = {i: _single(d) for i, d in enumerate(call.dtypes[: len(call.slots.arguments)]) if d is not None}
+    universe = dtype_universe()
+    probes: list[list[Any]] = report["probes"]
+
+    def probe(cast: tuple[int, ...], skip: torch.dtype | None) -> bool:
+        """Cast ``cast`` to each other dtype; whether ATen accepted any."""
+        accepted, refused = [], []
+        for dtype in universe:
+            if dtype is not skip:
+                returns, message = prober(dict.fromkeys(cast, dtype))
+                if returns is None:
+                    refused.append([dtype_name(dtype), message])
+                else:
+                    accepted.append([dtype_name(dtype), returns])
+        probes.append([[names[i] for i in cast], accepted, refused])
+        return bool(accepted)
+
+    movable = {index for index in original if probe((index,), original[index])}
+    for group in _groups(original):
+        probe(group, original[group[0]])
+        core = tuple(index for index in group if index not in movable)
+        if 1 < len(core) < len(group):
+            probe(core, original[group[0]])
+    return report
+
+
+def _groups(original: dict[int, torch.dtype | None]) -> list[tuple[int, ...]]:
+    """Argument indices that had one dtype in the call, two or more of them, by first index."""
+    by_dtype: dict[torch.dtype, list[int]] = {}
+    for index, dtype in original.items():
+        if dtype is not None:
+            by_dtype.setdefault(dtype, []).append(index)
+    return sorted(tuple(indices) for indices in by_dtype.values() if len(indices) > 1)
+
+
+@contextlib.contextmanager
+def _bounded() -> Iterator[None]:
+    """SIGALRM ends the worker (its default action), and the address space may grow by MEMORY_HEADROOM only."""
+    previous_alarm = signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    previous_limit = resource.getrlimit(resource.RLIMIT_AS)
+    try:
+        with open("/proc/self/statm") as statm:  # Linux; elsewhere the address space stays as it is
+            in_use = int(statm.read().split()[0]) * resource.getpagesize()
+    except OSError:
+        in_use = None
+    hard = previous_limit[1]
+    if in_use is not None:
+        wanted = in_use + MEMORY_HEADROOM
+        resource.setrlimit(resource.RLIMIT_AS, (wanted if hard == resource.RLIM_INFINITY else min(hard, wanted), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, previous_limit)
+        signal.signal(signal.SIGALRM, previous_alarm)
+
+
+def probe_reports(calls: Iterable[CapturedCall], label: str, timeout: float) -> Iterator[dict[str, Any]]:
+    """Reports for the sweep: ``{"probing": description}`` before each call, then ``{"probed": ...}``, then the CPU time.
+
+    ``label`` (the OpInfo) and each call's position make the seeds, so results do not depend on the worker.
+    """
+    started = time.process_time()
+    with _bounded():
+        for number, call in enumerate(calls):
+            yield {"probing": describe(call)}
+            yield {"probed": probe_call(call, f"{label}\0{number}", timeout)}
+    yield {"probe_seconds": time.process_time() - started}
+
+
+try:  # once, in the fork server that imports this module
+    dtype_universe(), _operators_with_opinfos()
+except torch_private.TorchAPIChanged:
+    pass  # a fork server must not die of it: each worker then fails with the one-line error
