@@ -17,6 +17,7 @@ from migrate.global_sets import GlobalSetsFile
 from migrate.native import NativeFunctions, installed_native_functions, sibling_constraints_path
 from migrate.outputs import Output, commit, is_installed_path, print_diff, unified_diff
 from migrate.plan import SOURCES, Plan
+from migrate.probe import probe_summary
 from migrate.torchlib import TorchlibEvidence, installed_torchlib, scan_torchlib
 from migrate.torchlib_rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
 from migrate.yaml_writer import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, close_matches, lower
@@ -49,7 +50,7 @@ def _run_parser() -> argparse.ArgumentParser:
     return parser
 
 
-EVIDENCE = ("torchlib", "opinfo", "groups")
+EVIDENCE = ("torchlib", "opinfo", "probe", "groups")
 
 
 def _evidence_list(text: str) -> tuple[str, ...]:
@@ -85,16 +86,21 @@ def _infer(native: NativeFunctions, args: argparse.Namespace, torchlib: Torchlib
     from migrate.infer import Sources, infer_plan
 
     use_torchlib = "torchlib" in args.evidence
-    opinfo = {}
-    if "opinfo" in args.evidence:
+    opinfo, probe = {}, {}
+    if "opinfo" in args.evidence or "probe" in args.evidence:
         from migrate.observations import overload_key, plans_from_observations
+        from migrate.probe import probe_plans
 
         sweep = _opinfo_sweep(args, only)
-        observations = sweep.observations
+        observations, probed = sweep.observations, sweep.probes
         if only is not None:  # a group sibling's constraints come from its functional overload
             near = {n for name in only for n in native.groups[name].names}
             observations = [o for o in observations if overload_key(o.overload) in near]
-        opinfo = plans_from_observations(observations, sweep.catalogue)
+            probed = [p for p in probed if overload_key(p.overload) in near]
+        if "opinfo" in args.evidence:
+            opinfo = plans_from_observations(observations, sweep.catalogue)
+        if "probe" in args.evidence:
+            probe = probe_plans(probed, observations)
         summary["opinfo"] = {
             "opinfos": sweep.stats.opinfos,
             "ran": sweep.stats.ran,
@@ -109,6 +115,8 @@ def _infer(native: NativeFunctions, args: argparse.Namespace, torchlib: Torchlib
         opinfo=opinfo,
         global_sets=tuple(s for s in torchlib.global_sets if s.name not in generated) if use_torchlib else (),
         groups="groups" in args.evidence,
+        probe=probe,
+        torchlib_handled=torchlib.handled if use_torchlib else {},
     )
     return infer_plan(native, sources, only)
 
@@ -229,6 +237,8 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
         f"coverage of the written yaml: {c['entries_typed']} of {c['entries_with_tensor_slots']} entries with tensor slots "
         f"({c['entry_share']:.1%}), {c['tensor_slots_typed']} of {c['tensor_slots']} tensor slots ({c['slot_share']:.1%})",
     ]
+    probe = summary["probe"]
+    lines.append(f"probe: {probe['slots_widened']} slots widened, {probe['variables_split']} variables split, {probe['variables_joined']} joined")
     if "opinfo" in summary:
         sweep = summary["opinfo"]
         lines.append(
@@ -298,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
     outputs = [targets.output(native_path, native.data, result.native_functions)]
     if result.type_constraints is not None:
         outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))
-    summary = {**_summary(native, plan, result, scope), **evidence_summary}
+    summary = {**_summary(native, plan, result, scope), **evidence_summary, "probe": probe_summary(plan)}
     if not args.yaml_only:
         kept = {o.name for o in result.outcomes if o.status == KEPT}  # torchlib follows what the yaml says
         written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept))

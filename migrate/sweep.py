@@ -46,7 +46,7 @@ from migrate import torch_private
 from migrate.cache import cache_root, store
 from migrate.dtypes import DType, canonical
 
-FORMAT = 3  # of the cache files; a file of another format is a miss
+FORMAT = 4  # of the cache files; a file of another format is a miss
 DEFAULT_TIMEOUT = 300.0  # seconds per OpInfo: the slowest (grid_sampler_3d) takes about 5 s on one core
 
 # Failure kinds.

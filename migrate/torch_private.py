@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
+import re
 import importlib.metadata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -76,9 +76,17 @@ def _attribute(obj: Any, name: str, api: str) -> Any:
 # --- the OpInfo database ------------------------------------------------------------------------
 
 
+_OPINFO_MODULE = "torch.testing._internal.common_methods_invocations"
+
+
 def op_db() -> list[Any]:
-    """PyTorch's OpInfo list (importing it takes seconds: done once per sweep, in the fork server)."""
-    return list(_private("torch.testing._internal.common_methods_invocations.op_db"))
+    """PyTorch's OpInfos: ``op_db`` and the foreach lists beside it (``foreach_*_op_db``, which op_db leaves out).
+
+    Importing them takes seconds: done once per sweep, in the fork server.
+    """
+    module = importlib.import_module(_OPINFO_MODULE)
+    foreach = sorted(name for name in vars(module) if re.fullmatch(r"foreach_\w+_op_db", name))
+    return list(_private(f"{_OPINFO_MODULE}.op_db")) + [op for name in foreach for op in getattr(module, name)]
 
 
 def opinfo_identity(op: Any) -> tuple[str, str]:
@@ -119,8 +127,14 @@ def opinfo_samples(op: Any, dtype: Any) -> Iterator[Any]:
 
 
 def call_sample(op: Any, sample: Any) -> Any:
-    """Run the OpInfo's function on one sample, as OpInfo tests do."""
-    return op(sample.input, *sample.args, **sample.kwargs)
+    """Run the OpInfo's function on one sample, as OpInfo tests do, then its aliases (``special.expit`` ...).
+
+    The aliases are ATen overloads of their own (``special_expit``): only calling them shows them.
+    """
+    result = op(sample.input, *sample.args, **sample.kwargs)
+    for alias in getattr(op, "aliases", ()):
+        alias.op(sample.input, *sample.args, **sample.kwargs)
+    return result
 
 
 # --- operator overloads -------------------------------------------------------------------------

@@ -88,6 +88,16 @@ def test_written_entries_of_the_must_show_ops(migrated):
     assert [d.name for d in by_slot["where.self"]["condition"].dtypes][0] == "bool"
     sdpa = by_slot["scaled_dot_product_attention"]
     assert sdpa["query"] is sdpa["key"] is sdpa["value"] is sdpa["return.0"]
+    assert [d.name for d in sdpa["query"].dtypes] == ["float16", "bfloat16", "float32", "float64"]
+    mask = sdpa["attn_mask"]
+    assert mask is not sdpa["query"] and {"bool", "float32"} <= {d.name for d in mask.dtypes}
+    assert {d.name for d in by_slot["where.self"]["condition"].dtypes} == {"bool", "uint8"}
+
+
+def test_coverage_target_and_probe_counts_in_the_summary(migrated):
+    summary = json.loads((migrated / "report.json").read_text())["summary"]
+    assert summary["coverage"]["entry_share"] >= 0.60
+    assert summary["probe"]["slots_widened"] > 0 and summary["probe"]["variables_split"] > 0
 
 
 def test_lower_restores_the_original_and_a_second_run_changes_nothing(tmp_path, capfd):
