@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from migrate import torch_private
+from migrate.recorders import KernelMode, PreDispatchMode
 from migrate.dtypes import DType, format_set
 from migrate.errors import InputError
 
@@ -349,8 +350,8 @@ class Checker:
         self._compiled: dict[int, _Compiled | None] = {}
         self._running_direct: Any = None  # the overload a direct call is running right now
         self._memoised: list[Any] = []
-        self._kernel_checker = _KernelChecker(self)
-        self._pre_dispatch_checker = _PreDispatchChecker(self)
+        self._kernel_checker = KernelMode(self)
+        self._pre_dispatch_checker = PreDispatchMode(self)
 
     @property
     def violations(self) -> tuple[Violation, ...]:
@@ -421,28 +422,6 @@ class Checker:
 
 def _run_kernel(func: Any, args: tuple, kwargs: dict) -> Any:
     return func(*args, **kwargs)
-
-
-class _KernelChecker(torch_private.kernel_mode_base()):
-    """On the Python key: every call that reaches a kernel, including calls from inside other overloads."""
-
-    def __init__(self, checker: Checker) -> None:
-        super().__init__()
-        self.checker = checker
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return self.checker.kernel_call(func, args, kwargs or {})
-
-
-class _PreDispatchChecker(torch_private.pre_dispatch_mode_base()):
-    """On the PreDispatch key: every call made from Python, at its own name, before it decomposes."""
-
-    def __init__(self, checker: Checker) -> None:
-        super().__init__()
-        self.checker = checker
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return self.checker.first_direct_call(func, args, kwargs or {}, self)
 
 
 @contextlib.contextmanager

@@ -190,8 +190,8 @@ class Recording:
         self._capture = capture
         self._running_direct: Any = None  # the overload a direct call is running right now
         self._memoised: list[Any] = []
-        self._kernel_recorder = _KernelRecorder(self)
-        self._pre_dispatch_recorder = _PreDispatchRecorder(self)
+        self._kernel_recorder = KernelMode(self)
+        self._pre_dispatch_recorder = PreDispatchMode(self)
 
     def __enter__(self) -> Recording:
         return self
@@ -281,26 +281,32 @@ def _named(value: Any) -> SlotDType:
     return dtype_name(value)
 
 
-class _KernelRecorder(torch_private.kernel_mode_base()):
-    """On the Python key: every call that reaches a kernel, including calls from inside other overloads."""
+class KernelMode(torch_private.kernel_mode_base()):
+    """On the Python key: every call that reaches a kernel, including calls from inside other overloads.
 
-    def __init__(self, recording: Recording) -> None:
+    Forwards each call to its owner (a Recording, a Checker): ``owner.kernel_call(func, args, kwargs)``.
+    """
+
+    def __init__(self, owner: Any) -> None:
         super().__init__()
-        self.recording = recording
+        self.owner = owner
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return self.recording.kernel_call(func, args, kwargs or {})
+        return self.owner.kernel_call(func, args, kwargs or {})
 
 
-class _PreDispatchRecorder(torch_private.pre_dispatch_mode_base()):
-    """On the PreDispatch key: every call made from Python, at its own name, before it decomposes."""
+class PreDispatchMode(torch_private.pre_dispatch_mode_base()):
+    """On the PreDispatch key: every call made from Python, at its own name, before it decomposes.
 
-    def __init__(self, recording: Recording) -> None:
+    Forwards each call to its owner: ``owner.first_direct_call(func, args, kwargs, mode)``.
+    """
+
+    def __init__(self, owner: Any) -> None:
         super().__init__()
-        self.recording = recording
+        self.owner = owner
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return self.recording.first_direct_call(func, args, kwargs or {}, self)
+        return self.owner.first_direct_call(func, args, kwargs or {}, self)
 
 
 def check_recorders() -> None:
