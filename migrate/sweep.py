@@ -786,36 +786,54 @@ def _reason(exc: BaseException) -> str:
     return _ADDRESS.sub("0x…", f"{type(exc).__name__}: {text[0] if text else ''}".strip())[:300]
 
 
+def find_opinfo(opinfo: OpInfoId) -> Any:
+    """This torch's OpInfo of that identity (a stale cached catalogue is an error)."""
+    found = [op for op in torch_private.op_db() if torch_private.opinfo_identity(op) == (opinfo.name, opinfo.variant)]
+    if not found:
+        raise LookupError(f"this torch has no OpInfo {opinfo}: the cached catalogue is stale (refresh it)")
+    return found[0]
+
+
+def samples_by_dtype(op: Any, opinfo: OpInfoId) -> Iterator[tuple[str, list[Any], Counter[tuple[str, str]]]]:
+    """Per CPU dtype, in canonical order and seeded as every run of the OpInfo is: its samples, and the errors making them."""
+    from migrate import recorders
+
+    for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: _dtype(recorders.dtype_name(d)).sort_key):
+        name = recorders.dtype_name(dtype)
+        _seed(opinfo, name)
+        errors: Counter[tuple[str, str]] = Counter()
+        samples: list[Any] = []
+        try:
+            samples.extend(torch_private.opinfo_samples(op, dtype))
+        except Exception as exc:  # making the samples failed; those made before still run
+            errors[SAMPLE_INPUTS_RAISED, _reason(exc)] += 1
+        yield name, samples, errors
+
+
+def call_samples(op: Any, samples: list[Any], errors: Counter[tuple[str, str]]) -> None:
+    """Run each sample; one the op refuses is counted in ``errors`` and the rest still run."""
+    for sample in samples:
+        try:
+            torch_private.call_sample(op, sample)
+        except Exception as exc:
+            errors[CALL_RAISED, _reason(exc)] += 1
+
+
 def _opinfo_reports(argument: tuple[OpInfoId, bool, bool]) -> Iterator[dict[str, Any]]:
     """The OpInfo job: one report per CPU dtype, with the samples run, the observations and the errors; then the probes."""
     from migrate import probing, recorders
 
     opinfo, record, probe = argument
-    found = [op for op in torch_private.op_db() if torch_private.opinfo_identity(op) == (opinfo.name, opinfo.variant)]
-    if not found:
-        raise LookupError(f"this torch has no OpInfo {opinfo}: the cached catalogue is stale (refresh it)")
-    op = found[0]
+    op = find_opinfo(opinfo)
     capture = recorders.CallCapture(probing.budget(op)) if probe else None
-    for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: _dtype(recorders.dtype_name(d)).sort_key):
-        name = recorders.dtype_name(dtype)
-        _seed(opinfo, name)
-        errors: Counter[tuple[str, str]] = Counter()
-        # All samples first, then all calls under the recorders, entered once: entering
-        # them costs more than a call, and making samples must not be recorded.
-        samples = []
-        try:
-            samples.extend(torch_private.opinfo_samples(op, dtype))
-        except Exception as exc:  # making the samples failed; those made before still run
-            errors[SAMPLE_INPUTS_RAISED, _reason(exc)] += 1
+    for name, samples, errors in samples_by_dtype(op, opinfo):
         if capture is not None:
             capture.sample_dtype = name
+        # All samples are made first, then run under the recorders, entered once: entering
+        # them costs more than a call, and making samples must not be recorded.
         with recorders.Recording(capture) as recording:
             with recording.active() if record else contextlib.nullcontext():
-                for sample in samples:
-                    try:
-                        torch_private.call_sample(op, sample)
-                    except Exception as exc:  # the op refused this sample: counted, and the sweep goes on
-                        errors[CALL_RAISED, _reason(exc)] += 1
+                call_samples(op, samples, errors)
         yield {
             "dtype": name,
             "samples": len(samples),

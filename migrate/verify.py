@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate import torch_private
-from migrate.checker import Declarations, Violation, checking, dtype_of
+from migrate.checker import Declarations, Violation, checking
 from migrate.dtypes import DType
 from migrate.sweep import (
     CALL_RAISED,
@@ -33,9 +31,12 @@ from migrate.sweep import (
     Job,
     JobOutcome,
     OpInfoId,
+    call_samples,
+    find_opinfo,
     load_cached_run,
     load_catalogue,
     run_in_workers,
+    samples_by_dtype,
 )
 
 EXIT_OK, EXIT_VIOLATIONS = 0, 3
@@ -162,28 +163,11 @@ def _from_outcome(opinfo: OpInfoId, outcome: JobOutcome) -> tuple[list[Found], l
 
 def _verify_reports(argument: tuple[OpInfoId, Declarations]) -> Iterator[dict[str, Any]]:
     """The worker: one report per CPU dtype of the OpInfo, its samples made as the sweep makes them, run under the checker."""
-    from migrate.sweep import _reason, _seed  # the sweep's own seeding: the same samples as the evidence
-
     opinfo, declarations = argument
-    found = [op for op in torch_private.op_db() if torch_private.opinfo_identity(op) == (opinfo.name, opinfo.variant)]
-    if not found:
-        raise LookupError(f"this torch has no OpInfo {opinfo}: the cached catalogue is stale (refresh it)")
-    op = found[0]
-    for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: dtype_of(d).sort_key):
-        name = dtype_of(dtype).name
-        _seed(opinfo, name)
-        errors: Counter[tuple[str, str]] = Counter()
-        samples = []
-        try:
-            samples.extend(torch_private.opinfo_samples(op, dtype))
-        except Exception as exc:  # making the samples failed; those made before still run
-            errors[SAMPLE_INPUTS_RAISED, _reason(exc)] += 1
+    op = find_opinfo(opinfo)
+    for name, samples, errors in samples_by_dtype(op, opinfo):  # the same samples as the evidence
         with checking(declarations, collect=True) as checker:
-            for sample in samples:
-                try:
-                    torch_private.call_sample(op, sample)
-                except Exception as exc:  # the op refused this sample: listed, and the run goes on
-                    errors[CALL_RAISED, _reason(exc)] += 1
+            call_samples(op, samples, errors)
         yield {
             "dtype": name,
             "samples": len(samples),
