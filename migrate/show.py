@@ -31,6 +31,20 @@ class ShowContext:
     def torchlib(self) -> TorchlibEvidence:
         return scan_torchlib(self.torchlib_dir, self.native, self.cache_dir)
 
+    @functools.cached_property
+    def sweep(self):
+        """The OpInfo runs in the cache (show runs nothing: a run of the tool fills the cache)."""
+        from migrate.sweep import SweepResult, SweepStats, load_cached_run, load_catalogue
+
+        catalogue = load_catalogue(self.cache_dir)
+        runs = tuple(r for e in catalogue if e.cpu_dtypes and (r := load_cached_run(self.cache_dir, e.opinfo)) is not None)
+        return SweepResult(runs, catalogue, SweepStats(len(catalogue), 0, len(runs), sum(r.samples for r in runs), 0.0))
+
+    def observed(self, overload: str):
+        from migrate.observations import overload_key
+
+        return [o for o in self.sweep.observations if overload_key(o.overload) == overload]
+
 
 Section = Callable[[ShowContext, str], list[str]]
 
@@ -61,7 +75,45 @@ def torchlib_section(context: ShowContext, overload: str) -> list[str]:
     return lines
 
 
-SECTIONS: tuple[Section, ...] = (torchlib_section,)
+_EVIDENCE_LINES = 6  # per variable; --report has them all
+
+
+def _variable_lines(plan, source: str) -> list[str]:
+    lines = []
+    for variable in plan.variables:
+        lines.append(f"  {variable.name} {format_set(variable.dtypes)}: {', '.join(variable.binds)}")
+        evidence = [e for e in variable.evidence if e.source == source]
+        lines.extend(f"    {e.where}: {format_set(e.dtypes)}" for e in evidence[:_EVIDENCE_LINES])
+        if len(evidence) > _EVIDENCE_LINES:
+            lines.append(f"    ... {len(evidence) - _EVIDENCE_LINES} more")
+    return lines
+
+
+def opinfo_section(context: ShowContext, overload: str) -> list[str]:
+    """The variables the cached OpInfo observations give, with the OpInfos behind each."""
+    from migrate.observations import plans_from_observations
+    from migrate.plan import OPINFO
+
+    plan = plans_from_observations(context.observed(overload), context.sweep.catalogue).get(overload)
+    if plan is None:
+        return [f"opinfo: not observed in the {len(context.sweep.runs)} cached OpInfo runs"]
+    return ["opinfo:"] + _variable_lines(plan, OPINFO)
+
+
+def probe_section(context: ShowContext, overload: str) -> list[str]:
+    """What ATen accepted (and refused, with its message) when the overload was called with slots cast."""
+    from migrate.observations import overload_key
+    from migrate.plan import PROBE
+    from migrate.probe import probe_plans
+
+    probed = [p for p in context.sweep.probes if overload_key(p.overload) == overload]
+    plan = probe_plans(probed, context.observed(overload)).get(overload)
+    if plan is None:
+        return ["probe: not probed"]
+    return ["probe:"] + _variable_lines(plan, PROBE)
+
+
+SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section)
 
 
 def overloads_named(name: str, native: NativeFunctions) -> tuple[str, ...]:

@@ -133,3 +133,12 @@ def test_hand_written_constraints_survive_and_the_conflict_is_reported(tmp_path,
     assert any(c["kind"] == "hand-written-kept" for c in where["conflicts"])
     assert run_cli(capfd, *args, "--overwrite")[0] == 0
     assert hand not in path.read_text()
+
+
+def test_show_prints_each_source(migrated, capfd):
+    code, out, _ = run_cli(capfd, "show", "aten::where.self")
+    assert code == 0
+    sections = [line.strip() for line in out.splitlines() if line.strip() in ("torchlib:", "opinfo:", "probe:")]
+    assert sections == ["torchlib:", "opinfo:", "probe:"]
+    probe = out[out.index("probe:") :]
+    assert "[torch.bool, torch.uint8]: condition" in probe
