@@ -61,52 +61,26 @@ def _evidence_list(text: str) -> tuple[str, ...]:
     return names
 
 
-def _opinfo_sweep(args: argparse.Namespace, only: set[str] | None):
-    """The OpInfo sweep: run what the cache lacks (only the OpInfos reaching ``only``, if given).
-
-    Variables are split by observations of every OpInfo, so an ``--op`` run still reads
-    every cached OpInfo: with a warm cache it decides exactly as a full run does.
-    """
-    from migrate.sweep import SweepResult, SweepStats, load_cached_run, load_catalogue, run_sweep
-
-    if only is None:
-        return run_sweep(jobs=args.jobs, cache_dir=args.cache_dir, refresh=args.refresh)
-    catalogue = load_catalogue(args.cache_dir)
-    cached = {e.opinfo: load_cached_run(args.cache_dir, e.opinfo) for e in catalogue if e.cpu_dtypes}
-    fresh: dict = {}
-    if args.refresh or any(run is None for run in cached.values()):
-        result = run_sweep(jobs=args.jobs, cache_dir=args.cache_dir, refresh=args.refresh, ops=sorted(only))
-        fresh = {run.opinfo: run for run in result.runs}
-    runs = tuple(run for o, cached_run in cached.items() if (run := fresh.get(o) or cached_run) is not None)
-    stats = SweepStats(len(catalogue), len(fresh), len(runs) - len(fresh), sum(r.samples for r in runs), 0.0)
-    return SweepResult(runs, catalogue, stats)
-
-
 def _infer(native: NativeFunctions, args: argparse.Namespace, torchlib: TorchlibEvidence, only: set[str] | None, summary: dict) -> Plan:
     from migrate.infer import Sources, infer_plan
 
     use_torchlib = "torchlib" in args.evidence
     opinfo, probe = {}, {}
     if "opinfo" in args.evidence or "probe" in args.evidence:
-        from migrate.observations import overload_key, plans_from_observations
-        from migrate.probe import probe_plans
+        from migrate.opinfo_evidence import opinfo_evidence
 
-        sweep = _opinfo_sweep(args, only)
-        observations, probed = sweep.observations, sweep.probes
-        if only is not None:  # a group sibling's constraints come from its functional overload
-            near = {n for name in only for n in native.groups[name].names}
-            observations = [o for o in observations if overload_key(o.overload) in near]
-            probed = [p for p in probed if overload_key(p.overload) in near]
+        evidence = opinfo_evidence(args.jobs, args.cache_dir, args.refresh, only)
+        near = None if only is None else {n for name in only for n in native.groups[name].names}  # siblings come from their functional
         if "opinfo" in args.evidence:
-            opinfo = plans_from_observations(observations, sweep.catalogue)
+            opinfo = {k: v for k, v in evidence.opinfo.items() if near is None or k in near}
         if "probe" in args.evidence:
-            probe = probe_plans(probed, observations)
+            probe = {k: v for k, v in evidence.probe.items() if near is None or k in near}
         summary["opinfo"] = {
-            "opinfos": sweep.stats.opinfos,
-            "ran": sweep.stats.ran,
-            "from_cache": sweep.stats.from_cache,
-            "overloads_observed": len({k for o in sweep.observations if (k := overload_key(o.overload)) in native.by_name}),
-            "failures": [f"{f.opinfo}: {f.kind}: {f.reason}" for f in sweep.failures],
+            "opinfos": evidence.stats.opinfos,
+            "ran": evidence.stats.ran,
+            "from_cache": evidence.stats.from_cache,
+            "overloads_observed": len(evidence.observed & native.by_name.keys()),
+            "failures": list(evidence.failures),
         }
     # TypeVars an earlier run generated in torchlib stand for per-entry variables, not global sets.
     generated = frozenset().union(*(generated_names(p.read_text()) for p in Path(torchlib.root).rglob("*.py")))

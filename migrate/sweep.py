@@ -352,7 +352,7 @@ def _overload_matcher(requested: Iterable[str]) -> tuple[Callable[[str], bool], 
     return matches, {name.split(".", 1)[0] for name in exact | families}
 
 
-def _cache_dir(cache_dir: Path | str | None) -> Path:
+def sweep_cache_dir(cache_dir: Path | str | None) -> Path:
     return cache_root(cache_dir) / "opinfo" / torch_private.torch_version()
 
 
@@ -369,7 +369,7 @@ def _store_json(path: Path, obj: Any) -> None:
 
 def load_catalogue(cache_dir: Path | str | None = None, refresh: bool = False) -> tuple[CatalogueEntry, ...]:
     """Every OpInfo of the installed torch: from the cache, else read in a worker (and the recorders checked)."""
-    path = _cache_dir(cache_dir) / "catalogue.json"
+    path = sweep_cache_dir(cache_dir) / "catalogue.json"
     cached = None if refresh else _read_json(path)
     if not (isinstance(cached, dict) and cached.get("format") == FORMAT):
         (outcome,) = run_in_workers([Job(_catalogue_reports, None, "catalogue")], jobs=1, progress=False)
@@ -382,7 +382,7 @@ def load_catalogue(cache_dir: Path | str | None = None, refresh: bool = False) -
 
 def load_cached_run(cache_dir: Path | str | None, opinfo: OpInfoId) -> OpInfoRun | None:
     """The OpInfo's cached run; None when there is none, or it is of another format or unreadable (a miss)."""
-    obj = _read_json(_cache_dir(cache_dir) / opinfo.file_name)
+    obj = _read_json(sweep_cache_dir(cache_dir) / opinfo.file_name)
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         return None
     if (obj.get("name"), obj.get("variant")) != (opinfo.name, opinfo.variant):
@@ -426,7 +426,7 @@ def run_sweep(
     fresh = {}
     for run in _runs(to_run, jobs, timeout, progress, record=True, probe=True):
         if run.complete:  # stored at once: an interrupted sweep keeps what it finished
-            _store_json(_cache_dir(cache_dir) / run.opinfo.file_name, run.to_json())
+            _store_json(sweep_cache_dir(cache_dir) / run.opinfo.file_name, run.to_json())
         fresh[run.opinfo] = run
     runs = tuple(fresh.get(e.opinfo) or cached[e.opinfo] for e in catalogue if e.cpu_dtypes)
     stats = SweepStats(

@@ -1,0 +1,77 @@
+"""The OpInfo and probe evidence of a run: the sweep, then per-overload plans, cached by the sweep's cache.
+
+Building plans from every cached observation and probe takes seconds, reading the
+runs alone half a second; yet they change only when a sweep writes its cache. So the
+derived plans are cached under a key made of the run files' names, sizes and
+modification times, the code that derives them, and the torch version; a warm run
+reads one file. ``--op`` runs use the same full plans, restricted: each overload's
+plan depends only on its own observations, so they decide as a full run does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+
+from migrate import observations as observations_module
+from migrate import probe as probe_module
+from migrate.cache import cache_root, store
+from migrate.plan import OverloadPlan
+from migrate.sweep import SweepResult, SweepStats, load_cached_run, load_catalogue, run_sweep, sweep_cache_dir
+
+
+@dataclass(frozen=True)
+class OpInfoEvidence:
+    """Per-overload plans from observations and from probes, and what the sweep did."""
+
+    opinfo: dict[str, OverloadPlan]
+    probe: dict[str, OverloadPlan]
+    observed: frozenset[str]  # overloads ('add.Tensor') some OpInfo called
+    failures: tuple[str, ...]
+    stats: SweepStats
+
+
+def _key(sweep_dir: Path, names: list[str]) -> str:
+    """The state of the sweep cache and of the deriving code, as one digest."""
+    digest = hashlib.sha256()
+    for module in (observations_module, probe_module):
+        digest.update(Path(module.__file__).read_bytes())
+    for name in sorted(names):
+        stat = (sweep_dir / name).stat()
+        digest.update(f"{name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _derive(sweep: SweepResult) -> OpInfoEvidence:
+    observations = sweep.observations
+    observed = frozenset(k for o in observations if (k := observations_module.overload_key(o.overload)) is not None)
+    return OpInfoEvidence(
+        opinfo=observations_module.plans_from_observations(observations, sweep.catalogue),
+        probe=probe_module.probe_plans(sweep.probes, observations),
+        observed=observed,
+        failures=tuple(f"{f.opinfo}: {f.kind}: {f.reason}" for f in sweep.failures),
+        stats=sweep.stats,
+    )
+
+
+def opinfo_evidence(jobs: int | None, cache_dir: Path | None, refresh: bool, only: set[str] | None) -> OpInfoEvidence:
+    """Run what the sweep cache lacks (with ``only``: the OpInfos reaching those overloads), then the plans."""
+    catalogue = load_catalogue(cache_dir)
+    wanted = [e for e in catalogue if e.cpu_dtypes]
+    sweep_dir = sweep_cache_dir(cache_dir)
+    ran = 0
+    if refresh or not all((sweep_dir / e.opinfo.file_name).exists() for e in wanted):
+        ran = run_sweep(jobs=jobs, cache_dir=cache_dir, refresh=refresh, ops=sorted(only) if only is not None else None).stats.ran
+    present = [e.opinfo.file_name for e in wanted if (sweep_dir / e.opinfo.file_name).exists()]
+    derived_path = cache_root(cache_dir) / "derived" / f"{_key(sweep_dir, present)}.pickle"
+    try:
+        evidence = pickle.loads(derived_path.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+        runs = tuple(r for e in wanted if (r := load_cached_run(cache_dir, e.opinfo)) is not None)
+        stats = SweepStats(len(catalogue), ran, len(runs) - ran, sum(r.samples for r in runs), 0.0)
+        evidence = _derive(SweepResult(runs, catalogue, stats))
+        store(derived_path, pickle.dumps(evidence, protocol=pickle.HIGHEST_PROTOCOL))
+    stats = SweepStats(len(catalogue), ran, len(present) - ran, evidence.stats.samples, 0.0)
+    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats)
