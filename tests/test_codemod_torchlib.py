@@ -1,6 +1,7 @@
 """The torchlib codemod on copies of the installed onnxscript, rewritten by full runs.
 
-Two copies: one rewritten with the plan ``infer_plan`` gives today, one with a
+Two copies: one rewritten with the plan a full run infers (torchlib, OpInfo, probe and
+group evidence), one with a
 hand-built plan that changes sets (a narrower set on a mask, a new global set, a set
 wider than the function, a dtype ONNX lacks, a union across overloads). For each, and
 for the installed original, a subprocess with ``PYTHONPATH=<copy>`` imports onnxscript,
@@ -108,6 +109,7 @@ from filelock import FileLock  # noqa: E402  (a dependency of torch)
 from migrate.dtypes import DType, canonical, named  # noqa: E402
 from migrate.infer import Sources, infer_plan  # noqa: E402
 from migrate.native import NativeFunctions, installed_native_functions  # noqa: E402
+from migrate.opinfo_evidence import opinfo_evidence  # noqa: E402
 from migrate.plan import HAND, Evidence, GlobalSet, OverloadPlan, Plan, Variable  # noqa: E402
 from migrate.torchlib import scan_torchlib  # noqa: E402
 from migrate.torchlib_rewrite import (  # noqa: E402
@@ -180,12 +182,20 @@ def _build(shared: Path) -> dict:
     native = NativeFunctions.load(installed_native_functions())
     installed = Path(next(iter(importlib.util.find_spec("onnxscript").submodule_search_locations)))
     results = {}
+    sweep = opinfo_evidence(None, None, False, None)  # the run's own OpInfo and probe evidence (fills a cold cache)
     for variant in VARIANTS:
         copy = shared / variant
         shutil.copytree(installed, copy / "onnxscript", ignore=shutil.ignore_patterns("__pycache__"))
         root = copy / "onnxscript" / "function_libs" / "torch_lib"
         evidence = scan_torchlib(root, native, shared / "cache")
-        inferred = infer_plan(native, Sources(torchlib=evidence.overloads, opinfo={}, global_sets=evidence.global_sets))
+        sources = Sources(
+            torchlib=evidence.overloads,
+            opinfo=sweep.opinfo,
+            global_sets=evidence.global_sets,
+            probe=sweep.probe,
+            torchlib_handled=evidence.handled,
+        )
+        inferred = infer_plan(native, sources)
         plan = inferred if variant == "inferred" else hand_plan(inferred)
         rewrite = rewrite_torchlib(evidence, plan, native)
         for path, _, after in rewrite.files:
@@ -271,7 +281,7 @@ def test_rewritten_signatures_have_the_declared_sets(variant):
                 actual = signature["params"][slot]
             assert set(actual) == expected[typevar], (record["function"], slot)
             checked += 1
-    assert checked > 300
+    assert checked > 200  # hundreds of slots in either plan (295 and 300+ today): not a vacuous pass
 
 
 def test_functions_not_rewritten_keep_their_signatures(real, variant):
