@@ -62,9 +62,9 @@ def copy_of(cache, tmp_path, with_runs=True):
     if with_runs:
         shutil.copytree(cache, target)
     else:
-        source = sweep._cache_dir(cache) / "catalogue.json"
-        (sweep._cache_dir(target)).mkdir(parents=True)
-        shutil.copy(source, sweep._cache_dir(target) / "catalogue.json")
+        source = sweep.sweep_cache_dir(cache) / "catalogue.json"
+        (sweep.sweep_cache_dir(target)).mkdir(parents=True)
+        shutil.copy(source, sweep.sweep_cache_dir(target) / "catalogue.json")
     return target
 
 
