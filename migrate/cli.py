@@ -20,7 +20,7 @@ from migrate.plan import SOURCES, Plan
 from migrate.probe import probe_summary
 from migrate.torchlib import TorchlibEvidence, installed_torchlib, scan_torchlib
 from migrate.torchlib_rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
-from migrate.yaml_writer import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, close_matches, lower
+from migrate.yaml_writer import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, lower
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT = 0, 1, 2
 SUBCOMMANDS = ("lower", "show", "verify")
@@ -120,29 +120,11 @@ def _verify_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def select_overloads(native: NativeFunctions, requested: list[str]) -> set[str]:
-    """Overload names for ``--op`` values; a bare name means every overload of it."""
-    selected: set[str] = set()
-    by_base: dict[str, list[str]] = {}
-    for name in native.by_name:
-        by_base.setdefault(name.split(".")[0], []).append(name)
-    for raw in requested:
-        name = raw.removeprefix("aten::").removesuffix(".default")
-        if "." not in name and name in by_base:
-            selected.update(by_base[name])
-        elif name in native.by_name:
-            selected.add(name)
-        else:
-            raise InputError(f"unknown operator {raw!r}{close_matches(name, dict.fromkeys([*native.by_name, *by_base]))}", native.path)
-    return selected
-
-
 @dataclass(frozen=True)
 class Targets:
     """Where the yaml outputs go, and how the diff names every output."""
 
     out: Path | None
-    native_functions: Path
 
     def display(self, source: Path, name_under_out: str) -> str:
         """The diff path: the output's name under --out, else relative to the current folder when the file is in it."""
@@ -266,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     native = NativeFunctions.load(native_path)
     sets_path = sibling_constraints_path(native_path)
     sets_file = GlobalSetsFile.load(sets_path)
-    selected = select_overloads(native, args.op) if args.op else None
+    selected = set(native.overloads_named(args.op)) if args.op else None
     if selected is None:
         native.validate()
     torchlib = scan_torchlib(torchlib_root, native, args.cache_dir)
@@ -278,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
         plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
     scope = len(selected) if selected is not None else len(native.entries)
     result = apply_plan(native, sets_file, plan, overwrite=args.overwrite, plan_path=args.plan)
-    targets = Targets(args.out, native_path)
+    targets = Targets(args.out)
     outputs = [targets.output(native_path, native.data, result.native_functions)]
     if result.type_constraints is not None:
         outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))

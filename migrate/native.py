@@ -8,6 +8,7 @@ keeps a one-overload update from paying for the whole file.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import pickle
@@ -176,6 +177,26 @@ class NativeFunctions:
         value = self.fields(entry).get("autogen")
         return tuple(n.strip() for n in value.split(",")) if isinstance(value, str) else ()
 
+    def overloads_named(self, requested: list[str], with_autogen: bool = False) -> tuple[str, ...]:
+        """Overload names, in file order, for ``aten::name.overload``, ``name.overload`` or ``name`` (every overload).
+
+        ``with_autogen`` admits the overloads only ``autogen:`` declares; an unknown name is an error listing close matches.
+        """
+        known = [*self.by_name, *(self.autogen_index if with_autogen else ())]
+        by_base: dict[str, list[str]] = {}
+        for name in known:
+            by_base.setdefault(name.split(".")[0], []).append(name)
+        selected: set[str] = set()
+        for raw in requested:
+            name = raw.removeprefix("aten::").removesuffix(".default")
+            if "." not in name and name in by_base:
+                selected.update(by_base[name])
+            elif name in known:
+                selected.add(name)
+            else:
+                raise InputError(f"unknown operator {raw!r}{close_matches(name, dict.fromkeys([*known, *by_base]))}", self.path)
+        return tuple(name for name in known if name in selected)
+
     @functools.cached_property
     def autogen_index(self) -> dict[str, Entry]:
         """Each autogen-only overload name, mapped to the entry that declares it."""
@@ -185,6 +206,12 @@ class NativeFunctions:
     def groups(self) -> OverloadGroups:
         """Every overload's group (torchgen's grouping: one signature, functional/in-place/out=/mutable kinds)."""
         return OverloadGroups(self)
+
+
+def close_matches(name: str, names) -> str:
+    """' (close matches: a, b)' for an error message, or nothing."""
+    matches = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+    return f" (close matches: {', '.join(matches)})" if matches else ""
 
 
 def _family(name: str) -> str:

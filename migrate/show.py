@@ -7,7 +7,6 @@ so showing one overload costs only the sources it prints.
 
 from __future__ import annotations
 
-import difflib
 import functools
 from pathlib import Path
 from typing import Callable
@@ -15,7 +14,7 @@ from typing import Callable
 from migrate.dtypes import format_set
 from migrate.errors import InputError
 from migrate.native import NativeFunctions, installed_native_functions
-from migrate.torchlib import ATEN, OverloadIndex, TorchlibEvidence, scan_torchlib
+from migrate.torchlib import OverloadIndex, TorchlibEvidence, scan_torchlib
 
 
 class ShowContext:
@@ -116,27 +115,11 @@ def probe_section(context: ShowContext, overload: str) -> list[str]:
 SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section)
 
 
-def overloads_named(name: str, native: NativeFunctions) -> tuple[str, ...]:
-    """``aten::name.overload``, ``name.overload`` or ``name`` (every overload) as overload names."""
-    bare = name[len(ATEN) :] if name.startswith(ATEN) else name
-    known = [*native.by_name, *native.autogen_index]
-    if "." in bare:
-        found = (bare,) if bare in known else ()
-    else:
-        found = tuple(n for n in known if n.split(".")[0] == bare)
-    if not found:
-        candidates = sorted(set(known) | {n.split(".")[0] for n in known})
-        matches = difflib.get_close_matches(bare, candidates, n=5, cutoff=0.6)
-        hint = f"; close matches: {', '.join(matches)}" if matches else ""
-        raise InputError(f"unknown operator {name!r}{hint}", native.path)
-    return found
-
-
 def run(args) -> int:
     """Print every section for each overload ``args.name`` denotes."""
     native = NativeFunctions.load(args.native_functions or installed_native_functions())
     context = ShowContext(native, args.torchlib, args.cache_dir)
-    for number, overload in enumerate(overloads_named(args.name, native)):
+    for number, overload in enumerate(native.overloads_named([args.name], with_autogen=True)):
         schema = context.index.schema(overload)
         print(("\n" if number else "") + (str(schema) if schema else overload))
         for section in SECTIONS:

@@ -82,12 +82,11 @@ def _violation_order(violation: Violation) -> tuple:
 def run(args: argparse.Namespace) -> int:
     """The verify command: 0 when no call broke a declaration, 3 when any did; bad input raises InputError."""
     # Imported here: each worker imports this module, and reading yaml is no work of theirs.
-    from migrate.cli import select_overloads
     from migrate.native import NativeFunctions, installed_native_functions
 
     native = NativeFunctions.load(args.native_functions or installed_native_functions())
     declarations = Declarations.from_native(native)
-    selected = select_overloads(native, args.op) if args.op else None
+    selected = set(native.overloads_named(args.op)) if args.op else None
     if selected is not None:
         declarations = declarations.only(selected)
     if not declarations.overloads:

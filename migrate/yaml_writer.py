@@ -8,7 +8,6 @@ and lowering is the exact inverse.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -16,7 +15,7 @@ from typing import Mapping
 from migrate.declared import declared_variables
 from migrate.dtypes import format_set
 from migrate.errors import InputError
-from migrate.native import CONSTRAINTS_KEY, Entry, NativeFunctions
+from migrate.native import CONSTRAINTS_KEY, Entry, NativeFunctions, close_matches
 from migrate.plan import Conflict, GlobalSet, Plan, Variable, line_of
 from migrate.schema import TENSOR, is_variable_name
 
@@ -30,11 +29,6 @@ class Outcome:
     name: str
     status: str  # WRITTEN, UNCHANGED or KEPT (hand-written constraints differ, no --overwrite)
     conflicts: tuple[Conflict, ...] = ()
-
-
-def close_matches(name: str, names) -> str:
-    matches = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
-    return f" (close matches: {', '.join(matches)})" if matches else ""
 
 
 def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, GlobalSet], plan_path: Path | None = None) -> None:
