@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from migrate import torch_private
-from migrate.recorders import KernelMode, PreDispatchMode
+from migrate.recorders import TwoKeyObserver
 from migrate.dtypes import DType, format_set
 from migrate.errors import InputError
 
@@ -339,7 +339,7 @@ def _violation(check: _Compiled, kind: str, index: int, slot: str, dtype: DType,
     return Violation(kind, check.overload, variable.name, variable.dtypes, check.where, slot, dtype, seen)
 
 
-class Checker:
+class Checker(TwoKeyObserver):
     """Checks every call made while ``checking()`` is active; in collect mode, counts each distinct violation."""
 
     def __init__(self, declarations: Declarations, collect: bool) -> None:
@@ -348,10 +348,7 @@ class Checker:
         self.counts: Counter[Violation] = Counter()  # in order of first occurrence
         # Keyed by id(overload): an OpOverload's hash is computed in Python, and this is the hot path.
         self._compiled: dict[int, _Compiled | None] = {}
-        self._running_direct: Any = None  # the overload a direct call is running right now
-        self._memoised: list[Any] = []
-        self._kernel_checker = KernelMode(self)
-        self._pre_dispatch_checker = PreDispatchMode(self)
+        super().__init__()
 
     @property
     def violations(self) -> tuple[Violation, ...]:
@@ -361,11 +358,10 @@ class Checker:
     @contextlib.contextmanager
     def active(self) -> Iterator[Checker]:
         try:
-            with self._kernel_checker, torch_private.pre_dispatch_mode_active(self._pre_dispatch_checker):
+            with self._modes_active():
                 yield self
         finally:
-            torch_private.forget_pre_dispatch_handlers(self._memoised)
-            self._memoised.clear()
+            self._forget_handlers()
 
     def _check_of(self, func: Any) -> _Compiled | None:
         key = id(func)  # overloads live as long as torch.ops: their ids are stable
@@ -395,25 +391,11 @@ class Checker:
         check = self._check_of(func)
         if check is None:
             return torch_private.plain_dispatch(func, args, kwargs)
-        return self._call(check, func, args, kwargs, self._run_direct)
-
-    def _run_direct(self, func: Any, args: tuple, kwargs: dict) -> Any:
-        self._running_direct = func
-        try:
-            return torch_private.plain_dispatch(func, args, kwargs)
-        finally:
-            self._running_direct = None
-
-    def first_direct_call(self, func: Any, args: tuple, kwargs: dict, mode: Any) -> Any:
-        """A direct call that came through torch's handling of ``mode``; later ones of ``func`` skip it."""
-        torch_private.memoise_pre_dispatch_handler(func, mode, self.direct_call)
-        self._memoised.append(func)
-        return self.direct_call(func, args, kwargs)
+        return self._call(check, func, args, kwargs, self.run_direct)
 
     def kernel_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """A call that reached a kernel; the first one under a direct call is that call, already checked."""
-        seen_above = self._running_direct is func
-        self._running_direct = None
+        seen_above = self.is_the_direct_call(func)
         check = None if seen_above else self._check_of(func)
         if check is None:
             return func(*args, **kwargs)

@@ -175,7 +175,52 @@ def _argument(args: tuple, kwargs: dict, slot: tuple[int, str, bool, bool]) -> A
     return kwargs.get(name) if keyword_only or position >= len(args) else args[position]
 
 
-class Recording:
+class TwoKeyObserver:
+    """What the recorders and the checker share: a mode on each key forwarding to them, the
+    PreDispatch handlers memoised per overload (and forgotten afterwards: another
+    PreDispatch mode may be pushed next), and the kernel call under a direct call known
+    as that same call, so that a call both keys see counts once.
+
+    Subclasses define ``direct_call(func, args, kwargs)`` and ``kernel_call(func, args, kwargs)``.
+    """
+
+    def __init__(self) -> None:
+        self._running_direct: Any = None  # the overload a direct call is running right now
+        self._memoised: list[Any] = []
+        self._kernel_mode = KernelMode(self)
+        self._pre_dispatch_mode = PreDispatchMode(self)
+
+    @contextlib.contextmanager
+    def _modes_active(self) -> Iterator[None]:
+        with self._kernel_mode, torch_private.pre_dispatch_mode_active(self._pre_dispatch_mode):
+            yield
+
+    def _forget_handlers(self) -> None:
+        torch_private.forget_pre_dispatch_handlers(self._memoised)
+        self._memoised.clear()
+
+    def run_direct(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """Run a direct call as a plain run would, marked so that its kernel call is known as the same call."""
+        self._running_direct = func
+        try:
+            return torch_private.plain_dispatch(func, args, kwargs)
+        finally:
+            self._running_direct = None
+
+    def first_direct_call(self, func: Any, args: tuple, kwargs: dict, mode: Any) -> Any:
+        """A direct call that came through torch's handling of ``mode``; later ones of ``func`` skip it."""
+        torch_private.memoise_pre_dispatch_handler(func, mode, self.direct_call)
+        self._memoised.append(func)
+        return self.direct_call(func, args, kwargs)
+
+    def is_the_direct_call(self, func: Any) -> bool:
+        """Whether a kernel call is the direct call running right now (already seen above); asked once per kernel call."""
+        seen = self._running_direct is func
+        self._running_direct = None
+        return seen
+
+
+class Recording(TwoKeyObserver):
     """Counts of calls per (overload, dtype of each slot, direct or not), made while ``active()``.
 
     Use it as a context manager: its PreDispatch handlers, memoised per overload for
@@ -188,45 +233,27 @@ class Recording:
         self._counts: collections.Counter[tuple[int, bool, tuple[Any, ...]]] = collections.Counter()
         self._slots: dict[int, torch_private.OverloadSlots] = {}
         self._capture = capture
-        self._running_direct: Any = None  # the overload a direct call is running right now
-        self._memoised: list[Any] = []
-        self._kernel_recorder = KernelMode(self)
-        self._pre_dispatch_recorder = PreDispatchMode(self)
+        super().__init__()
 
     def __enter__(self) -> Recording:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
-        """Forget the memoised handlers: another PreDispatch mode may be pushed next."""
-        torch_private.forget_pre_dispatch_handlers(self._memoised)
-        self._memoised.clear()
+        self._forget_handlers()
 
-    @contextlib.contextmanager
-    def active(self) -> Iterator[None]:
-        with self._kernel_recorder, torch_private.pre_dispatch_mode_active(self._pre_dispatch_recorder):
-            yield
+    def active(self) -> contextlib.AbstractContextManager[None]:
+        return self._modes_active()
 
     def direct_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """A call made from Python: run it as a plain run would, then record it as direct."""
         before = self._before(func, args, kwargs, direct=True)
-        self._running_direct = func
-        try:
-            out = torch_private.plain_dispatch(func, args, kwargs)
-        finally:
-            self._running_direct = None
+        out = self.run_direct(func, args, kwargs)
         self.add(func, args, kwargs, out, direct=True, before=before)
         return out
 
-    def first_direct_call(self, func: Any, args: tuple, kwargs: dict, mode: Any) -> Any:
-        """A direct call that came through torch's handling of ``mode``; later ones of ``func`` skip it."""
-        torch_private.memoise_pre_dispatch_handler(func, mode, self.direct_call)
-        self._memoised.append(func)
-        return self.direct_call(func, args, kwargs)
-
     def kernel_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """A call that reached a kernel; the first one under a direct call is that call, already recorded."""
-        seen_above = self._running_direct is func
-        self._running_direct = None
+        seen_above = self.is_the_direct_call(func)
         before = None if seen_above else self._before(func, args, kwargs, direct=False)
         out = func(*args, **kwargs)
         if not seen_above:
