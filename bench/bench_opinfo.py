@@ -1,8 +1,9 @@
 """Benchmark of the OpInfo sweep; prints, never asserts.
 
 In one run, in fresh temporary cache folders:
-  (a) the cold sweep's wall time with the recorders, then the same OpInfos' samples run
-      with no recorder in the same worker machinery and the same -j, and their ratio;
+  (a) the OpInfos' samples run with the recorders (no probing: bench_probe.py measures
+      that), then with no recorder, in the same worker machinery and the same -j, and
+      their ratio; and the cold sweep as a run does it (recorders and probing);
   (b) the time to load the whole warm cache (in this process, and in a fresh interpreter
       as the command line would);
   (c) ``ops=["scaled_dot_product_attention"]`` on a cold cache: which OpInfos ran.
@@ -51,14 +52,18 @@ def main(argv: list[str] | None = None) -> int:
 
         started = time.perf_counter()
         result = run_sweep(jobs=jobs, cache_dir=cache, ops=args.ops, limit=args.limit, timeout=args.timeout)
-        recorded = time.perf_counter() - started
+        swept = time.perf_counter() - started
         entries = [entry for entry in result.catalogue if entry.cpu_dtypes]
         started = time.perf_counter()
-        bare = run_opinfos(entries, jobs=jobs, timeout=args.timeout, record=False)
+        with_recorders = run_opinfos(entries, jobs=jobs, timeout=args.timeout, probe=False)
+        recorded = time.perf_counter() - started
+        started = time.perf_counter()
+        bare = run_opinfos(entries, jobs=jobs, timeout=args.timeout, record=False, probe=False)
         baseline = time.perf_counter() - started
-        recorded_cpu = sum(run.cpu_seconds for run in result.runs)
+        recorded_cpu = sum(run.cpu_seconds for run in with_recorders)
         baseline_cpu = sum(run.cpu_seconds for run in bare)
-        print(f"(a) cold sweep, {len(entries)} OpInfos, {result.stats.samples} samples: {recorded:.1f} s with recorders")
+        print(f"(a) cold sweep as a run does it (recorders and probing), {len(entries)} OpInfos: {swept:.1f} s")
+        print(f"    samples with recorders, no probing: {recorded:.1f} s ({result.stats.samples} samples)")
         print(f"    same samples, no recorder: {baseline:.1f} s ({sum(run.samples for run in bare)} samples)")
         print(
             f"    ratio: {recorded / baseline:.2f}  (workers' CPU time: {recorded_cpu:.1f} s / {baseline_cpu:.1f} s"
