@@ -30,9 +30,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from migrate.checker import Declarations, checking
+from migrate.check.checker import Declarations, checking
 from migrate.cli import main as cli
-from migrate.recorders import Recording
+from migrate.evidence.runtime.recorders import Recording
 
 D_MODEL, HEADS, MLP, BATCH, SEQUENCE = 256, 4, 1024, 8, 128
 FORWARDS_PER_ROUND = 10

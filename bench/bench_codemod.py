@@ -22,11 +22,11 @@ import libcst
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib  # noqa: E402
 from migrate.infer import Sources, infer_plan  # noqa: E402
-from migrate.native import NativeFunctions, installed_native_functions  # noqa: E402
-from migrate.plan import Plan, Variable  # noqa: E402
-from migrate.torchlib import installed_torchlib, scan_torchlib  # noqa: E402
-from migrate.torchlib_rewrite import rewrite_torchlib  # noqa: E402
+from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402
+from migrate.model.plan import Plan, Variable  # noqa: E402
+from migrate.write.torchlib.rewrite import rewrite_torchlib  # noqa: E402
 
 
 def _timed(action) -> float:

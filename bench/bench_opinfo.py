@@ -23,13 +23,14 @@ import sys
 import tempfile
 import time
 
-from migrate.observations import plans_from_sweep
-from migrate.sweep import DEFAULT_TIMEOUT, load_catalogue, run_opinfos, run_sweep
+from migrate.evidence.opinfo.observations import plans_from_sweep
+from migrate.evidence.opinfo.sweep import load_catalogue, run_opinfos, run_sweep
+from migrate.evidence.runtime.workers import DEFAULT_TIMEOUT
 
 _LOAD_IN_FRESH_INTERPRETER = """
 import sys, time
 started = time.perf_counter()
-from migrate.sweep import run_sweep
+from migrate.evidence.opinfo.sweep import run_sweep
 result = run_sweep(cache_dir=sys.argv[1], ops=sys.argv[3:] or None, limit=int(sys.argv[2]) or None, progress=False)
 print(f"{time.perf_counter() - started:.2f} {result.stats.from_cache}")
 """

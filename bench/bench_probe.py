@@ -21,11 +21,13 @@ import os
 import tempfile
 import time
 
+from migrate.evidence.opinfo.observations import plans_from_sweep
+from migrate.evidence.opinfo.sweep import load_catalogue, run_opinfos
+from migrate.evidence.probe.merge import probe_plans_from_sweep, probe_summary
+from migrate.evidence.runtime.records import SweepResult, SweepStats
+from migrate.evidence.runtime.workers import DEFAULT_TIMEOUT
 from migrate.infer import Sources, infer_plan
-from migrate.native import NativeFunctions, installed_native_functions
-from migrate.observations import plans_from_sweep
-from migrate.probe import probe_plans_from_sweep, probe_summary
-from migrate.sweep import DEFAULT_TIMEOUT, SweepResult, SweepStats, load_catalogue, run_opinfos
+from migrate.model.native import NativeFunctions, installed_native_functions
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,14 +14,13 @@ import contextlib
 import io
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_yaml import best_of, ruamel_round_trip  # noqa: E402
 from migrate.cli import main as cli  # noqa: E402
-from migrate.native import installed_native_functions  # noqa: E402
+from migrate.model.native import installed_native_functions  # noqa: E402
 
 
 def run_quietly(*argv: str) -> None:

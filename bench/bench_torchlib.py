@@ -16,8 +16,8 @@ from pathlib import Path
 
 import libcst
 
-from migrate.native import NativeFunctions, installed_native_functions
-from migrate.torchlib import installed_torchlib, scan_torchlib
+from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib
+from migrate.model.native import NativeFunctions, installed_native_functions
 
 
 def _timed(action) -> float:

@@ -20,11 +20,11 @@ from ruamel.yaml import YAML
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from migrate import native as native_module  # noqa: E402
-from migrate.global_sets import GlobalSetsFile  # noqa: E402
-from migrate.native import NativeFunctions, installed_native_functions, sibling_constraints_path  # noqa: E402
-from migrate.plan import OverloadPlan, Plan, Variable  # noqa: E402
-from migrate.yaml_writer import apply_plan  # noqa: E402
+from migrate.model import native as native_module  # noqa: E402
+from migrate.model.global_sets import GlobalSetsFile  # noqa: E402
+from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path  # noqa: E402
+from migrate.model.plan import OverloadPlan, Plan, Variable  # noqa: E402
+from migrate.write.native_functions import apply_plan  # noqa: E402
 from tests.conftest import all_slots_plan  # noqa: E402
 
 

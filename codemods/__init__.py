@@ -1,7 +1,7 @@
 """libcst codemods that rewrite onnxscript's torchlib to the dtype constraints of native_functions.yaml.
 
 One transformer per concern, in the style of libcst's ``codemod`` package; each is
-told exactly what to change (``migrate.torchlib_rewrite`` decides) and changes no
+told exactly what to change (``migrate.write.torchlib.rewrite`` decides) and changes no
 other byte:
 
 - ``annotations.AnnotationRewriter``: tensor parameter and return annotations;

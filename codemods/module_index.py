@@ -1,8 +1,8 @@
 """One parsed torchlib module, indexed for the rewrite: imports, type definitions, ``@torch_op`` functions.
 
 The rewrite decides from these facts before any transformer runs. Imports and
-definitions come out as ``migrate.torchlib_scan``'s plain data so that
-``migrate.torchlib.TypeResolver`` resolves annotations exactly as the scan did; the
+definitions come out as ``migrate.evidence.torchlib.scan``'s plain data so that
+``migrate.evidence.torchlib.resolve.TypeResolver`` resolves annotations exactly as the scan did; the
 functions keep their libcst nodes, because the transformers edit those nodes.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from codemods.toplevel import DefKey, TopLevelVisitor, callee_name
-from migrate.torchlib_scan import Definition, Import, ModuleFacts, assigned_type, imports_of
+from migrate.evidence.torchlib.scan import Definition, Import, ModuleFacts, assigned_type, imports_of
 
 TORCH_OP = "torch_op"
 _FLAGS = ("complex", "private")

@@ -4,10 +4,10 @@ __version__ = "0.1.0"
 
 
 def checking(declared, *, collect: bool = False):
-    """Check every ATen call's dtypes against an annotated native_functions.yaml (see ``migrate.checker``).
+    """Check every ATen call's dtypes against an annotated native_functions.yaml (see ``migrate.check.checker``).
 
     Imported on use: torch is heavy, and the command line should not pay for it.
     """
-    from migrate.checker import checking as checker
+    from migrate.check.checker import checking as checker
 
     return checker(declared, collect=collect)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import pickle
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def cache_root(override: Path | str | None = None) -> Path:
@@ -28,3 +30,20 @@ def store(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def read_pickle(path: Path, kind: type | None = None) -> Any | None:
+    """A pickled cache entry; None when there is none, or this build cannot read it (its classes moved or changed)."""
+    try:
+        found = pickle.loads(path.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        return None
+    return found if kind is None or isinstance(found, kind) else None
+
+
+def write_pickle(path: Path, obj: Any) -> None:
+    """Store ``obj`` as a cache entry; an unwritable cache only costs time."""
+    try:
+        store(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    except OSError:
+        pass

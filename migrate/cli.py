@@ -13,14 +13,14 @@ from pathlib import Path
 from codemods.typevars import generated_names
 from migrate.cache import store
 from migrate.errors import InputError
-from migrate.global_sets import GlobalSetsFile
-from migrate.native import NativeFunctions, installed_native_functions, sibling_constraints_path
-from migrate.outputs import Output, commit, is_installed_path, print_diff, unified_diff
-from migrate.plan import SOURCES, Plan
-from migrate.probe import probe_summary
-from migrate.torchlib import TorchlibEvidence, installed_torchlib, scan_torchlib
-from migrate.torchlib_rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
-from migrate.yaml_writer import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, lower
+from migrate.evidence.probe.merge import probe_summary
+from migrate.evidence.torchlib.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
+from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path
+from migrate.model.plan import SOURCES, Plan
+from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, lower
+from migrate.write.outputs import Output, commit, is_installed_path, print_diff, unified_diff
+from migrate.write.torchlib.rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT = 0, 1, 2
 SUBCOMMANDS = ("lower", "show", "verify")
@@ -67,7 +67,7 @@ def _infer(native: NativeFunctions, args: argparse.Namespace, torchlib: Torchlib
     use_torchlib = "torchlib" in args.evidence
     opinfo, probe = {}, {}
     if "opinfo" in args.evidence or "probe" in args.evidence:
-        from migrate.opinfo_evidence import opinfo_evidence
+        from migrate.evidence.opinfo.derived import opinfo_evidence
 
         evidence = opinfo_evidence(args.jobs, args.cache_dir, args.refresh, only)
         near = None if only is None else {n for name in only for n in native.groups[name].names}  # siblings come from their functional
@@ -308,7 +308,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from migrate.verify import run as verify
+    from migrate.check.verify import run as verify
 
     return verify(args)
 

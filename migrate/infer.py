@@ -2,7 +2,7 @@
 
 Each source speaks per overload in plan terms (``OverloadPlan``s). The merge is
 plain data work: OpInfo observations say what ATen accepts and win where present;
-probing (``migrate.probe``) re-cuts the observed variables where ATen accepted their
+probing (``migrate.evidence.probe.merge``) re-cuts the observed variables where ATen accepted their
 slots apart or needs them together, and widens them by what ATen accepted when
 called directly (each slot keeps its own observed evidence); torchlib fills the slots
 nobody observed; dtypes OpInfos declare for other devices widen an observed variable;
@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from migrate.dtypes import DType, canonical, format_set
-from migrate.native import NativeFunctions
-from migrate.plan import DECLARED, GROUPS, OPINFO, Conflict, Evidence, GlobalSet, OverloadPlan, Plan, Variable
-from migrate.probe import split_and_joined
-from migrate.schema import TypedSchema
+from migrate.evidence.probe.merge import split_and_joined
+from migrate.model.dtypes import DType, canonical, format_set
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import DECLARED, GROUPS, OPINFO, Conflict, Evidence, GlobalSet, OverloadPlan, Plan, Variable
+from migrate.model.schema import TypedSchema
 
 _LETTERS = "TUVWXYZ"
 
@@ -34,7 +34,7 @@ class Sources:
     opinfo: Mapping[str, OverloadPlan]
     global_sets: tuple[GlobalSet, ...]
     groups: bool = True  # let in-place/out= siblings take their functional overload's constraints
-    probe: Mapping[str, OverloadPlan] = field(default_factory=dict)  # migrate.probe.probe_plans_from_sweep
+    probe: Mapping[str, OverloadPlan] = field(default_factory=dict)  # migrate.evidence.probe.merge.probe_plans_from_sweep
     torchlib_handled: Mapping[str, tuple[Evidence, ...]] = field(default_factory=dict)  # TorchlibEvidence.handled
 
 

@@ -11,10 +11,9 @@ import functools
 from pathlib import Path
 from typing import Callable
 
-from migrate.dtypes import format_set
-from migrate.errors import InputError
-from migrate.native import NativeFunctions, installed_native_functions
-from migrate.torchlib import OverloadIndex, TorchlibEvidence, scan_torchlib
+from migrate.evidence.torchlib.resolve import OverloadIndex, TorchlibEvidence, scan_torchlib
+from migrate.model.dtypes import format_set
+from migrate.model.native import NativeFunctions, installed_native_functions
 
 
 class ShowContext:
@@ -33,14 +32,15 @@ class ShowContext:
     @functools.cached_property
     def sweep(self):
         """The OpInfo runs in the cache (show runs nothing: a run of the tool fills the cache)."""
-        from migrate.sweep import SweepResult, SweepStats, load_cached_run, load_catalogue
+        from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue
+        from migrate.evidence.runtime.records import SweepResult, SweepStats
 
         catalogue = load_catalogue(self.cache_dir)
         runs = tuple(r for e in catalogue if e.cpu_dtypes and (r := load_cached_run(self.cache_dir, e.opinfo)) is not None)
         return SweepResult(runs, catalogue, SweepStats(len(catalogue), 0, len(runs), sum(r.samples for r in runs), 0.0))
 
     def observed(self, overload: str):
-        from migrate.observations import overload_key
+        from migrate.evidence.runtime.records import overload_key
 
         return [o for o in self.sweep.observations if overload_key(o.overload) == overload]
 
@@ -90,8 +90,8 @@ def _variable_lines(plan, source: str) -> list[str]:
 
 def opinfo_section(context: ShowContext, overload: str) -> list[str]:
     """The variables the cached OpInfo observations give, with the OpInfos behind each."""
-    from migrate.observations import plans_from_observations
-    from migrate.plan import OPINFO
+    from migrate.evidence.opinfo.observations import plans_from_observations
+    from migrate.model.plan import OPINFO
 
     plan = plans_from_observations(context.observed(overload), context.sweep.catalogue).get(overload)
     if plan is None:
@@ -101,9 +101,9 @@ def opinfo_section(context: ShowContext, overload: str) -> list[str]:
 
 def probe_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted (and refused, with its message) when the overload was called with slots cast."""
-    from migrate.observations import overload_key
-    from migrate.plan import PROBE
-    from migrate.probe import probe_plans
+    from migrate.evidence.probe.merge import probe_plans
+    from migrate.evidence.runtime.records import overload_key
+    from migrate.model.plan import PROBE
 
     probed = [p for p in context.sweep.probes if overload_key(p.overload) == overload]
     plan = probe_plans(probed, context.observed(overload)).get(overload)

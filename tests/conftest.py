@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from migrate.cli import main
-from migrate.dtypes import named
-from migrate.native import NativeFunctions, installed_native_functions
-from migrate.plan import GlobalSet, OverloadPlan, Plan, Variable
+from migrate.model.dtypes import named
+from migrate.model.native import NativeFunctions, installed_native_functions
+from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 REAL_NATIVE_FUNCTIONS = installed_native_functions()

@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from migrate.checker import OUTSIDE_SET, UNEQUAL, Declarations, DtypeViolation, checking
-from migrate.dtypes import DType
+from migrate.check.checker import OUTSIDE_SET, UNEQUAL, Declarations, DtypeViolation, checking
 from migrate.errors import InputError
+from migrate.model.dtypes import DType
 from tests.conftest import FIXTURES
 
 FIXTURE = FIXTURES / "verify" / "native_functions.yaml"

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from migrate import cli
-from migrate.native import NativeFunctions
-from migrate.plan import OverloadPlan, Plan, Variable
-from migrate.dtypes import named
-from migrate.torchlib import installed_torchlib
+from migrate.evidence.torchlib.resolve import installed_torchlib
+from migrate.model.dtypes import named
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import OverloadPlan, Plan, Variable
 from tests.conftest import FIXTURES, REAL_NATIVE_FUNCTIONS, all_slots_plan, run_cli, snapshot
 
 # A run on the copies in the work folder: the yaml and torchlib, both edited in place.

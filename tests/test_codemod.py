@@ -17,19 +17,11 @@ import pytest
 from codemods.annotations import tensor_core
 from codemods.imports import SplitModule, member_key
 from codemods.typevars import TypeVarSpec
-from migrate.native import NativeFunctions
-from migrate.plan import OverloadPlan, Plan
-from migrate.torchlib import installed_torchlib, scan_torchlib
-from migrate.torchlib_rewrite import (
-    DROPPED_NON_ONNX,
-    GLOBAL_SET,
-    KEPT_COMPLEX,
-    KEPT_NARROWER,
-    UNION,
-    TorchlibRewrite,
-    rewrite_torchlib,
-    torchlib_outputs,
-)
+from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import OverloadPlan, Plan
+from migrate.write.torchlib.decide import DROPPED_NON_ONNX, GLOBAL_SET, KEPT_COMPLEX, KEPT_NARROWER, UNION
+from migrate.write.torchlib.rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codemod"
 BEFORE = FIXTURES / "before"

@@ -32,9 +32,8 @@ def probe() -> dict:
     """What the onnxscript on sys.path registers, each function's signature, and the three exports."""
     import numpy as np
     import onnxruntime
-    import torch
-
     import onnxscript
+    import torch
     from onnxscript.function_libs.torch_lib import ops, registration  # noqa: F401  (ops registers)
 
     def dtypes(constraint) -> list[str]:
@@ -106,19 +105,14 @@ import importlib.util  # noqa: E402
 import pytest  # noqa: E402
 from filelock import FileLock  # noqa: E402  (a dependency of torch)
 
-from migrate.dtypes import DType, canonical, named  # noqa: E402
+from migrate.evidence.opinfo.derived import opinfo_evidence  # noqa: E402
+from migrate.evidence.torchlib.resolve import scan_torchlib  # noqa: E402
 from migrate.infer import Sources, infer_plan  # noqa: E402
-from migrate.native import NativeFunctions, installed_native_functions  # noqa: E402
-from migrate.opinfo_evidence import opinfo_evidence  # noqa: E402
-from migrate.plan import HAND, Evidence, GlobalSet, OverloadPlan, Plan, Variable  # noqa: E402
-from migrate.torchlib import scan_torchlib  # noqa: E402
-from migrate.torchlib_rewrite import (  # noqa: E402
-    DROPPED_NON_ONNX,
-    GLOBAL_SET,
-    KEPT_NARROWER,
-    UNION,
-    rewrite_torchlib,
-)
+from migrate.model.dtypes import DType, canonical, named  # noqa: E402
+from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402
+from migrate.model.plan import HAND, Evidence, GlobalSet, OverloadPlan, Plan, Variable  # noqa: E402
+from migrate.write.torchlib.decide import DROPPED_NON_ONNX, GLOBAL_SET, KEPT_NARROWER, UNION  # noqa: E402
+from migrate.write.torchlib.rewrite import rewrite_torchlib  # noqa: E402
 
 VARIANTS = ("inferred", "hand")
 FLOATS = ("float16", "bfloat16", "float32", "float64")

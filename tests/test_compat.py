@@ -8,10 +8,10 @@ import pytest
 import yaml
 from torchgen.gen import LineLoader, parse_native_yaml_struct, parse_tags_yaml
 
+from migrate.check.torchgen import parse_native_yaml
 from migrate.cli import main
-from migrate.compat import parse_native_yaml
 from migrate.errors import InputError
-from migrate.native import NativeFunctions
+from migrate.model.native import NativeFunctions
 from tests.conftest import REAL_NATIVE_FUNCTIONS
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from migrate.dtypes import named
 from migrate.infer import Sources, group_siblings, infer_plan, merge_overload, name_variables
-from migrate.native import NativeFunctions
-from migrate.plan import DECLARED, GROUPS, OPINFO, TORCHLIB, Evidence, GlobalSet, OverloadPlan, Variable
+from migrate.model.dtypes import named
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import DECLARED, GROUPS, OPINFO, TORCHLIB, Evidence, GlobalSet, OverloadPlan, Variable
 from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS
 
 REAL = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)

@@ -1,6 +1,6 @@
 """native_functions.yaml's structure: overload groups agree with torchgen's own grouping."""
 
-from migrate.native import NativeFunctions
+from migrate.model.native import NativeFunctions
 from tests.conftest import REAL_NATIVE_FUNCTIONS
 
 

@@ -2,10 +2,10 @@
 
 import os
 
-from migrate.observations import plans_from_sweep
-from migrate.opinfo_evidence import _key, opinfo_evidence
-from migrate.probe import probe_plans_from_sweep
-from migrate.sweep import load_catalogue, run_sweep, sweep_cache_dir
+from migrate.evidence.opinfo.derived import _key, opinfo_evidence
+from migrate.evidence.opinfo.observations import plans_from_sweep
+from migrate.evidence.opinfo.sweep import load_catalogue, run_sweep, sweep_cache_dir
+from migrate.evidence.probe.merge import probe_plans_from_sweep
 
 
 def test_cached_plans_equal_fresh_ones_and_follow_the_sweep_cache():

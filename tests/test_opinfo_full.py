@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from migrate.native import NativeFunctions, installed_native_functions
-from migrate.observations import plans_from_sweep
-from migrate.sweep import CALL_RAISED, NO_CPU_DTYPES, run_sweep
+from migrate.evidence.opinfo.observations import plans_from_sweep
+from migrate.evidence.opinfo.sweep import run_sweep
+from migrate.evidence.runtime.records import CALL_RAISED, NO_CPU_DTYPES
+from migrate.model.native import NativeFunctions, installed_native_functions
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 

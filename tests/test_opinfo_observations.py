@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from migrate.dtypes import DType
-from migrate.observations import overload_key, plans_from_observations
-from migrate.plan import DECLARED, OPINFO
-from migrate.sweep import CatalogueEntry, Observation, OpInfoId
+from migrate.evidence.opinfo.observations import plans_from_observations
+from migrate.evidence.runtime.records import CatalogueEntry, Observation, OpInfoId, overload_key
+from migrate.model.dtypes import DType
+from migrate.model.plan import DECLARED, OPINFO
 
 F32, F64, F16, BOOL, I64 = (DType(n) for n in ("float32", "float64", "float16", "bool", "int64"))
 ADD = OpInfoId("add")

@@ -13,9 +13,13 @@ import time
 
 import pytest
 
-from migrate import sweep, torch_private
-from migrate.observations import plans_from_sweep
-from migrate.sweep import CALL_RAISED, CRASH, DONE, NO_CPU_DTYPES, TIMEOUT, Job, OpInfoId, run_in_workers, run_sweep
+from migrate import torch_private
+from migrate.evidence.opinfo import sweep
+from migrate.evidence.opinfo.observations import plans_from_sweep
+from migrate.evidence.opinfo.sweep import run_sweep
+from migrate.evidence.runtime import workers
+from migrate.evidence.runtime.records import CALL_RAISED, NO_CPU_DTYPES, OpInfoId
+from migrate.evidence.runtime.workers import CRASH, DONE, TIMEOUT, Job, run_in_workers
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 SDPA = OpInfoId("nn.functional.scaled_dot_product_attention")
@@ -173,7 +177,7 @@ def test_a_warm_op_filter_also_selects_the_opinfos_cached_as_reaching_it(cache, 
 def test_the_recorders_count_a_call_seen_by_both_once():
     import torch
 
-    from migrate.recorders import Recording
+    from migrate.evidence.runtime.recorders import Recording
 
     x = torch.ones(3)
     with Recording() as recording:
@@ -190,7 +194,7 @@ def test_the_recorders_count_a_call_seen_by_both_once():
 def test_memoised_handlers_are_forgotten_and_yield_to_another_recording():
     import torch
 
-    from migrate.recorders import Recording
+    from migrate.evidence.runtime.recorders import Recording
 
     x = torch.ones(2)
     add = torch.ops.aten.add.Tensor
@@ -276,8 +280,8 @@ class _EndedProcess:
 
 
 def test_a_worker_that_ends_right_after_its_last_report_is_not_taken_for_a_crash(tmp_path):
-    worker = sweep._Running(Job(quick, 1, "quick"), _EndedProcess(), _LatePipe([(DONE, 0.5)]), tmp_path / "log", 0.0)
-    outcome = sweep._collect(worker)
+    worker = workers._Running(Job(quick, 1, "quick"), _EndedProcess(), _LatePipe([(DONE, 0.5)]), tmp_path / "log", 0.0)
+    outcome = workers._collect(worker)
     assert outcome.status == DONE and outcome.cpu_seconds == 0.5
 
 

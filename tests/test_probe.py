@@ -12,16 +12,16 @@ import itertools
 import pytest
 import torch
 
-from migrate import sweep
-from migrate.dtypes import DType, named
+from migrate.evidence.opinfo import sweep
+from migrate.evidence.opinfo.observations import plans_from_sweep
+from migrate.evidence.probe.merge import ACCEPTED, JOINED, REJECTED, SPLIT, is_rejection, probe_plans_from_sweep, probe_summary
+from migrate.evidence.probe.worker import dtype_universe
+from migrate.evidence.runtime.recorders import dtype_name
+from migrate.evidence.torchlib.resolve import scan_torchlib
 from migrate.infer import Sources, infer_plan
-from migrate.native import NativeFunctions, installed_native_functions
-from migrate.observations import plans_from_sweep
-from migrate.plan import OPINFO, PROBE, TORCHLIB, Plan
-from migrate.probe import ACCEPTED, JOINED, REJECTED, SPLIT, is_rejection, probe_plans_from_sweep, probe_summary
-from migrate.probing import dtype_universe
-from migrate.recorders import dtype_name
-from migrate.torchlib import scan_torchlib
+from migrate.model.dtypes import DType, named
+from migrate.model.native import NativeFunctions, installed_native_functions
+from migrate.model.plan import OPINFO, PROBE, TORCHLIB, Plan
 
 OPS = ["scaled_dot_product_attention", "where", "add"]
 FLOATS = named("float16", "bfloat16", "float32", "float64")

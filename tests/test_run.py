@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from migrate.declared import declared_variables
-from migrate.dtypes import DType
-from migrate.global_sets import GlobalSetsFile
-from migrate.native import NativeFunctions, sibling_constraints_path
-from migrate.observations import overload_key
-from migrate.sweep import run_sweep
-from migrate.torchlib import installed_torchlib
+from migrate.evidence.opinfo.sweep import run_sweep
+from migrate.evidence.runtime.records import overload_key
+from migrate.evidence.torchlib.resolve import installed_torchlib
+from migrate.model.declared import declared_variables
+from migrate.model.dtypes import DType
+from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.native import NativeFunctions, sibling_constraints_path
 from tests.conftest import REAL_NATIVE_FUNCTIONS, run_cli, snapshot
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from migrate.native import NativeFunctions
-from migrate.schema import Container, SchemaError, TypedSchema
+from migrate.model.native import NativeFunctions
+from migrate.model.schema import Container, SchemaError, TypedSchema
 from tests.conftest import REAL_NATIVE_FUNCTIONS
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import libcst
 import pytest
 
-import migrate.torchlib_scan
-from migrate.dtypes import DType, named
-from migrate.native import NativeFunctions, installed_native_functions
-from migrate.torchlib import OverloadIndex, installed_torchlib, scan_torchlib
+import migrate.evidence.torchlib.scan
+from migrate.evidence.torchlib.resolve import OverloadIndex, installed_torchlib, scan_torchlib
+from migrate.model.dtypes import DType, named
+from migrate.model.native import NativeFunctions, installed_native_functions
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +164,7 @@ def test_unchanged_tree_is_read_from_the_cache(evidence, native, cache_dir, monk
     def no_parsing(*args, **kwargs):
         raise AssertionError("parsed although the cache holds this content")
 
-    monkeypatch.setattr(migrate.torchlib_scan.cst, "parse_module", no_parsing)
+    monkeypatch.setattr(migrate.evidence.torchlib.scan.cst, "parse_module", no_parsing)
     warm = scan_torchlib(installed_torchlib(), native, cache_dir)
     assert warm.cached_files == warm.files == evidence.files
     assert warm.overloads == evidence.overloads
@@ -183,7 +183,7 @@ def test_an_edited_module_alone_is_parsed_again(evidence, native, cache_dir, tmp
         parsed.append(text)
         return parse(text, *args, **kwargs)
 
-    monkeypatch.setattr(migrate.torchlib_scan.cst, "parse_module", counting)
+    monkeypatch.setattr(migrate.evidence.torchlib.scan.cst, "parse_module", counting)
     copy = scan_torchlib(tree, native, cache_dir)
     assert len(parsed) == 1 and parsed[0].startswith("# an edit\n")
     assert copy.cached_files == copy.files - 1
@@ -196,8 +196,8 @@ def test_the_scan_imports_neither_onnxscript_nor_torch(evidence, cache_dir):
     """Reading torchlib statically is the point: importing it compiles every function."""
     code = (
         "import sys\n"
-        "from migrate.native import NativeFunctions, installed_native_functions\n"
-        "from migrate.torchlib import scan_torchlib\n"
+        "from migrate.model.native import NativeFunctions, installed_native_functions\n"
+        "from migrate.evidence.torchlib.resolve import scan_torchlib\n"
         f"evidence = scan_torchlib(None, NativeFunctions.load(installed_native_functions()), {str(cache_dir)!r})\n"
         f"assert len(evidence.overloads) == {len(evidence.overloads)}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('onnxscript', 'torch')))\n"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from migrate.dtypes import COMPLEX, canonical, format_set, named
 from migrate.errors import InputError
-from migrate.native import NativeFunctions
+from migrate.evidence.torchlib.resolve import scan_torchlib
+from migrate.model.dtypes import COMPLEX, canonical, format_set, named
+from migrate.model.native import NativeFunctions
 from migrate.show import run
-from migrate.torchlib import scan_torchlib
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 VARIANTS = FIXTURES / "torchlib_variants"

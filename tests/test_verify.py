@@ -6,10 +6,10 @@ import argparse
 
 import pytest
 
+from migrate.check.verify import EXIT_OK, EXIT_VIOLATIONS, run
 from migrate.cli import main
 from migrate.errors import InputError
-from migrate.sweep import load_catalogue
-from migrate.verify import EXIT_OK, EXIT_VIOLATIONS, run
+from migrate.evidence.opinfo.sweep import load_catalogue
 from tests.conftest import FIXTURES
 
 FIXTURE = FIXTURES / "verify" / "native_functions.yaml"

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from migrate.dtypes import named
-from migrate.global_sets import GlobalSetsFile
-from migrate.native import NativeFunctions, sibling_constraints_path
-from migrate.plan import GlobalSet, OverloadPlan, Plan, Variable
-from migrate.yaml_writer import KEPT, UNCHANGED, WRITTEN, apply_plan, lower
+from migrate.model.dtypes import named
+from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.native import NativeFunctions, sibling_constraints_path
+from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
+from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, apply_plan, lower
 from tests.conftest import FIXTURES, FLOATS, all_slots_plan
 
 

@@ -47,9 +47,9 @@ from typing import Any
 import torch
 
 from migrate import torch_private
-from migrate.dtypes import DType
-from migrate.recorders import CapturedCall, dtype_name, dtypes_of
-from migrate.sweep import _reason
+from migrate.evidence.runtime.recorders import CapturedCall, dtype_name, dtypes_of
+from migrate.evidence.runtime.workers import one_line
+from migrate.model.dtypes import DType
 
 PROBE_CALLS = 3  # calls probed per overload and OpInfo, each with input dtypes no other one had
 PROBE_TIMEOUT = 30.0  # seconds per probe call; the slowest accepted probes take well under a second
@@ -149,7 +149,7 @@ class _Prober:
             args, kwargs = self._arguments(cast)
             out = self.call.func(*args, **kwargs)
         except Exception as exc:  # ATen refused these dtypes (or a tensor could not take one): the finding
-            return None, _reason(exc)
+            return None, one_line(exc)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         outs = out if slots.returns_tuple else (out,)

@@ -1,11 +1,11 @@
 """Evidence by probing: which dtypes ATen accepts at each slot, and which slots must agree.
 
 The sweep's workers call recorded calls again with tensor slots cast to other dtypes
-(``migrate.probing``). Here those results become plan terms, per overload:
+(``migrate.evidence.probe.worker``). Here those results become plan terms, per overload:
 
 - every accepted probe is a call ATen accepted, like an observation: together with the
   observations of every OpInfo they decide the variables, by the rule of
-  ``migrate.observations`` (slots equal wherever they meet form one variable), so a
+  ``migrate.evidence.opinfo.observations`` (slots equal wherever they meet form one variable), so a
   probe that ATen accepted with two slots apart splits them, and nothing a probe did
   can join slots an observation saw apart (a probe rejection never overrides an
   observation);
@@ -32,10 +32,10 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from migrate.dtypes import DType, canonical
-from migrate.observations import MIXED, effective, overload_key, variables_of
-from migrate.plan import DECLARED, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
-from migrate.sweep import Observation, OpInfoId, ProbedCall, SweepResult
+from migrate.evidence.runtime.records import MIXED, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
+from migrate.evidence.runtime.variables import variables_of
+from migrate.model.dtypes import DType, canonical
+from migrate.model.plan import DECLARED, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
 
 ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
 REJECTED = ": rejected: "  # precedes ATen's message in the ``where`` of probe evidence for dtypes it refused

@@ -18,26 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate.checker import Declarations, Violation, checking
-from migrate.dtypes import DType
-from migrate.sweep import (
-    CALL_RAISED,
-    DEFAULT_TIMEOUT,
-    DONE,
-    NO_CPU_DTYPES,
-    SAMPLE_INPUTS_RAISED,
-    CatalogueEntry,
-    Failure,
-    Job,
-    JobOutcome,
-    OpInfoId,
-    call_samples,
-    find_opinfo,
-    load_cached_run,
-    load_catalogue,
-    run_in_workers,
-    samples_by_dtype,
-)
+from migrate.check.checker import Declarations, Violation, checking
+from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue
+from migrate.evidence.opinfo.worker import call_samples, find_opinfo, samples_by_dtype
+from migrate.evidence.runtime.records import CALL_RAISED, NO_CPU_DTYPES, SAMPLE_INPUTS_RAISED, CatalogueEntry, Failure, OpInfoId
+from migrate.evidence.runtime.workers import DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
+from migrate.model.dtypes import DType
 
 EXIT_OK, EXIT_VIOLATIONS = 0, 3
 SOURCES_SHOWN = 5  # OpInfos named under each violation; the rest are counted
@@ -82,7 +68,7 @@ def _violation_order(violation: Violation) -> tuple:
 def run(args: argparse.Namespace) -> int:
     """The verify command: 0 when no call broke a declaration, 3 when any did; bad input raises InputError."""
     # Imported here: each worker imports this module, and reading yaml is no work of theirs.
-    from migrate.native import NativeFunctions, installed_native_functions
+    from migrate.model.native import NativeFunctions, installed_native_functions
 
     native = NativeFunctions.load(args.native_functions or installed_native_functions())
     declarations = Declarations.from_native(native)

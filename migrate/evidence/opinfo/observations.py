@@ -21,27 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from migrate.dtypes import DType, canonical
-from migrate.plan import DECLARED, OPINFO, Evidence, OverloadPlan, Variable
-from migrate.sweep import CatalogueEntry, Observation, OpInfoId, SlotDTypes, SweepResult
-
-ATEN = "aten::"
-MIXED = "mixed"  # a list slot seen with more than one element dtype in one call
-
-
-def overload_key(recorded: str) -> str | None:
-    """'aten::add.Tensor' -> 'add.Tensor', 'aten::add' -> 'add'; None outside the aten namespace."""
-    return recorded[len(ATEN) :] if recorded.startswith(ATEN) else None
-
-
-def effective(dtypes: SlotDTypes) -> DType | str | None:
-    """One dtype for the slot in this call, MIXED for a list of several, None when no tensor was passed."""
-    if not isinstance(dtypes, tuple):
-        return dtypes
-    elements = {d for d in dtypes if d is not None}
-    if len(elements) > 1:
-        return MIXED
-    return next(iter(elements), None)
+from migrate.evidence.runtime.records import MIXED, CatalogueEntry, Observation, OpInfoId, SweepResult, effective, overload_key
+from migrate.evidence.runtime.variables import variables_of
+from migrate.model.dtypes import DType, canonical
+from migrate.model.plan import DECLARED, OPINFO, Evidence, OverloadPlan, Variable
 
 
 @dataclass(frozen=True)
@@ -87,41 +70,6 @@ def _plan(name: str, observations: list[Observation], catalogue: Mapping[OpInfoI
         evidence = _observed_evidence(slots, members, rows) + _declared_evidence(name, slots, members, seen, rows, catalogue)
         variables.append(Variable(f"T{number}", tuple(seen), members, evidence))
     return OverloadPlan(name, tuple(variables))
-
-
-def variables_of(
-    slots: tuple[str, ...], rows: Iterable[tuple[DType | None, ...]], tied: Iterable[tuple[int, ...]] = ()
-) -> list[tuple[str, ...]]:
-    """Slots grouped into variables: greedy merges in schema order, each one agreed by every row.
-
-    ``tied`` groups of slot indices (known to agree by other means: probing) are merged
-    first, each only if every row agrees with it.
-    """
-    distinct = set(rows)
-    classes = [[i] for i in range(len(slots)) if any(dtypes[i] is not None for dtypes in distinct)]
-
-    def agree(members: list[int]) -> bool:
-        return all(len({dtypes[i] for i in members} - {None}) <= 1 for dtypes in distinct)
-
-    def together(left: list[int], right: list[int]) -> bool:
-        return any(
-            any(dtypes[i] is not None for i in left) and any(dtypes[j] is not None for j in right) for dtypes in distinct
-        )
-
-    for tie in tied:
-        joined = [group for group in classes if set(group) & set(tie)]
-        union = sorted(i for group in joined for i in group)
-        if len(joined) > 1 and agree(union):
-            classes = sorted([group for group in classes if group not in joined] + [union])
-    merged: list[list[int]] = []
-    for candidate in classes:
-        for group in merged:
-            if together(group, candidate) and agree(group + candidate):
-                group.extend(candidate)
-                break
-        else:
-            merged.append(candidate)
-    return [tuple(slots[i] for i in sorted(group)) for group in merged]
 
 
 def _observed_evidence(slots: tuple[str, ...], members: tuple[str, ...], rows: list[_Row]) -> tuple[Evidence, ...]:

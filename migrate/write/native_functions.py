@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from migrate.declared import declared_variables
-from migrate.dtypes import format_set
 from migrate.errors import InputError
-from migrate.native import CONSTRAINTS_KEY, Entry, NativeFunctions, close_matches
-from migrate.plan import Conflict, GlobalSet, Plan, Variable, line_of
-from migrate.schema import TENSOR, is_variable_name
+from migrate.model.declared import declared_variables
+from migrate.model.dtypes import format_set
+from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions, close_matches
+from migrate.model.plan import Conflict, GlobalSet, Plan, Variable, line_of
+from migrate.model.schema import TENSOR, is_variable_name
 
 WRITTEN, UNCHANGED, KEPT = "written", "unchanged", "kept"
 

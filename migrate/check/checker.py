@@ -1,7 +1,7 @@
 """Runtime dtype checking: every ATen call validated against the type variables its overload declares.
 
 ``checking(path)`` puts two dispatch modes at the keys the recorders use
-(``migrate.recorders``): one on the PreDispatch key sees each call made from Python
+(``migrate.evidence.runtime.recorders``): one on the PreDispatch key sees each call made from Python
 at its own name, CompositeImplicitAutograd overloads included, before it decomposes;
 one on the Python key sees every call that reaches a kernel, the parts of those
 decompositions included. A call both see is checked once. For each call of an
@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from migrate import torch_private
-from migrate.recorders import TwoKeyObserver
-from migrate.dtypes import DType, format_set
 from migrate.errors import InputError
+from migrate.evidence.runtime.recorders import TwoKeyObserver
+from migrate.model.dtypes import DType, format_set
 
 if TYPE_CHECKING:
-    from migrate.native import NativeFunctions
+    from migrate.model.native import NativeFunctions
 
 ATEN = "aten::"
 
@@ -81,7 +81,7 @@ class Declarations:
 
     @classmethod
     def load(cls, path: Path | str) -> Declarations:
-        from migrate.native import NativeFunctions
+        from migrate.model.native import NativeFunctions
 
         return cls.from_native(NativeFunctions.load(path))
 
@@ -93,9 +93,9 @@ class Declarations:
         binding a slot its schema lacks is an InputError naming file, line and op.
         """
         # Imported here: workers unpickle Declarations and check calls, and need no yaml reader.
-        from migrate.declared import declared_variables
-        from migrate.global_sets import GlobalSetsFile
-        from migrate.native import CONSTRAINTS_KEY, sibling_constraints_path
+        from migrate.model.declared import declared_variables
+        from migrate.model.global_sets import GlobalSetsFile
+        from migrate.model.native import CONSTRAINTS_KEY, sibling_constraints_path
 
         sets = GlobalSetsFile.load(sibling_constraints_path(native.path)).by_name
         overloads = []

@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import functools
 import hashlib
-import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,13 +18,13 @@ from typing import Any
 
 import yaml
 
-from migrate.cache import cache_root, store
+from migrate.cache import cache_root, read_pickle, write_pickle
 from migrate.errors import InputError
-from migrate.schema import SchemaError, TypedSchema
+from migrate.model.schema import SchemaError, TypedSchema
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # The scanned entries of a file are cached by its content; bump when Entry, TypedSchema or Slot change.
-ENTRIES_VERSION = "entries-2"
+ENTRIES_VERSION = "entries-3"
 _ITEM = re.compile(r"-(?: +|$)")
 _FUNC_KEY = re.compile(r"func:[ \t]*")
 CONSTRAINTS_KEY = "type_constraints"
@@ -134,14 +133,13 @@ class NativeFunctions:
             raise InputError("not UTF-8 text", path) from exc
         lines = text.splitlines(keepends=True)
         cache = cache_root() / "native" / f"{hashlib.sha256(ENTRIES_VERSION.encode() + data).hexdigest()}.pickle"
-        try:
-            entries = pickle.loads(cache.read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+        entries = read_pickle(cache, list)
+        if entries is None:
             entries = [
                 _read_entry(path, lines, index, start, stop)
                 for index, (start, stop) in enumerate(top_level_items(lines, path, "'- func:' entries"))
             ]
-            store(cache, pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL))
+            write_pickle(cache, entries)
         by_name: dict[str, Entry] = {}
         for entry in entries:
             if entry.name in by_name:

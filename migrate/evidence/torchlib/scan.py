@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import pickle
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,9 +32,9 @@ from typing import Callable, Union
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from migrate.cache import cache_root, store
+from migrate.cache import cache_root, read_pickle, write_pickle
 
-SCAN_VERSION = "torchlib-scan-2"
+SCAN_VERSION = "torchlib-scan-3"
 """Part of every cache key: change it whenever the facts or their meaning change."""
 
 _QUALIFIED_NAME = re.compile(r"[A-Za-z0-9_]+::[A-Za-z0-9_]+(\.[A-Za-z0-9._]+)?")
@@ -544,15 +543,9 @@ def facts_cache_dir(cache_dir: Path | str | None) -> Path:
 def module_facts(data: bytes, cache: Path) -> tuple[ModuleFacts, bool]:
     """The module's facts, from the cache when this exact content was scanned before; and whether it was."""
     entry = cache / (hashlib.sha256(SCAN_VERSION.encode() + b"\0" + data).hexdigest() + ".pickle")
-    try:
-        facts = pickle.loads(entry.read_bytes())
-        if isinstance(facts, ModuleFacts):
-            return facts, True
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-        pass  # no entry, or one from an incompatible build: scan again
+    facts = read_pickle(entry, ModuleFacts)
+    if facts is not None:
+        return facts, True
     facts = scan_module(data)
-    try:
-        store(entry, pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL))
-    except OSError:
-        pass  # an unwritable cache only costs time
+    write_pickle(entry, facts)
     return facts, False

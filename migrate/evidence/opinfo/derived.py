@@ -11,15 +11,17 @@ plan depends only on its own observations, so they decide as a full run does.
 from __future__ import annotations
 
 import hashlib
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
-from migrate import observations as observations_module
-from migrate import probe as probe_module
-from migrate.cache import cache_root, store
-from migrate.plan import OverloadPlan
-from migrate.sweep import SweepResult, SweepStats, load_cached_run, load_catalogue, run_sweep, sweep_cache_dir
+from migrate.cache import cache_root, read_pickle, write_pickle
+from migrate.evidence.opinfo import observations as observations_module
+from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue, run_sweep, sweep_cache_dir
+from migrate.evidence.probe import merge as probe_module
+from migrate.evidence.runtime import records as records_module
+from migrate.evidence.runtime import variables as variables_module
+from migrate.evidence.runtime.records import SweepResult, SweepStats
+from migrate.model.plan import OverloadPlan
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class OpInfoEvidence:
 def _key(sweep_dir: Path, names: list[str]) -> str:
     """The state of the sweep cache and of the deriving code, as one digest."""
     digest = hashlib.sha256()
-    for module in (observations_module, probe_module):
+    for module in (records_module, variables_module, observations_module, probe_module):
         digest.update(Path(module.__file__).read_bytes())
     for name in sorted(names):
         stat = (sweep_dir / name).stat()
@@ -66,12 +68,11 @@ def opinfo_evidence(jobs: int | None, cache_dir: Path | None, refresh: bool, onl
         ran = run_sweep(jobs=jobs, cache_dir=cache_dir, refresh=refresh, ops=sorted(only) if only is not None else None).stats.ran
     present = [e.opinfo.file_name for e in wanted if (sweep_dir / e.opinfo.file_name).exists()]
     derived_path = cache_root(cache_dir) / "derived" / f"{_key(sweep_dir, present)}.pickle"
-    try:
-        evidence = pickle.loads(derived_path.read_bytes())
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+    evidence = read_pickle(derived_path, OpInfoEvidence)
+    if evidence is None:
         runs = tuple(r for e in wanted if (r := load_cached_run(cache_dir, e.opinfo)) is not None)
         stats = SweepStats(len(catalogue), ran, len(runs) - ran, sum(r.samples for r in runs), 0.0)
         evidence = _derive(SweepResult(runs, catalogue, stats))
-        store(derived_path, pickle.dumps(evidence, protocol=pickle.HIGHEST_PROTOCOL))
+        write_pickle(derived_path, evidence)
     stats = SweepStats(len(catalogue), ran, len(present) - ran, evidence.stats.samples, 0.0)
     return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.dtypes import DType, UnknownDType, canonical, parse_set
 from migrate.errors import InputError
+from migrate.model.dtypes import DType, UnknownDType, canonical, parse_set
 
 FORMAT_VERSION = 1
 

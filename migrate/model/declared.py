@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from migrate.dtypes import UnknownDType, parse_set
 from migrate.errors import InputError
-from migrate.native import CONSTRAINTS_KEY, Entry, NativeFunctions
-from migrate.plan import HAND, Evidence, GlobalSet, Variable
+from migrate.model.dtypes import UnknownDType, parse_set
+from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions
+from migrate.model.plan import HAND, Evidence, GlobalSet, Variable
 
 
 def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str, GlobalSet]) -> tuple[Variable, ...]:

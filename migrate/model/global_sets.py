@@ -11,11 +11,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from migrate.dtypes import UnknownDType, format_set, parse_set
 from migrate.errors import InputError
-from migrate.native import load_item, top_level_items
-from migrate.plan import Conflict, GlobalSet
-from migrate.schema import is_variable_name
+from migrate.model.dtypes import UnknownDType, format_set, parse_set
+from migrate.model.native import load_item, top_level_items
+from migrate.model.plan import Conflict, GlobalSet
+from migrate.model.schema import is_variable_name
 
 HEADER = "# Named dtype sets for the type variables of native_functions.yaml; written by dtype-migrate.\n"
 _PLAIN_SAFE = re.compile(r"[A-Za-z0-9(][^:#\n\"']*[^:#\s\"']|[A-Za-z0-9]")

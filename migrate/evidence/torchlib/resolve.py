@@ -1,6 +1,6 @@
 """Evidence from torchlib: its ``@torch_op`` annotations as dtype constraints per ATen overload.
 
-torchlib is read statically (``migrate.torchlib_scan``), never imported: importing
+torchlib is read statically (``migrate.evidence.torchlib.scan``), never imported: importing
 compiles every function and would tie the tool to one onnxscript release. This
 module turns the per-module facts into evidence:
 
@@ -29,12 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from migrate.dtypes import COMPLEX, DType, canonical
 from migrate.errors import InputError
-from migrate.native import Entry, NativeFunctions
-from migrate.plan import TORCHLIB, Evidence, GlobalSet, OverloadPlan, Variable
-from migrate.schema import SchemaError, TypedSchema
-from migrate.torchlib_scan import (
+from migrate.evidence.torchlib.scan import (
     BitOr,
     Definition,
     ModuleFacts,
@@ -47,6 +43,10 @@ from migrate.torchlib_scan import (
     facts_cache_dir,
     module_facts,
 )
+from migrate.model.dtypes import COMPLEX, DType, canonical
+from migrate.model.native import Entry, NativeFunctions
+from migrate.model.plan import TORCHLIB, Evidence, GlobalSet, OverloadPlan, Variable
+from migrate.model.schema import SchemaError, TypedSchema
 
 ATEN = "aten::"
 

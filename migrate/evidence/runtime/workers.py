@@ -1,0 +1,251 @@
+"""Worker processes with crash containment and a hard timeout, forked from a fork server.
+
+Each job runs in a fresh process forked from a fork server that has torch and the
+OpInfo database already imported: a crash or a hang takes down only that process (the
+parent kills one that runs over its timeout, which no code inside can catch), and no
+state leaks from one job to the next. A worker sends reports as it goes, so a timeout
+keeps what was sent before it. The OpInfo sweep, probing and ``verify`` run in them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import multiprocessing
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+import types
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TIMEOUT = 300.0  # seconds per OpInfo: the slowest (grid_sampler_3d) takes about 5 s on one core
+PRELOAD = (  # imported once by the fork server: every worker starts with them
+    "torch",
+    "torch.testing._internal.common_methods_invocations",
+    "migrate.evidence.opinfo.worker",
+    "migrate.evidence.runtime.recorders",
+    "migrate.evidence.probe.worker",
+)
+
+# How a job ended.
+DONE = "done"
+TIMEOUT = "timeout"
+CRASH = "crash"
+
+
+@dataclass(frozen=True)
+class Job:
+    """Work for one worker process: ``target(argument)`` yields reports, sent to the parent one by one.
+
+    ``target`` must be a module-level function of an importable module (not ``__main__``):
+    the worker imports it by name.
+    """
+
+    target: Callable[[Any], Iterator[Any]]
+    argument: Any
+    label: str
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """How a job ended (DONE, TIMEOUT or CRASH), the reports it sent before that, and why."""
+
+    job: Job
+    status: str
+    reports: tuple[Any, ...]
+    seconds: float
+    cpu_seconds: float  # as the worker measured it; 0 when it did not finish
+    reason: str = ""
+
+
+@functools.cache
+def _context() -> multiprocessing.context.BaseContext:
+    """Workers fork from a server that imported torch, the OpInfo database, the recorders and the prober once."""
+    context = multiprocessing.get_context("forkserver")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOAD))
+    return context
+
+
+@dataclass
+class _Running:
+    """A job's worker while it runs (mutable: the parent's own bookkeeping)."""
+
+    job: Job
+    process: Any
+    connection: Any
+    log: Path
+    started: float
+    reports: list[Any] = field(default_factory=list)
+    done: bool = False
+    cpu_seconds: float = 0.0
+
+
+def run_in_workers(
+    work: Iterable[Job], jobs: int | None = None, timeout: float = DEFAULT_TIMEOUT, progress: bool | None = None
+) -> Iterator[JobOutcome]:
+    """Run each job in a fresh worker process, at most ``jobs`` at once; yield each outcome as it ends.
+
+    A worker still running ``timeout`` seconds after its start is killed (SIGKILL: nothing
+    inside can catch it); one that dies is reported as a crash with its exit signal and
+    last line of output. Either way the other jobs go on.
+    """
+    waiting = deque(work)
+    if not waiting:
+        return
+    context = _context()
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(waiting)))
+    running: dict[Any, _Running] = {}
+    bar = _progress_bar(len(waiting), progress)
+    try:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                worker = _start(context, waiting.popleft())
+                running[worker.connection] = worker
+            next_deadline = min(worker.started for worker in running.values()) + timeout
+            handles = [*running, *(worker.process.sentinel for worker in running.values())]
+            ready = set(wait(handles, max(0.0, next_deadline - time.monotonic())))
+            for connection, worker in list(running.items()):
+                overdue = time.monotonic() >= worker.started + timeout
+                outcome = None
+                if connection in ready or worker.process.sentinel in ready or overdue:
+                    outcome = _collect(worker)
+                if outcome is None and overdue:
+                    worker.process.kill()
+                    outcome = _finish(worker, TIMEOUT, f"ran over the {timeout:g} s timeout and was killed")
+                if outcome is not None:
+                    del running[connection]
+                    if bar is not None:
+                        bar.set_postfix_str(worker.job.label, refresh=False)
+                        bar.update(1)
+                    yield outcome
+    finally:
+        for worker in running.values():
+            worker.process.kill()
+            _finish(worker, CRASH, "interrupted")
+        if bar is not None:
+            bar.close()
+
+
+def _progress_bar(total: int, progress: bool | None) -> Any:
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="OpInfo", desc="OpInfo samples", file=sys.stderr, dynamic_ncols=True)
+
+
+def _start(context: Any, job: Job) -> _Running:
+    receive, send = context.Pipe(duplex=False)
+    fd, log = tempfile.mkstemp(prefix="dtype-migrate-worker-", suffix=".log")
+    os.close(fd)
+    process = context.Process(target=_worker_main, args=(send, job, log), daemon=True)
+    try:
+        with _main_module_hidden():
+            process.start()
+    except BaseException:
+        receive.close()
+        Path(log).unlink()
+        raise
+    finally:
+        send.close()
+    return _Running(job, process, receive, Path(log), time.monotonic())
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Keep multiprocessing from running the parent's main script again in the worker.
+
+    It does so in every process it starts, for functions pickled from ``__main__``; a
+    job's target never is one, and the script may be a whole command line (0.4 s of
+    imports per OpInfo). A main module with neither a file nor a spec is one that
+    multiprocessing leaves alone.
+    """
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+def _collect(worker: _Running) -> JobOutcome | None:
+    """Read what the worker sent; its outcome once it has finished or died, else None."""
+    _drain(worker)
+    if not worker.done and not worker.process.is_alive():
+        _drain(worker)  # what it sent between the first read and its end
+    if worker.done:
+        return _finish(worker, DONE, "")
+    if worker.process.is_alive():
+        return None
+    return _finish(worker, CRASH, _crash_reason(worker))
+
+
+def _drain(worker: _Running) -> None:
+    with contextlib.suppress(EOFError, OSError):
+        while worker.connection.poll():
+            kind, report = worker.connection.recv()
+            if kind == DONE:
+                worker.done, worker.cpu_seconds = True, report
+            else:
+                worker.reports.append(report)
+
+
+def _crash_reason(worker: _Running) -> str:
+    worker.process.join()
+    code = worker.process.exitcode
+    how = f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited with code {code}"
+    try:
+        lines = [line.strip() for line in worker.log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    return f"the worker {how}" + (f": {lines[-1][:300]}" if lines else "")
+
+
+def _finish(worker: _Running, status: str, reason: str) -> JobOutcome:
+    worker.process.join(5)
+    if worker.process.is_alive():  # finished its work but hangs on the way out
+        worker.process.kill()
+        worker.process.join()
+    worker.connection.close()
+    worker.log.unlink(missing_ok=True)
+    seconds = time.monotonic() - worker.started
+    return JobOutcome(worker.job, status, tuple(worker.reports), seconds, worker.cpu_seconds, reason)
+
+
+def _worker_main(connection: Any, job: Job, log: str) -> None:
+    """A worker's body: output to a log (read only if it crashes), no warnings, one thread."""
+    import faulthandler
+    import warnings
+
+    import torch
+
+    with open(log, "wb") as output:
+        os.dup2(output.fileno(), 1)
+        os.dup2(output.fileno(), 2)
+    faulthandler.enable()
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(1)
+    for report in job.target(job.argument):
+        connection.send(("report", report))
+    connection.send((DONE, time.process_time()))
+    connection.close()
+
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one deterministic line (memory addresses removed)."""
+    text = str(exc).strip().splitlines()
+    return _ADDRESS.sub("0x…", f"{type(exc).__name__}: {text[0] if text else ''}".strip())[:300]

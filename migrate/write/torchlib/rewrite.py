@@ -1,0 +1,170 @@
+"""The torchlib writer: a plan applied to a torchlib tree, so its annotations are the declared variables.
+
+It decides everything from the plan, the scan's evidence and the tree's own
+annotations, then runs one libcst transformer per concern (``codemods``):
+
+- **annotations**: the tensor parameters and returns of each ``@torch_op`` function
+  registered for a planned overload take the TypeVar of their declared variable,
+  inside their ``Optional[...]``/``Sequence[...]`` wrappers. Slots one variable binds
+  share one TypeVar. A function registered for several planned overloads takes, per
+  slot, the union of their sets; slots tied in any of them stay tied.
+- **TypeVars**: a variable named after a global set (with that set's dtypes) is the
+  global TypeVar of that name from ``tensor_typing.py``, added there when new and
+  never re-bound in the modules using it; any other variable is a generated
+  ``T_<overload>_<variable>`` in the module's marked block (``T_<function>_<slot>``
+  for a union). Bounds are Unions of onnxscript types; dtypes with no ONNX type drop.
+- **safety**: a rewrite must not tell the exporter that a function takes a dtype it
+  does not. So a function keeps its annotations where they are narrower than the
+  declaration (a dtype it lacks, or two slots it ties that the declaration does
+  not), and ``complex=True`` functions keep their real-view annotations. Parameters
+  the schema does not call tensors (Scalar, SymInt) are never touched.
+- **docstrings** opening with the old schema get the typed one;
+- **imports** through ``AddImportsVisitor``/``RemoveImportsVisitor``.
+
+Every such decision the caller should know about is a note. Nothing is inferred
+here: the writer applies the plan as given, deterministically, and a second run
+over its own output changes nothing.
+"""
+
+
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from migrate.errors import InputError
+from migrate.evidence.torchlib.resolve import TorchlibEvidence
+from migrate.model.dtypes import DType
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import Plan
+from migrate.write.outputs import Output
+from migrate.write.torchlib.apply import Applier
+from migrate.write.torchlib.decide import NOTE_KINDS, FunctionDecision, Planner
+from migrate.write.torchlib.naming import ModuleWork, Namer
+from migrate.write.torchlib.tree import TorchlibTree
+
+OUTPUT_FOLDER = "torch_lib"
+"""The folder the rewritten tree is shown (and written, under ``--out``) as."""
+
+
+@dataclass(frozen=True)
+class SlotTypeVar:
+    """A slot of a function annotated with its declared variable's TypeVar, and that variable's ONNX dtypes."""
+
+    slot: str  # parameter name or 'return.N'
+    typevar: str
+    dtypes: tuple[DType, ...]
+
+
+@dataclass(frozen=True)
+class RewrittenFunction:
+    """A function whose tensor annotations (some or all) are the declared TypeVars after the run."""
+
+    path: str
+    function: str
+    line: int
+    overloads: tuple[str, ...]
+    slots: tuple[SlotTypeVar, ...]
+    changed: bool  # whether its annotation text changed in this run
+
+
+@dataclass(frozen=True)
+class TorchlibRewrite:
+    """What a run writes into torchlib, and what the report should say about it."""
+
+    files: tuple[tuple[str, bytes, bytes], ...]  # (path relative to the torchlib root, before, after), changed only
+    notes: tuple[str, ...]  # 'kind: message' lines, kinds in NOTE_KINDS order
+    functions: tuple[RewrittenFunction, ...] = ()
+
+    def notes_of(self, kind: str) -> tuple[str, ...]:
+        return tuple(n for n in self.notes if n.startswith(kind + ": "))
+
+
+def torchlib_outputs(rewrite: TorchlibRewrite, root: Path, out: Path | None, mirror: bool = False) -> list[Output]:
+    """The run's outputs for the rewritten files: shown as ``torch_lib/<path>``, written under ``out`` if given.
+
+    With ``mirror``, every other file of the tree comes too, unchanged, so that
+    ``out/torch_lib`` is a whole tree that imports (``commit(..., write_unchanged=True)`` writes them).
+    """
+    changed = {path: (before, after) for path, before, after in rewrite.files}
+    paths = set(changed)
+    if mirror:
+        paths |= {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    outputs = []
+    for path in sorted(paths):
+        source = root / path
+        before, after = changed[path] if path in changed else (source.read_bytes(),) * 2
+        target = out / OUTPUT_FOLDER / path if out is not None else source
+        outputs.append(Output(f"{OUTPUT_FOLDER}/{path}", source, target, before, after))
+    return outputs
+
+
+@contextmanager
+def _without_cyclic_gc() -> Iterator[None]:
+    """The parsed tree is millions of objects alive for the whole run, and garbage here is freed by
+    reference counting; the cyclic collector would rescan that tree again and again (a fifth of the run)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def rewrite_torchlib(
+    evidence: TorchlibEvidence,
+    plan: Plan,
+    native: NativeFunctions,
+    only: set[str] | None = None,
+    cache_dir: Path | str | None = None,
+) -> TorchlibRewrite:
+    """Apply ``plan`` to the torchlib tree the evidence was scanned from (``only``: those overloads' functions).
+
+    Only modules registering a planned overload are parsed; the rest are known from the scan's cache.
+    """
+    with _without_cyclic_gc():
+        return _rewrite(evidence, plan, native, only, cache_dir)
+
+
+def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache_dir) -> TorchlibRewrite:
+    tree = TorchlibTree(Path(evidence.root), cache_dir)
+    if not tree.modules:
+        raise InputError("no Python modules to rewrite", evidence.root)
+    planner = Planner(tree, evidence, plan, native, only)
+    planned = {o.name for o in plan.overloads if only is None or o.name in only}
+    touched = {r.path for name in planned for r in evidence.by_overload.get(name, ())}
+    works = []
+    for module in tree.modules.values():
+        if module.path not in touched:
+            continue
+        functions = [f for f in (planner.function(module, info) for info in module.index.defs) if f is not None]
+        if functions:
+            works.append(ModuleWork(module, functions))
+    namer = Namer(planner, tree)
+    for work in works:
+        namer.name_module(work)
+    applier = Applier(tree)
+    files = []
+    after_of = {}
+    for work in works:
+        after_of[work.module.path] = applier.apply(work, planner.new_globals if work.module is tree.tensor_typing else None)
+    typing_module = tree.tensor_typing
+    if planner.new_globals and typing_module is not None and typing_module.path not in after_of:
+        after_of[typing_module.path] = applier.apply(ModuleWork(typing_module, []), planner.new_globals)
+    for path in sorted(after_of):
+        before = tree.modules[path].data
+        if after_of[path] != before:
+            files.append((path, before, after_of[path]))
+    functions = tuple(_record(w, f) for w in works for f in w.functions if f.rewrite)
+    notes = tuple(f"{kind}: {message}" for kind in NOTE_KINDS for message in planner.notes[kind])
+    return TorchlibRewrite(tuple(files), notes, functions)
+
+
+def _record(work: ModuleWork, function: FunctionDecision) -> RewrittenFunction:
+    annotated = [(cls, slot) for cls in function.rewrite for slot in cls.slots if function.annotations.get(slot) is not None]
+    slots = tuple(SlotTypeVar(slot, cls.typevar, cls.onnx) for cls, slot in annotated)
+    return RewrittenFunction(work.module.path, function.info.key.name, function.line, function.overloads, slots, function.changed)
