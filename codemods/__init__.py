@@ -1,12 +1,13 @@
 """libcst codemods that rewrite onnxscript's torchlib to the dtype constraints of native_functions.yaml.
 
 One transformer per concern, in the style of libcst's ``codemod`` package; each is
-told exactly what to change (``migrate.write.torchlib.rewrite`` decides) and changes no
+told exactly what to change (``migrate.write.torchlib`` decides) and changes no
 other byte:
 
 - ``annotations.AnnotationRewriter``: tensor parameter and return annotations;
+- ``layout.SignatureLayout``: rewritten headers split as torchlib's formatter splits them;
 - ``docstrings.DocstringRewriter``: the schema line of docstrings;
-- ``typevars.TypeVarBlock``: the marked blocks of TypeVar definitions;
+- ``typevars.TypeVarBlock``: the marked block of TypeVar definitions in ``tensor_typing.py``;
 - ``imports.update_imports``: ``AddImportsVisitor``/``RemoveImportsVisitor`` on a module's head.
 
 ``toplevel`` holds the walk they share (never into a function body) and

@@ -10,14 +10,13 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from codemods.typevars import generated_names
 from migrate.cache import store
 from migrate.errors import InputError
 from migrate.evidence.probe.merge import probe_summary
 from migrate.evidence.torchlib.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
-from migrate.model.global_sets import GlobalSetsFile
-from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path
-from migrate.model.plan import SOURCES, Plan
+from migrate.model.global_sets import GlobalSetsFile, constraints_value
+from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, installed_native_functions, sibling_constraints_path
+from migrate.model.plan import SOURCES, GlobalSet, Plan
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, lower
 from migrate.write.outputs import Output, commit, is_installed_path, print_diff, unified_diff
 from migrate.write.torchlib.rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
@@ -61,7 +60,14 @@ def _evidence_list(text: str) -> tuple[str, ...]:
     return names
 
 
-def _infer(native: NativeFunctions, args: argparse.Namespace, torchlib: TorchlibEvidence, only: set[str] | None, summary: dict) -> Plan:
+def _infer(
+    native: NativeFunctions,
+    args: argparse.Namespace,
+    torchlib: TorchlibEvidence,
+    existing_sets: tuple[GlobalSet, ...],
+    only: set[str] | None,
+    summary: dict,
+) -> Plan:
     from migrate.infer import Sources, infer_plan
 
     use_torchlib = "torchlib" in args.evidence
@@ -70,11 +76,9 @@ def _infer(native: NativeFunctions, args: argparse.Namespace, torchlib: Torchlib
         from migrate.evidence.opinfo.derived import opinfo_evidence
 
         evidence = opinfo_evidence(args.jobs, args.cache_dir, args.refresh, only)
-        near = None if only is None else {n for name in only for n in native.groups[name].names}  # siblings come from their functional
-        if "opinfo" in args.evidence:
-            opinfo = {k: v for k, v in evidence.opinfo.items() if near is None or k in near}
-        if "probe" in args.evidence:
-            probe = {k: v for k, v in evidence.probe.items() if near is None or k in near}
+        # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
+        opinfo = evidence.opinfo if "opinfo" in args.evidence else {}
+        probe = evidence.probe if "probe" in args.evidence else {}
         summary["opinfo"] = {
             "opinfos": evidence.stats.opinfos,
             "ran": evidence.stats.ran,
@@ -82,15 +86,14 @@ def _infer(native: NativeFunctions, args: argparse.Namespace, torchlib: Torchlib
             "overloads_observed": len(evidence.observed & native.by_name.keys()),
             "failures": list(evidence.failures),
         }
-    # TypeVars an earlier run generated in torchlib stand for per-entry variables, not global sets.
-    generated = frozenset().union(*(generated_names(p.read_text()) for p in Path(torchlib.root).rglob("*.py")))
     sources = Sources(
         torchlib=torchlib.overloads if use_torchlib else {},
         opinfo=opinfo,
-        global_sets=tuple(s for s in torchlib.global_sets if s.name not in generated) if use_torchlib else (),
+        global_sets=torchlib.global_sets if use_torchlib else (),
         groups="groups" in args.evidence,
         probe=probe,
         torchlib_handled=torchlib.handled if use_torchlib else {},
+        existing_sets=existing_sets,
     )
     return infer_plan(native, sources, only)
 
@@ -108,6 +111,7 @@ def _show_parser() -> argparse.ArgumentParser:
     parser.add_argument("--native-functions", type=Path)
     parser.add_argument("--torchlib", type=Path)
     parser.add_argument("--cache-dir", type=Path)
+    parser.add_argument("-v", "--verbose", action="store_true", help="full dtype lists, whole lines, and ATen's rejection messages")
     return parser
 
 
@@ -163,6 +167,27 @@ def _coverage(native: NativeFunctions, plan: Plan, result: YamlResult) -> dict[s
     }
 
 
+def _spelling(native: NativeFunctions, plan: Plan, result: YamlResult) -> dict[str, int | float]:
+    """How the written yaml spells its variables: by a set's name or as an inline list; line lengths; the file's growth."""
+    written = {o.name for o in result.outcomes if o.status == WRITTEN}
+    set_names = []  # per written variable: the global set it is spelled by, or None for an inline list
+    for overload in plan.overloads:
+        for variable in overload.variables if overload.name in written else ():
+            value = constraints_value(variable, result.sets)
+            set_names.append(variable.name if value is None else None if value.startswith("[") else value)
+    named = [n for n in set_names if n is not None]
+    lines = [len(line) for line in result.native_functions.decode().splitlines() if line.lstrip().startswith(CONSTRAINTS_KEY + ":")]
+    return {
+        "variables_written": len(set_names),
+        "variables_named": len(named),
+        "named_share": round(len(named) / len(set_names), 4) if set_names else 0.0,
+        "global_sets_used": len(set(named)),
+        "constraints_lines": len(lines),
+        "longest_constraints_line": max(lines, default=0),
+        "yaml_growth": round((len(result.native_functions) - len(native.data)) / len(native.data), 4),
+    }
+
+
 def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int) -> dict:
     """The run in numbers, for the summary lines and the report."""
     statuses = [o.status for o in result.outcomes]
@@ -181,6 +206,7 @@ def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int
         "by_source": {s: n for s in SOURCES if (n := sum(1 for o in plan.overloads if any(s in v.sources for v in o.variables)))},
         "conflicts": dict(sorted(kinds.items())),
         "coverage": _coverage(native, plan, result),
+        "spelling": _spelling(native, plan, result),
     }
 
 
@@ -193,6 +219,12 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
         f"coverage of the written yaml: {c['entries_typed']} of {c['entries_with_tensor_slots']} entries with tensor slots "
         f"({c['entry_share']:.1%}), {c['tensor_slots_typed']} of {c['tensor_slots']} tensor slots ({c['slot_share']:.1%})",
     ]
+    spelling = summary["spelling"]
+    lines.append(
+        f"spelling: {spelling['variables_named']} of {spelling['variables_written']} variables by a set name "
+        f"({spelling['named_share']:.1%}), {spelling['global_sets_used']} global sets; {spelling['constraints_lines']} "
+        f"type_constraints lines, the longest {spelling['longest_constraints_line']} characters; yaml {spelling['yaml_growth']:+.1%}"
+    )
     probe = summary["probe"]
     lines.append(f"probe: {probe['slots_widened']} slots widened, {probe['variables_split']} variables split, {probe['variables_joined']} joined")
     if "opinfo" in summary:
@@ -255,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
     for error in torchlib.errors:
         sys.stderr.write(f"dtype-migrate: warning: {error}\n")
     evidence_summary: dict = {}
-    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, torchlib, selected, evidence_summary)
+    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, torchlib, sets_file.sets, selected, evidence_summary)
     if selected is not None:
         plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
     scope = len(selected) if selected is not None else len(native.entries)

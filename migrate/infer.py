@@ -8,22 +8,35 @@ called directly (each slot keeps its own observed evidence); torchlib fills the 
 nobody observed; dtypes OpInfos declare for other devices widen an observed variable;
 dtypes torchlib's trace-only bodies test a parameter for are attached as evidence; an
 overload's in-place and out= siblings with no evidence of their own take its
-constraints (provenance ``groups``). Disagreements become conflicts. Names are given
-last, deterministically.
+constraints (provenance ``groups``). Disagreements become conflicts.
+
+Names are given last, deterministically, from the whole file's evidence whatever
+``--op`` selects: every dtype set used by ``NAMED_FROM`` entries or more, or with a name
+already (in the target's type_constraints.yaml, else a torchlib TypeVar of that set), is
+a global set; so is a rarer set whose inline list would make an entry's
+``type_constraints:`` line longer than ``LINE_LIMIT``. A set with no name yet takes the
+one composed from PyTorch's dtype groups (``migrate.model.named_sets``). A variable is
+then spelled by its set's name, in the schema when no other variable of the entry has
+that set, else as ``T: Name``.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from migrate.evidence.probe.merge import split_and_joined
 from migrate.model.dtypes import DType, canonical, format_set
+from migrate.model.global_sets import constraints_line
+from migrate.model.named_sets import composed_name, pytorch_spelling
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import DECLARED, GROUPS, OPINFO, Conflict, Evidence, GlobalSet, OverloadPlan, Plan, Variable
 from migrate.model.schema import TypedSchema
 
 _LETTERS = "TUVWXYZ"
+NAMED_FROM = 3  # entries using a set that make it a global set
+LINE_LIMIT = 200  # characters of a type_constraints: line; PyTorch's lint folds lines over 1,000
 
 
 @dataclass(frozen=True)
@@ -32,10 +45,11 @@ class Sources:
 
     torchlib: Mapping[str, OverloadPlan]
     opinfo: Mapping[str, OverloadPlan]
-    global_sets: tuple[GlobalSet, ...]
+    global_sets: tuple[GlobalSet, ...]  # torchlib's TypeVars as dtype sets
     groups: bool = True  # let in-place/out= siblings take their functional overload's constraints
     probe: Mapping[str, OverloadPlan] = field(default_factory=dict)  # migrate.evidence.probe.merge.probe_plans_from_sweep
     torchlib_handled: Mapping[str, tuple[Evidence, ...]] = field(default_factory=dict)  # TorchlibEvidence.handled
+    existing_sets: tuple[GlobalSet, ...] = ()  # the target's type_constraints.yaml, in file order
 
 
 def _observed(variable: Variable) -> Variable:
@@ -184,8 +198,58 @@ def name_variables(plan: OverloadPlan, schema: TypedSchema, global_sets: tuple[G
     return OverloadPlan(plan.name, tuple(named), plan.conflicts)
 
 
+def _set_names(existing: Iterable[GlobalSet], torchlib: Iterable[GlobalSet]) -> dict[tuple[DType, ...], str]:
+    """Names sets already have: the target file's (first in file order), else torchlib's (shortest, then first by name)."""
+    names: dict[tuple[DType, ...], str] = {}
+    for global_set in existing:
+        names.setdefault(global_set.dtypes, global_set.name)
+    for global_set in sorted(torchlib, key=lambda g: (len(g.name), g.name)):
+        names.setdefault(global_set.dtypes, global_set.name)
+    return names
+
+
+def _composed(dtypes: tuple[DType, ...], taken: set[str]) -> str:
+    name = composed_name(dtypes)
+    while name in taken:  # a hand-written or torchlib name that means another set
+        name += "Set"
+    return name
+
+
+def global_sets(native: NativeFunctions, plans: Iterable[OverloadPlan], sources: Sources) -> tuple[GlobalSet, ...]:
+    """The named sets the plans' variables are spelled with, sorted by name (see the module's docstring)."""
+    plans = sorted(plans, key=lambda p: p.name)
+    entries: dict[tuple[DType, ...], set[str]] = defaultdict(set)
+    for plan in plans:
+        for variable in plan.variables:
+            entries[variable.dtypes].add(plan.name)
+    known = _set_names(sources.existing_sets, sources.global_sets)
+    taken = {g.name for g in (*sources.existing_sets, *sources.global_sets)}
+    names = {}
+    for dtypes in sorted(entries, key=lambda d: (len(d), [t.sort_key for t in d])):
+        if dtypes in known or len(entries[dtypes]) >= NAMED_FROM:
+            names[dtypes] = known.get(dtypes) or _composed(dtypes, taken)
+            taken.add(names[dtypes])
+    for plan in plans:
+        entry = native.by_name[plan.name]
+        while True:
+            sets = {name: GlobalSet(name, dtypes) for dtypes, name in names.items()}
+            named = name_variables(plan, entry.schema, tuple(sets.values()))
+            line = constraints_line(entry.key_indent, named.variables, sets)
+            inline = [v.dtypes for v in named.variables if v.dtypes not in names]
+            if line is None or len(line) <= LINE_LIMIT or not inline:
+                break
+            longest = max(inline, key=lambda d: (len(format_set(d)), [t.sort_key for t in d]))
+            names[longest] = _composed(longest, taken)
+            taken.add(names[longest])
+    return tuple(sorted((GlobalSet(name, dtypes, pytorch_spelling(dtypes)) for dtypes, name in names.items()), key=lambda g: g.name))
+
+
 def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None = None) -> Plan:
-    """The plan for every overload of the file (or only those named), from the sources given."""
+    """The plan for every overload of the file (or only those named), from the sources given.
+
+    The global sets are named from every overload's plan, so an ``--op`` run names sets as a full run does;
+    the plan lists those its overloads use.
+    """
     names = [e.name for e in native.entries]
     merged = {}
     for name in names:
@@ -194,11 +258,12 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
             merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()))
     if sources.groups:
         merged.update(group_siblings(native, merged))
-    overloads = []
-    for name in names:
-        if only is not None and name not in only:
-            continue
-        plan = merged.get(name)
-        if plan is not None and plan.variables:
-            overloads.append(name_variables(plan, native.by_name[name].schema, sources.global_sets))
-    return Plan(sources.global_sets, tuple(overloads))
+    planned = {name: plan for name, plan in merged.items() if plan.variables}
+    sets = global_sets(native, planned.values(), sources)
+    overloads = [
+        name_variables(planned[name], native.by_name[name].schema, sets)
+        for name in names
+        if name in planned and (only is None or name in only)
+    ]
+    used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables}
+    return Plan(tuple(g for g in sets if g.name in used or g.dtypes in used), tuple(overloads))

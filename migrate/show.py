@@ -3,6 +3,11 @@
 Each source contributes one section (a function of the context and an overload
 name); a new source adds its function to ``SECTIONS``. Sources are computed lazily,
 so showing one overload costs only the sources it prints.
+
+Dtype sets are spelled by name, as the written yaml spells them (a set of the target's
+type_constraints.yaml, else torchlib's TypeVar of that set, else the name composed from
+PyTorch's dtype groups), and no line is longer than ``WIDTH``; ``-v`` prints the full
+dtype lists, every line whole, and the messages of the dtypes ATen refused.
 """
 
 from __future__ import annotations
@@ -12,18 +17,43 @@ from pathlib import Path
 from typing import Callable
 
 from migrate.evidence.torchlib.resolve import OverloadIndex, TorchlibEvidence, scan_torchlib
-from migrate.model.dtypes import format_set
-from migrate.model.native import NativeFunctions, installed_native_functions
+from migrate.model.dtypes import DType, canonical, format_set
+from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.named_sets import composed_name
+from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path
+
+WIDTH = 200  # characters of a line of the default output
 
 
 class ShowContext:
     """The inputs of one ``show`` run; each evidence source is computed on first use."""
 
-    def __init__(self, native: NativeFunctions, torchlib_dir: Path | None, cache_dir: Path | None):
+    def __init__(self, native: NativeFunctions, torchlib_dir: Path | None, cache_dir: Path | None, verbose: bool = False):
         self.native = native
         self.index = OverloadIndex(native)
         self.torchlib_dir = torchlib_dir
         self.cache_dir = cache_dir
+        self.verbose = verbose
+
+    @functools.cached_property
+    def set_names(self) -> dict[tuple[DType, ...], str]:
+        """Names sets have already: the target's type_constraints.yaml first, then torchlib's TypeVars."""
+        names: dict[tuple[DType, ...], str] = {}
+        for global_set in GlobalSetsFile.load(sibling_constraints_path(self.native.path)).sets:
+            names.setdefault(global_set.dtypes, global_set.name)
+        for global_set in sorted(self.torchlib.global_sets, key=lambda g: (len(g.name), g.name)):
+            names.setdefault(global_set.dtypes, global_set.name)
+        return names
+
+    def spell(self, dtypes) -> str:
+        """A dtype set by its name; its full list with -v."""
+        dtypes = canonical(dtypes)
+        if self.verbose or not dtypes:
+            return format_set(dtypes)
+        return self.set_names.get(dtypes) or composed_name(dtypes)
+
+    def fit(self, line: str) -> str:
+        return line if self.verbose or len(line) <= WIDTH else line[: WIDTH - 1] + "…"
 
     @functools.cached_property
     def torchlib(self) -> TorchlibEvidence:
@@ -62,9 +92,9 @@ def torchlib_section(context: ShowContext, overload: str) -> list[str]:
         lines.append(f"  {registration.where}" + (f" ({'; '.join(notes)})" if notes else ""))
     plan = evidence.overloads[overload]
     for variable in plan.variables:
-        lines.append(f"  {variable.name} {format_set(variable.dtypes)}: {', '.join(variable.binds)}")
+        lines.append(f"  {_named(context, variable)}: {', '.join(variable.binds)}")
         if len(variable.evidence) > 1:
-            lines.extend(f"    {e.where}: {format_set(e.dtypes)}" for e in variable.evidence)
+            lines.extend(f"    {e.where}: {context.spell(e.dtypes)}" for e in variable.evidence)
     schema = context.index.schema(overload)
     free = [s.name for s in schema.tensor_slots if plan.variable_of(s.name) is None] if schema else []
     if free:
@@ -74,17 +104,27 @@ def torchlib_section(context: ShowContext, overload: str) -> list[str]:
     return lines
 
 
-_EVIDENCE_LINES = 6  # per variable; --report has them all
+_EVIDENCE_LINES = 6  # per variable without -v; --report has them all
 
 
-def _variable_lines(plan, source: str) -> list[str]:
+def _named(context: ShowContext, variable) -> str:
+    """``T TFloat`` for a variable of a named set; ``TFloat`` alone when the variable is named after its set."""
+    spelled = context.spell(variable.dtypes)
+    concrete = len(variable.dtypes) == 1 and variable.name == variable.dtypes[0].onnx  # torchlib's BOOL, INT64
+    return variable.name if spelled == variable.name or (concrete and not context.verbose) else f"{variable.name} {spelled}"
+
+
+def _variable_lines(context: ShowContext, plan, source: str) -> list[str]:
+    from migrate.evidence.probe.merge import is_rejection
+
     lines = []
     for variable in plan.variables:
-        lines.append(f"  {variable.name} {format_set(variable.dtypes)}: {', '.join(variable.binds)}")
-        evidence = [e for e in variable.evidence if e.source == source]
-        lines.extend(f"    {e.where}: {format_set(e.dtypes)}" for e in evidence[:_EVIDENCE_LINES])
-        if len(evidence) > _EVIDENCE_LINES:
-            lines.append(f"    ... {len(evidence) - _EVIDENCE_LINES} more")
+        lines.append(f"  {_named(context, variable)}: {', '.join(variable.binds)}")
+        evidence = [e for e in variable.evidence if e.source == source and (context.verbose or not is_rejection(e))]
+        shown = evidence if context.verbose else evidence[:_EVIDENCE_LINES]
+        lines.extend(f"    {e.where}: {context.spell(e.dtypes)}" for e in shown)
+        if len(evidence) > len(shown):
+            lines.append(f"    ... {len(evidence) - len(shown)} more (-v shows them, and what ATen refused)")
     return lines
 
 
@@ -96,7 +136,7 @@ def opinfo_section(context: ShowContext, overload: str) -> list[str]:
     plan = plans_from_observations(context.observed(overload), context.sweep.catalogue).get(overload)
     if plan is None:
         return [f"opinfo: not observed in the {len(context.sweep.runs)} cached OpInfo runs"]
-    return ["opinfo:"] + _variable_lines(plan, OPINFO)
+    return ["opinfo:"] + _variable_lines(context, plan, OPINFO)
 
 
 def probe_section(context: ShowContext, overload: str) -> list[str]:
@@ -109,7 +149,7 @@ def probe_section(context: ShowContext, overload: str) -> list[str]:
     plan = probe_plans(probed, context.observed(overload)).get(overload)
     if plan is None:
         return ["probe: not probed"]
-    return ["probe:"] + _variable_lines(plan, PROBE)
+    return ["probe:"] + _variable_lines(context, plan, PROBE)
 
 
 SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section)
@@ -118,11 +158,11 @@ SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section
 def run(args) -> int:
     """Print every section for each overload ``args.name`` denotes."""
     native = NativeFunctions.load(args.native_functions or installed_native_functions())
-    context = ShowContext(native, args.torchlib, args.cache_dir)
+    context = ShowContext(native, args.torchlib, args.cache_dir, args.verbose)
     for number, overload in enumerate(native.overloads_named([args.name], with_autogen=True)):
         schema = context.index.schema(overload)
-        print(("\n" if number else "") + (str(schema) if schema else overload))
+        print(("\n" if number else "") + context.fit(str(schema) if schema else overload))
         for section in SECTIONS:
             for line in section(context, overload):
-                print("  " + line)
+                print(context.fit("  " + line))
     return 0

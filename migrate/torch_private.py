@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 import importlib.metadata
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any

@@ -20,7 +20,7 @@ from codemods.typevars import TypeVarSpec
 from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import OverloadPlan, Plan
-from migrate.write.torchlib.decide import DROPPED_NON_ONNX, GLOBAL_SET, KEPT_COMPLEX, KEPT_NARROWER, UNION
+from migrate.write.torchlib.decide import DROPPED_NON_ONNX, GLOBAL_SET, INLINE_SET, KEPT_COMPLEX, KEPT_NARROWER, UNION
 from migrate.write.torchlib.rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codemod"
@@ -62,15 +62,47 @@ def test_annotations_take_the_declared_typevar_inside_their_wrappers(result):
     assert after_of(result, "ops/annotations.py") == (AFTER / "ops/annotations.py").read_bytes()
 
 
-def test_typevars_global_sets_from_tensor_typing_and_one_generated_block(result):
-    """A global set is imported from tensor_typing (added there when new), never re-bound in the module;
-    per-entry variables are generated TypeVars in the marked block, Unions wrapped as a formatter would."""
+def test_named_sets_are_typevars_of_tensor_typing_with_numbered_twins(result):
+    """A named set is imported from tensor_typing (added there when new), never bound in an ops module; a second
+    independent variable of one set in one function takes the set's numbered twin; nothing is generated elsewhere."""
     assert after_of(result, "ops/typevars.py") == (AFTER / "ops/typevars.py").read_bytes()
     assert after_of(result, "tensor_typing.py") == (AFTER / "tensor_typing.py").read_bytes()
     assert result.notes_of(GLOBAL_SET) == (
+        f"{GLOBAL_SET}: added TFloating [torch.float32, torch.float64] to tensor_typing.py",
+        f"{GLOBAL_SET}: added TBoolOrInt64OrFloat32 [torch.bool, torch.int64, torch.float32] to tensor_typing.py",
         f"{GLOBAL_SET}: added TFloatNoBFloat16 [torch.float16, torch.float32, torch.float64] to tensor_typing.py",
+        f"{GLOBAL_SET}: added TInt64OrFloat32 [torch.int64, torch.float32] to tensor_typing.py",
+        f"{GLOBAL_SET}: added TFloating2 [torch.float32, torch.float64] to tensor_typing.py; "
+        "a twin of TFloating for a second independent variable",
     )
-    assert b"TFloatNoBFloat16 = TypeVar" not in after_of(result, "ops/typevars.py")
+    atan2 = next(f for f in result.functions if f.function == "aten_atan2")
+    assert {(s.slot, s.typevar) for s in atan2.slots} == {("self", "TFloating"), ("return.0", "TFloating"), ("other", "TFloating2")}
+    for path, _, after in result.files:
+        if path != "tensor_typing.py":
+            assert b"= TypeVar(" not in after, path
+
+
+def test_a_single_dtype_is_its_onnx_type_and_an_unnamed_set_keeps_the_annotation(result):
+    annotations = after_of(result, "ops/annotations.py").decode()
+    assert "def aten_where(condition: BOOL, self: TFloating, other: TFloating) -> TFloating:" in annotations
+    assert "-> Tuple[TReal, INT64]:" in annotations
+    assert result.notes_of(INLINE_SET) == (
+        f"{INLINE_SET}: ops/annotations.py:12 aten_index keeps its annotations: "
+        "no global set names the declared indices [torch.bool, torch.int64]",
+        f"{INLINE_SET}: ops/annotations.py:26 aten_split keeps its annotations: "
+        "no global set names the declared self, return.0 [torch.float16, torch.float32]",
+    )
+
+
+def test_a_header_the_new_names_make_too_long_is_split_as_the_formatter_splits_it(result):
+    safety = after_of(result, "ops/safety.py").decode()
+    assert (
+        "def aten_add(\n    self: TBoolOrInt64OrFloat32, other: TBoolOrInt64OrFloat32, alpha: float = 1.0\n"
+        ") -> TBoolOrInt64OrFloat32:\n"
+    ) in safety
+    for path, _, after in result.files:
+        for line in after.decode().splitlines():
+            assert len(line) <= 95 or line.lstrip().startswith(('"""', "#")), (path, line)
 
 
 def test_safety_keeps_what_is_narrower_and_reports_it(result):
@@ -118,7 +150,7 @@ def test_the_whole_tree_is_the_after_tree_and_compiles(result):
 def test_the_report_names_each_rewritten_function_with_its_typevars(result):
     fmod = next(f for f in result.functions if f.function == "aten_fmod")
     assert fmod.overloads == ("fmod.Tensor", "fmod.Scalar") and fmod.changed
-    assert {(s.slot, s.typevar) for s in fmod.slots} == {(s, "T_aten_fmod_self") for s in ("self", "other", "return.0")}
+    assert {(s.slot, s.typevar) for s in fmod.slots} == {(s, "TFloatNoBFloat16") for s in ("self", "other", "return.0")}
     assert [str(d) for d in fmod.slots[0].dtypes] == ["torch.float16", "torch.float32", "torch.float64"]
     assert {f.function for f in result.functions} >= {"aten_index", "aten_linear", "aten_cos", "aten_sum"}
     assert not {"aten_add_bool", "aten_add_complex", "aten_mul", "aten_sin"} & {f.function for f in result.functions}
@@ -144,20 +176,18 @@ def test_a_plan_with_nothing_new_changes_nothing(native, tmp_path):
 
 
 def test_only_touches_the_functions_of_those_overloads(native, plan, tmp_path):
-    result = rewrite(BEFORE, native, plan, tmp_path, only={"index.Tensor"})
-    assert [p for p, _, _ in result.files] == ["ops/annotations.py"] and result.notes == ()
-    ((_, before, after),) = result.files
+    result = rewrite(BEFORE, native, plan, tmp_path, only={"where.self"})
+    assert [p for p, _, _ in result.files] == ["ops/annotations.py", "tensor_typing.py"]
+    assert result.notes == (f"{GLOBAL_SET}: added TFloating [torch.float32, torch.float64] to tensor_typing.py",)
+    ((_, before, after), _) = result.files
     old, new = before.decode().splitlines(), after.decode().splitlines()
     assert [line for line in old if line not in new] == [
-        "from typing import Optional, Sequence, Tuple, Union",
-        "def aten_index(self: TTensor, indices: Sequence[Optional[Union[INT64, BOOL]]]) -> TTensor:",
+        "from onnxscript.function_libs.torch_lib.tensor_typing import TFloat, TReal, TTensor, TTensor2",
+        "def aten_where(condition: BOOL, self: TTensor, other: TTensor2) -> TTensor:",
     ]
     assert [line for line in new if line not in old] == [
-        "from typing import Optional, Sequence, Tuple, TypeVar, Union",
-        "# Generated by dtype-migrate: one TypeVar per type variable declared in native_functions.yaml.",
-        "# A run rewrites this block; change the declarations, not these lines.",
-        'T_index_Tensor_I = TypeVar("T_index_Tensor_I", bound=Union[BOOL, INT64])',
-        "def aten_index(self: TTensor, indices: Sequence[Optional[T_index_Tensor_I]]) -> TTensor:",
+        "from onnxscript.function_libs.torch_lib.tensor_typing import TFloat, TFloating, TReal, TTensor",
+        "def aten_where(condition: BOOL, self: TFloating, other: TFloating) -> TFloating:",
     ]
 
 

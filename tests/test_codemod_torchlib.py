@@ -142,7 +142,8 @@ def hand_plan(inferred: Plan) -> Plan:
     }
     overloads = tuple(OverloadPlan(o.name, changes.get(o.name, o.variables), o.conflicts) for o in inferred.overloads)
     new_set = GlobalSet("TFloatNoBFloat16", named("float16", "float32", "float64"), "Floating-point tensors other than bfloat16.")
-    return Plan((*inferred.global_sets, new_set), overloads)
+    mask = GlobalSet("TFloatOrBool", named("bool", *FLOATS), "The mask's set, named as if more entries used it.")
+    return Plan((*inferred.global_sets, new_set, mask), overloads)
 
 
 def _start_probe(pythonpath: Path | None) -> subprocess.Popen:

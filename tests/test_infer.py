@@ -74,3 +74,48 @@ def test_inferred_plan_is_deterministic_and_limited_by_only():
     assert full == infer_plan(REAL, sources)
     assert [o.name for o in infer_plan(REAL, sources, only={"add.out"}).overloads] == ["add.out"]
     assert [o.name for o in infer_plan(REAL, Sources(torchlib, {}, (), groups=False)).overloads] == ["add.Tensor"]
+
+
+def _opinfo_plans(sets_by_overload: dict[str, tuple]) -> dict[str, OverloadPlan]:
+    """Observed plans binding each overload's 'self' (and return) to the given dtypes."""
+    plans = {}
+    for name, dtypes in sets_by_overload.items():
+        binds = tuple(s.name for s in REAL.by_name[name].schema.tensor_slots)
+        plans[name] = OverloadPlan(name, (_var("T0", dtypes, binds, OPINFO),))
+    return plans
+
+
+def test_a_set_three_entries_use_is_named_from_the_vocabulary_a_rarer_one_stays_inline():
+    common, rare = named("int32", "int64"), named("int8", "float64")
+    opinfo = _opinfo_plans({"abs": common, "neg": common, "sgn": common, "sin": rare, "cos": rare})
+    plan = infer_plan(REAL, Sources({}, opinfo, (), groups=False))
+    assert [(g.name, g.dtypes, g.desc) for g in plan.global_sets] == [("TInt32OrInt64", common, "(torch.int32, torch.int64)")]
+    names = {o.name: o.variables[0].name for o in plan.overloads}
+    assert names == {"abs": "TInt32OrInt64", "neg": "TInt32OrInt64", "sgn": "TInt32OrInt64", "sin": "T", "cos": "T"}
+    only = infer_plan(REAL, Sources({}, opinfo, (), groups=False), only={"sin"})
+    assert only.global_sets == () and [o.variables[0].name for o in only.overloads] == ["T"]  # named as a full run names
+
+
+def test_existing_names_come_first_then_torchlibs():
+    common = named("int32", "int64")
+    opinfo = _opinfo_plans({"abs": common, "neg": common, "sgn": common, "sin": FLOATS})
+    torchlib_sets = (GlobalSet("TIndex", common), GlobalSet("TFloat", FLOATS))
+    plan = infer_plan(REAL, Sources({}, opinfo, torchlib_sets, groups=False))
+    assert [g.name for g in plan.global_sets] == ["TFloat", "TIndex"]  # a named set is used even by one entry
+    existing = (GlobalSet("TIntegers", common, "hand-written"),)
+    plan = infer_plan(REAL, Sources({}, opinfo, torchlib_sets, groups=False, existing_sets=existing))
+    assert [g.name for g in plan.global_sets] == ["TFloat", "TIntegers"]
+
+
+def test_a_rare_set_is_named_when_its_inline_list_would_make_the_line_too_long():
+    every = named(*(d for d in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")))
+    schema = REAL.by_name["where.self"].schema
+    variables = tuple(_var(f"v{i}", every[: 10 - i], (slot.name,), OPINFO) for i, slot in enumerate(schema.tensor_slots))
+    plan = infer_plan(REAL, Sources({}, {"where.self": OverloadPlan("where.self", variables)}, (), groups=False))
+    from migrate.infer import LINE_LIMIT
+    from migrate.model.global_sets import constraints_line
+
+    sets = {g.name: g for g in plan.global_sets}
+    (where,) = plan.overloads
+    line = constraints_line(REAL.by_name["where.self"].key_indent, where.variables, sets)
+    assert plan.global_sets and (line is None or len(line) <= LINE_LIMIT)

@@ -163,7 +163,7 @@ def test_malformed_modules_give_errors_naming_file_and_line_and_the_scan_goes_on
 
 
 def test_show_prints_each_variant_subset(capsys, tmp_path):
-    args = types.SimpleNamespace(name="aten::scaled_dot_product_attention", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)
+    args = types.SimpleNamespace(name="aten::scaled_dot_product_attention", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path, verbose=True)
     assert run(args) == 0
     out = capsys.readouterr().out
     path = VARIANTS / "ops" / "attention.py"
@@ -176,7 +176,7 @@ def test_show_prints_each_variant_subset(capsys, tmp_path):
 
 
 def test_show_all_overloads_of_a_name(capsys, tmp_path):
-    args = types.SimpleNamespace(name="add", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)
+    args = types.SimpleNamespace(name="add", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path, verbose=False)
     run(args)
     out = capsys.readouterr().out
     assert "add.Tensor(" in out and "add.Scalar(" in out
@@ -184,6 +184,13 @@ def test_show_all_overloads_of_a_name(capsys, tmp_path):
 
 
 def test_show_unknown_name_lists_close_matches(tmp_path):
-    args = types.SimpleNamespace(name="aten::scaled_dot_product_atention", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)
+    args = types.SimpleNamespace(name="aten::scaled_dot_product_atention", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path, verbose=False)
     with pytest.raises(InputError, match="close matches: scaled_dot_product_attention"):
         run(args)
+
+
+def test_show_names_sets_without_v(capsys, tmp_path):
+    args = types.SimpleNamespace(name="aten::scaled_dot_product_attention", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path, verbose=False)
+    assert run(args) == 0
+    out = capsys.readouterr().out
+    assert "BOOL_or_TFloat TFloatingAndBoolHalfBFloat16: attn_mask" in out and "[torch." not in out

@@ -162,10 +162,14 @@ def test_existing_type_constraints_file_keeps_its_bytes_and_gains_new_sets(tmp_p
     sets_path = sibling_constraints_path(path)
     sets_path.write_text("# hand-kept header\n- name: TFloat\n  dtypes: [torch.float32]  # narrowed on purpose\n  desc: Floats.\n")
     original_sets = sets_path.read_bytes()
-    plan = Plan((GlobalSet("TFloat", FLOATS), GlobalSet("TBool", named("bool"))), ())
+    plan = Plan((GlobalSet("TFloat", FLOATS), GlobalSet("TBool", named("bool")), GlobalSet("TInt", named("int64"))), ())
     result = _apply(path, plan)
-    assert result.type_constraints.startswith(original_sets)
-    assert result.type_constraints[len(original_sets) :] == b"- name: TBool\n  dtypes: [torch.bool]\n  desc: Dtypes of TBool.\n"
+    header, kept = original_sets.split(b"\n", 1)
+    # New sets go before the first existing item whose name sorts after theirs; existing bytes stay, in order.
+    assert result.type_constraints == (
+        header + b"\n- name: TBool\n  dtypes: [torch.bool]\n  desc: Dtypes of TBool.\n"
+        + kept + b"- name: TInt\n  dtypes: [torch.int64]\n  desc: Dtypes of TInt.\n"
+    )
     overwritten = _apply(path, plan, overwrite=True)
     assert GlobalSetsFile.load(sets_path).by_name["TFloat"].dtypes == named("float32")
     sets_path.write_bytes(overwritten.type_constraints)

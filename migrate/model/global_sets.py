@@ -1,8 +1,10 @@
 """type_constraints.yaml: the named dtype sets every entry of native_functions.yaml may use.
 
 Like native_functions.yaml, the file is edited as text: existing items (and their
-comments) stay byte for byte, new sets are appended, and a changed set is rewritten
-in place only under ``--overwrite``.
+comments) stay byte for byte and in place, a new set goes in before the first item
+whose name sorts after its own (so a file the tool wrote stays sorted by name, and an
+``--op`` run followed by a full run writes what a full run alone writes), and a
+changed set is rewritten in place only under ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Mapping
 
 from migrate.errors import InputError
 from migrate.model.dtypes import UnknownDType, format_set, parse_set
-from migrate.model.native import load_item, top_level_items
-from migrate.model.plan import Conflict, GlobalSet
+from migrate.model.native import CONSTRAINTS_KEY, load_item, top_level_items
+from migrate.model.plan import Conflict, GlobalSet, Variable
 from migrate.model.schema import is_variable_name
 
 HEADER = "# Named dtype sets for the type variables of native_functions.yaml; written by dtype-migrate.\n"
@@ -27,6 +30,23 @@ def render_item(global_set: GlobalSet) -> str:
     if not _PLAIN_SAFE.fullmatch(desc):
         desc = '"' + desc.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return f"- name: {global_set.name}\n  dtypes: {format_set(global_set.dtypes)}\n  desc: {desc}\n"
+
+
+def constraints_value(variable: Variable, sets: Mapping[str, GlobalSet]) -> str | None:
+    """How an entry's type_constraints spells a variable: nothing for a global set's own name, else a set name or a list."""
+    own = sets.get(variable.name)
+    if own is not None and own.dtypes == variable.dtypes:
+        return None
+    equal = next((s.name for s in sets.values() if s.dtypes == variable.dtypes), None)
+    return equal if equal is not None else format_set(variable.dtypes)
+
+
+def constraints_line(indent: int, variables: Iterable[Variable], sets: Mapping[str, GlobalSet]) -> str | None:
+    """The ``type_constraints:`` line (no line end) of an entry whose variables are in schema order; None when none is needed."""
+    mapping = [(v.name, value) for v in variables if (value := constraints_value(v, sets)) is not None]
+    if not mapping:
+        return None
+    return " " * indent + f"{CONSTRAINTS_KEY}: {{" + ", ".join(f"{name}: {value}" for name, value in mapping) + "}"
 
 
 @dataclass(frozen=True)
@@ -68,12 +88,13 @@ class GlobalSetsFile:
         lines = self.data.decode("utf-8").splitlines(keepends=True) if self.data is not None else []
         in_force = dict(self.by_name)
         replace: dict[int, str] = {}
-        appended: list[str] = []
+        inserted: dict[int, list[str]] = {}  # before which existing item (len: at the end), new items in order
         conflicts = []
-        for global_set in wanted:
+        for global_set in sorted(wanted, key=lambda g: g.name):
             existing = in_force.get(global_set.name)
             if existing is None:
-                appended.append(render_item(global_set))
+                at = next((i for i, s in enumerate(self.sets) if s.name > global_set.name), len(self.sets))
+                inserted.setdefault(at, []).append(render_item(global_set))
                 in_force[global_set.name] = global_set
             elif existing.dtypes != global_set.dtypes:
                 if overwrite:
@@ -89,19 +110,22 @@ class GlobalSetsFile:
                             f"the plan has {format_set(global_set.dtypes)} (use --overwrite to replace it)",
                         )
                     )
-        if not appended and not replace:
+        if not inserted and not replace:
             return self.data, in_force, tuple(conflicts)
         out, pos = [], 0
         for index, (start, stop) in enumerate(self.spans):
+            out += lines[pos:start] + inserted.get(index, [])
             if index in replace:
-                out += lines[pos:start] + [replace[index]]
+                out.append(replace[index])
                 pos = stop
+            else:
+                pos = start
         out += lines[pos:]
         if self.data is None:
             out.insert(0, HEADER)
         elif out and not out[-1].endswith("\n"):
             out[-1] += "\n"
-        out += appended
+        out += inserted.get(len(self.spans), [])
         return "".join(out).encode("utf-8"), in_force, tuple(conflicts)
 
 

@@ -15,6 +15,7 @@ from typing import Mapping
 from migrate.errors import InputError
 from migrate.model.declared import declared_variables
 from migrate.model.dtypes import format_set
+from migrate.model.global_sets import constraints_line
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions, close_matches
 from migrate.model.plan import Conflict, GlobalSet, Plan, Variable, line_of
 from migrate.model.schema import TENSOR, is_variable_name
@@ -86,15 +87,6 @@ def _same_declaration(a: tuple[Variable, ...], b: tuple[Variable, ...]) -> bool:
     return key(a) == key(b)
 
 
-def _constraints_value(variable: Variable, sets: Mapping[str, GlobalSet]) -> str | None:
-    """How type_constraints spells the variable: nothing for a global set's own name, else a set name or a list."""
-    own = sets.get(variable.name)
-    if own is not None and own.dtypes == variable.dtypes:
-        return None
-    equal = next((s.name for s in sets.values() if s.dtypes == variable.dtypes), None)
-    return equal if equal is not None else format_set(variable.dtypes)
-
-
 def _eol(line: str) -> str:
     return line[len(line.rstrip("\r\n")) :]
 
@@ -146,10 +138,8 @@ def _write_entry(native: NativeFunctions, entry: Entry, variables: tuple[Variabl
         words.update(dict.fromkeys(variable.binds, variable.name))
     line = native.lines[entry.func_line]
     func_line = line[: entry.schema_start] + entry.schema.with_words(words) + line[entry.schema_end :]
-    mapping = [(v.name, _constraints_value(v, sets)) for v in _in_schema_order(entry, variables)]
-    mapping = [(name, value) for name, value in mapping if value is not None]
-    if mapping:
-        constraints = " " * entry.key_indent + f"{CONSTRAINTS_KEY}: {{" + ", ".join(f"{n}: {v}" for n, v in mapping) + "}"
+    constraints = constraints_line(entry.key_indent, _in_schema_order(entry, variables), sets)
+    if constraints is not None:
         eol = _eol(line)
         if eol:
             func_line += constraints + eol
@@ -169,6 +159,7 @@ class YamlResult:
     type_constraints: bytes | None  # None: the file does not exist and need not
     outcomes: tuple[Outcome, ...]
     global_conflicts: tuple[Conflict, ...]
+    sets: Mapping[str, GlobalSet]  # the global sets in force once written
 
 
 def apply_plan(native: NativeFunctions, sets_file, plan: Plan, *, overwrite: bool = False, plan_path: Path | None = None) -> YamlResult:
@@ -195,7 +186,7 @@ def apply_plan(native: NativeFunctions, sets_file, plan: Plan, *, overwrite: boo
         else:
             _write_entry(native, entry, wanted, sets, edits)
             outcomes.append(Outcome(overload.name, WRITTEN, overload.conflicts))
-    return YamlResult(edits.text().encode("utf-8"), constraints_bytes, tuple(outcomes), global_conflicts)
+    return YamlResult(edits.text().encode("utf-8"), constraints_bytes, tuple(outcomes), global_conflicts, sets)
 
 
 def _describe(variables: tuple[Variable, ...]) -> str:

@@ -9,8 +9,9 @@ from libcst.helpers import get_absolute_module_from_package
 from codemods.annotations import AnnotationRewriter, tensor_core
 from codemods.docstrings import DocstringRewriter
 from codemods.imports import ImportRequest, SplitModule, update_imports
+from codemods.layout import SignatureLayout
 from codemods.module_index import names_in
-from codemods.typevars import GENERATED_MARKER, GLOBAL_MARKER, TypeVarBlock, TypeVarSpec, block_names
+from codemods.typevars import GLOBAL_MARKER, LINE_LENGTH, TypeVarBlock, TypeVarSpec, block_names
 from migrate.write.torchlib.naming import ModuleWork
 from migrate.write.torchlib.tree import TYPING, TorchlibTree
 
@@ -48,14 +49,12 @@ class Applier:
             rewriter = AnnotationRewriter(typevars, counts)
             tree = tree.visit(rewriter)
             changed |= rewriter.changed
+            layout = SignatureLayout(typevars.keys(), LINE_LENGTH, tree.default_indent)
+            tree = tree.visit(layout)
         if docstrings:
             rewriter = DocstringRewriter(docstrings)
             tree = tree.visit(rewriter)
             changed |= rewriter.changed
-        block = self._generated_block(work, tree)
-        if block is not None:
-            tree = tree.visit(block)
-            changed |= block.changed
         if global_specs:
             existing = frozenset(block_names(tree, GLOBAL_MARKER))
             globals_block = TypeVarBlock(GLOBAL_MARKER, list(global_specs.values()), existing, at_end=True)
@@ -70,18 +69,10 @@ class Applier:
         split = update_imports(split, context, needed, removals)
         return split.code.encode(tree.encoding)
 
-    def _generated_block(self, work: ModuleWork, tree: cst.Module) -> TypeVarBlock | None:
-        existing = block_names(tree, GENERATED_MARKER)
-        if not work.specs and not existing:
-            return None
-        keep = frozenset(n for n in existing if n in work.staying and n not in work.specs)
-        return TypeVarBlock(GENERATED_MARKER, [work.specs[n] for n in sorted(work.specs)], keep)
-
     def _needed_imports(self, work: ModuleWork, global_specs: dict[str, TypeVarSpec] | None) -> set[ImportRequest]:
         bound = work.module.index.bound_names
         needed = {r for r in work.imports if r.name not in bound}
-        specs = [*work.specs.values(), *(global_specs or {}).values()]
-        for spec in specs:
+        for spec in (global_specs or {}).values():
             wanted = ["TypeVar", *spec.bound] + (["Union"] if len(spec.bound) > 1 else [])
             for name in wanted:
                 if name in bound:

@@ -31,7 +31,8 @@ KEPT_COMPLEX = "kept-complex"
 UNION = "union"
 DROPPED_NON_ONNX = "dropped-non-onnx"
 GLOBAL_SET = "global-set"
-NOTE_KINDS = (KEPT_NARROWER, KEPT_COMPLEX, UNION, DROPPED_NON_ONNX, GLOBAL_SET)
+INLINE_SET = "inline-set"
+NOTE_KINDS = (KEPT_NARROWER, KEPT_COMPLEX, UNION, DROPPED_NON_ONNX, GLOBAL_SET, INLINE_SET)
 
 
 class UnionFind:
@@ -105,6 +106,8 @@ class Planner:
         self.only = only
         self.plans: dict[str, OverloadPlan] = {o.name: o for o in plan.overloads}
         self.global_sets: dict[str, GlobalSet] = {g.name: g for g in plan.global_sets}
+        self._by_dtypes = {g.dtypes: g for g in sorted(plan.global_sets, key=lambda g: g.name, reverse=True)}
+        self._by_onnx = {onnx_part(g.dtypes): g for g in sorted(plan.global_sets, key=lambda g: g.name, reverse=True)}
         self.notes: dict[str, list[str]] = {kind: [] for kind in NOTE_KINDS}
         self.new_globals: dict[str, TypeVarSpec] = {}
         self._lines = self._registration_lines()
@@ -118,6 +121,10 @@ class Planner:
         for registration in self.evidence.registrations:
             lines[(registration.path, registration.function, registration.names)].append(registration.line)
         return lines
+
+    def named_set(self, cls: SlotClass) -> GlobalSet | None:
+        """The global set a class is annotated with: of its very dtypes, else the first by name of its ONNX dtypes."""
+        return self._by_dtypes.get(cls.dtypes) or self._by_onnx.get(cls.onnx)
 
     # -- which functions, which overloads
 
@@ -278,7 +285,11 @@ class Planner:
             classes = list({id(class_of[s]): class_of[s] for s in component}.values())
             reasons = self._narrower(function, classes, current, by_label, class_of)
             constrained = [c for c in classes if not c.free]
-            if not reasons:
+            unnamed = [c for c in constrained if len(c.onnx) > 1 and self.named_set(c) is None]
+            if not reasons and unnamed:
+                sets = "; ".join(f"{', '.join(c.slots)} {format_set(c.dtypes)}" for c in unnamed)
+                self.note(INLINE_SET, f"{function.where} keeps its annotations: no global set names the declared {sets}")
+            elif not reasons:
                 function.rewrite.extend(constrained)
             elif constrained:
                 who = f"{function.where} ({', '.join(function.overloads)})"

@@ -1,18 +1,27 @@
-"""Naming the TypeVar of each rewritten class of slots, per module: the global set's, or a generated one."""
+"""Naming the annotation of each rewritten class of slots, per module, in torchlib's conventions.
+
+- A class of one ONNX dtype is annotated with its onnxscript type (``BOOL``, ``INT64``), never a TypeVar.
+- Any other class takes the TypeVar of its named set (``Planner.named_set``), defined in
+  ``tensor_typing.py`` and added there when new, bound to the set's ONNX-expressible part.
+- A second independent class of the same set in one function takes a numbered twin
+  (``TFloat2``), as torchlib pairs ``TTensor`` with ``TTensor2``; twins live in
+  ``tensor_typing.py`` too.
+- An annotation that already says what the declaration says stays as written.
+
+No TypeVar is defined outside ``tensor_typing.py``.
+"""
 
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
 from dataclasses import dataclass, field
 
-from codemods.annotations import return_annotations
+import libcst as cst
+
+from codemods.annotations import tensor_core
 from codemods.imports import ImportRequest
-from codemods.module_index import names_in
-from codemods.toplevel import DefKey
-from codemods.typevars import GENERATED_MARKER, TypeVarSpec, block_names, identifier
+from codemods.typevars import TypeVarSpec
 from migrate.model.dtypes import DType, canonical, format_set
-from migrate.model.schema import RETURN_PREFIX
 from migrate.write.torchlib.decide import GLOBAL_SET, FunctionDecision, Planner, SlotClass, onnx_part
 from migrate.write.torchlib.tree import TENSOR_TYPING, TorchlibModule, TorchlibTree
 
@@ -21,14 +30,12 @@ from migrate.write.torchlib.tree import TENSOR_TYPING, TorchlibModule, TorchlibT
 class ModuleWork:
     module: TorchlibModule
     functions: list[FunctionDecision]
-    specs: dict[str, TypeVarSpec] = field(default_factory=dict)
     imports: set[ImportRequest] = field(default_factory=set)
     replaced: set[str] = field(default_factory=set)  # names that were part of a replaced annotation core
-    staying: set[str] = field(default_factory=set)  # names annotations use outside the slots rewritten
 
 
 class Namer:
-    """Chooses the TypeVar of each rewritten class: the global set's, or a generated one."""
+    """Chooses each rewritten class's annotation name and the imports and tensor_typing TypeVars it needs."""
 
     def __init__(self, planner: Planner, tree: TorchlibTree):
         self.planner = planner
@@ -36,102 +43,72 @@ class Namer:
 
     def name_module(self, work: ModuleWork) -> None:
         module = work.module
-        existing = block_names(module.tree, GENERATED_MARKER)
-        work.staying = self._names_staying(work)
-        reserved = {n: self._bound_of(module, n) for n in existing if n in work.staying}
-        taken = {n for n in module.index.bound_names if n not in existing}
         for function in work.functions:
-            kept_labels = {
+            rewritten = {slot for cls in function.rewrite for slot in cls.slots}
+            used = {  # labels of TypeVars the function keeps elsewhere: a class must not be tied to them
                 c.label
                 for slot, annotation in function.annotations.items()
-                if not any(slot in cls.slots for cls in function.rewrite)
-                and (c := self.tree.resolve(module, annotation)) is not None
-                and c.shared
+                if slot not in rewritten and (c := self.tree.resolve(module, annotation)) is not None and c.shared
             }
-            used: set[str] = set()
-            for cls in function.rewrite:
-                name = self._global_name(work, function, cls, kept_labels | used)
+            for cls in list(function.rewrite):
+                name = self._as_written(function, cls, used) or self._name(work, function, cls, used)
                 if name is None:
-                    name = self._generated_name(work, function, cls, reserved, taken | kept_labels | used)
+                    function.rewrite.remove(cls)
+                    continue
                 used.add(name)
                 cls.typevar = name
 
-    def _names_staying(self, work: ModuleWork) -> set[str]:
-        """Names the module's annotations still use outside the slots this run rewrites."""
-        rewritten: dict[DefKey, set[str]] = defaultdict(set)
-        for function in work.functions:
-            rewritten[function.info.key].update(s for c in function.rewrite for s in c.slots)
-        staying: set[str] = set()
-        for info in work.module.index.defs:
-            slots = rewritten.get(info.key, set())
-            for param in info.params:
-                if param.name not in slots:
-                    names_in(param.annotation, staying)
-            if info.returns is not None and not any(s.startswith(RETURN_PREFIX) for s in slots):
-                names_in(info.returns, staying)
-            elif info.returns is not None:
-                count = next((f.return_count for f in work.functions if f.info.key == info.key), 0)
-                parts = return_annotations(info.returns, count) or ()
-                for index, part in enumerate(parts):
-                    if f"{RETURN_PREFIX}{index}" not in slots:
-                        names_in(part, staying)
-        return staying
+    def _as_written(self, function: FunctionDecision, cls: SlotClass, used: set[str]) -> str | None:
+        """The name every slot of the class is annotated with already, when it means the declared set (and ties nothing else)."""
+        cores = [tensor_core(a) for s in cls.slots if (a := function.annotations.get(s)) is not None]
+        if not cores or not all(isinstance(c, cst.Name) for c in cores) or len({c.value for c in cores}) != 1:
+            return None
+        name = cores[0].value
+        constraint = self.tree.resolve(function.module, cores[0])
+        if constraint is None or constraint.dtypes is None or onnx_part(constraint.dtypes) != cls.onnx or name in used:
+            return None
+        if len(cls.onnx) > 1 and not constraint.shared:
+            return None  # a Union alias ties nothing: the class needs a TypeVar
+        return name
+
+    def _name(self, work: ModuleWork, function: FunctionDecision, cls: SlotClass, used: set[str]) -> str | None:
+        if len(cls.onnx) == 1:
+            name = cls.onnx[0].onnx
+            if name not in work.module.index.bound_names:
+                work.imports.add(ImportRequest(self.tree.import_module_of(name), name))
+            return name
+        named = self.planner.named_set(cls)
+        typing_module = self.tree.tensor_typing
+        if named is None:
+            return None  # decide keeps classes of unnamed sets
+        if typing_module is None:
+            self.planner.note(GLOBAL_SET, f"no {TENSOR_TYPING}.py to define {named.name} in; {function.where} keeps its annotations")
+            return None
+        for number in itertools.count(1):
+            name = named.name if number == 1 else f"{named.name}{number}"
+            if name in used:
+                continue
+            if name in work.module.index.bound_names and work.module is not typing_module:
+                if self._bound_of(work.module, name) == cls.onnx:
+                    return name
+                continue  # the module binds the name to something else: the next twin
+            if name in typing_module.index.bound_names:
+                if self._bound_of(typing_module, name) != cls.onnx:
+                    continue
+            elif name not in self.planner.new_globals:
+                twin = f"; a twin of {named.name} for a second independent variable" if number > 1 else ""
+                self.planner.new_globals[name] = TypeVarSpec(name, type_names(cls.onnx), named.desc)
+                self.planner.note(GLOBAL_SET, f"added {name} {format_set(cls.onnx)} to {typing_module.path}{twin}")
+            elif self.planner.new_globals[name].bound != type_names(cls.onnx):
+                continue
+            if work.module is not typing_module:
+                work.imports.add(ImportRequest(self.tree.absolute(typing_module), name))
+            return name
+        raise AssertionError("unreachable")
 
     def _bound_of(self, module: TorchlibModule, name: str) -> tuple[DType, ...] | None:
         constraint = self.tree.binding(module, name)
-        return None if constraint is None else constraint.dtypes
-
-    def _global_name(self, work: ModuleWork, function: FunctionDecision, cls: SlotClass, avoid: set[str]) -> str | None:
-        names = {v.name for _, v, _ in cls.contributions}
-        if len(names) != 1:
-            return None
-        name = names.pop()
-        global_set = self.planner.global_sets.get(name)
-        if global_set is None or onnx_part(global_set.dtypes) != cls.onnx or name in avoid:
-            return None
-        module = work.module
-        fallback = f"{function.where} uses a generated TypeVar"
-        if name in module.index.bound_names:
-            bound = self._bound_of(module, name)
-            if bound is not None and onnx_part(bound) == cls.onnx:
-                return name
-            self.planner.note(GLOBAL_SET, f"{module.path} binds {name} to other dtypes than the global set; {fallback}")
-            return None
-        typing_module = self.tree.tensor_typing
-        if typing_module is None:
-            self.planner.note(GLOBAL_SET, f"no {TENSOR_TYPING}.py to define {name} in; {fallback}")
-            return None
-        if name in typing_module.index.bound_names:
-            bound = self._bound_of(typing_module, name)
-            if bound is None or onnx_part(bound) != cls.onnx:
-                self.planner.note(GLOBAL_SET, f"{typing_module.path}'s {name} has other dtypes than the global set; {fallback}")
-                return None
-        elif name not in self.planner.new_globals:
-            self.planner.new_globals[name] = TypeVarSpec(name, type_names(cls.onnx), global_set.desc)
-            self.planner.note(GLOBAL_SET, f"added {name} {format_set(cls.onnx)} to {typing_module.path}")
-        work.imports.add(ImportRequest(self.tree.absolute(typing_module), name))
-        return name
-
-    @staticmethod
-    def _generated_name(
-        work: ModuleWork, function: FunctionDecision, cls: SlotClass, reserved: dict[str, tuple[DType, ...] | None], avoid: set[str]
-    ) -> str:
-        """``T_<overload>_<variable>`` (``T_<function>_<slot>`` for a union), numbered when the name means another set here."""
-        bound = type_names(cls.onnx)
-        overload, variable, _ = cls.contributions[0]
-        if all(onnx_part(d) == cls.onnx for _, _, d in cls.contributions):
-            base = f"T_{identifier(overload)}_{variable.name}"
-        else:
-            base = f"T_{function.info.key.name}_{identifier(cls.slots[0])}"
-        for number in itertools.count(1):
-            name = base if number == 1 else f"{base}_{number}"
-            if name in avoid or (name in work.specs and work.specs[name].bound != bound):
-                continue
-            if name in reserved and (reserved[name] is None or type_names(reserved[name]) != bound):
-                continue
-            break
-        work.specs[name] = TypeVarSpec(name, bound)
-        return name
+        return None if constraint is None or constraint.dtypes is None else onnx_part(constraint.dtypes)
 
 
 def type_names(dtypes: tuple[DType, ...]) -> tuple[str, ...]:
