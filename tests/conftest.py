@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 
 from migrate.cli import main
 from migrate.model.dtypes import named
@@ -46,3 +48,14 @@ def run_cli(capfd, *argv: str) -> tuple[int, str, str]:
     code = main([str(a) for a in argv])
     out, err = capfd.readouterr()
     return code, out, err
+
+
+def lint_round_trip(text: str) -> str:
+    """PyTorch's NATIVEFUNCTIONS lint: a plain ruamel.yaml load and dump with its settings."""
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    yaml.width = 1000
+    yaml.boolean_representation = ["False", "True"]
+    out = io.StringIO()
+    yaml.dump(yaml.load(text), out)
+    return out.getvalue()

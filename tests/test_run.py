@@ -15,7 +15,7 @@ from migrate.model.declared import declared_variables
 from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
-from tests.conftest import REAL_NATIVE_FUNCTIONS, run_cli, snapshot
+from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, run_cli, snapshot
 
 
 @pytest.fixture(scope="module")
@@ -208,19 +208,9 @@ def test_every_global_set_is_used_described_and_named_from_its_contents(migrated
 
 def test_the_written_yaml_survives_pytorchs_lint_round_trip(migrated):
     """PyTorch's NATIVEFUNCTIONS lint: a ruamel.yaml load and dump at width 1000 must not change the files."""
-    import io
-
-    from ruamel.yaml import YAML
-
     for name in ("native_functions.yaml", "type_constraints.yaml"):
         text = (migrated / name).read_text()
-        yaml = YAML()
-        yaml.preserve_quotes = True
-        yaml.width = 1000
-        yaml.boolean_representation = ["False", "True"]
-        buffer = io.StringIO()
-        yaml.dump(yaml.load(text), buffer)
-        assert buffer.getvalue() == text, name
+        assert lint_round_trip(text) == text, name
 
 
 def _typevars(root: Path) -> dict[tuple[str, str], str]:

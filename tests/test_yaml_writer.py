@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
-
-from ruamel.yaml import YAML
 
 from migrate.model.dtypes import named
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, apply_plan, lower
-from tests.conftest import FIXTURES, FLOATS, all_slots_plan
+from tests.conftest import FIXTURES, FLOATS, all_slots_plan, lint_round_trip
 
 
 def _apply(path: Path, plan: Plan, overwrite: bool = False):
@@ -27,17 +24,6 @@ def _write(path: Path, result) -> None:
     path.write_bytes(result.native_functions)
     if result.type_constraints is not None:
         sibling_constraints_path(path).write_bytes(result.type_constraints)
-
-
-def _lint_round_trip(text: str) -> str:
-    """PyTorch's NATIVEFUNCTIONS lint: a plain ruamel.yaml load and dump with its settings."""
-    yaml = YAML()
-    yaml.preserve_quotes = True
-    yaml.width = 1000
-    yaml.boolean_representation = ["False", "True"]
-    out = io.StringIO()
-    yaml.dump(yaml.load(text), out)
-    return out.getvalue()
 
 
 def test_all_slots_plan_then_lower_gives_the_input_back(real_copy):
@@ -107,13 +93,13 @@ def test_every_comment_stays_above_the_same_operator(real_copy):
     assert after == before
 
 
-def test_written_file_survives_the_lint_round_trip(real_copy):
-    assert _lint_round_trip(real_copy.read_text()) == real_copy.read_text()
+def test_written_file_survives_thelint_round_trip(real_copy):
+    assert lint_round_trip(real_copy.read_text()) == real_copy.read_text()
     result = _apply(real_copy, all_slots_plan(NativeFunctions.load(real_copy)))
     text = result.native_functions.decode()
-    assert _lint_round_trip(text) == text
+    assert lint_round_trip(text) == text
     sets = result.type_constraints.decode()
-    assert _lint_round_trip(sets) == sets
+    assert lint_round_trip(sets) == sets
 
 
 def test_hard_cases_before_and_after(tmp_path):
@@ -125,7 +111,7 @@ def test_hard_cases_before_and_after(tmp_path):
     _write(path, result)
     assert lower(NativeFunctions.load(path)).encode() == (FIXTURES / "hard_cases.yaml").read_bytes()
     # The fixture ends without a final newline, which the lint's dump adds; nothing else moves.
-    assert _lint_round_trip(result.native_functions.decode()) == result.native_functions.decode() + "\n"
+    assert lint_round_trip(result.native_functions.decode()) == result.native_functions.decode() + "\n"
 
 
 def _hand_written(tmp_path: Path) -> Path:

@@ -7,7 +7,8 @@ A set is spelled two ways, from its contents alone:
   declares dtypes: ``all_types_and(torch.bool, torch.half, torch.bfloat16)``;
 - an **identifier** for the yaml and torchlib: ``T`` + that group's word + ``And`` +
   the words of the rest (``TAllAndBoolHalfBFloat16``), or, when shorter, ``TAnyBut`` +
-  the words of what the set lacks from the whole vocabulary (``TAnyButFloat8``); a set
+  the words (three at most) of what the set lacks from the whole vocabulary
+  (``TAnyButFloat8Float8E8M0``); a set
   with no group is its words joined by ``Or`` (``TInt32OrInt64``), as torchlib spells
   ``TRealOrUInt8``.
 
@@ -61,6 +62,10 @@ BASES: tuple[Group, ...] = (
 """common_dtype's functions, largest first: the base of a set's spelling is the first one it contains."""
 
 
+SUBTRACTED_WORDS = 3
+"""At most this many words after ``TAnyBut``: a longer list of what a set lacks no longer reads at a glance."""
+
+
 def _dtype_word(dtype: DType) -> str:
     """A single dtype's word: ``Int16``, ``UInt8``, ``Float8E4m3fn``."""
     name = dtype.name.replace("uint", "u_int", 1) if dtype.name.startswith("uint") else dtype.name
@@ -111,6 +116,8 @@ def composed_name(dtypes: Iterable[DType]) -> str:
         additive = "T" + base.word + ("And" + "".join(rest) if rest else "")
     if not set(dtypes) <= set(ANY):
         return additive
-    missing = "".join(w for w, _ in _pieces(tuple(d for d in ANY if d not in dtypes)))
-    subtractive = "TAny" + ("But" + missing if missing else "")
+    missing = [w for w, _ in _pieces(tuple(d for d in ANY if d not in dtypes))]
+    if len(missing) > SUBTRACTED_WORDS:
+        return additive
+    subtractive = "TAny" + ("But" + "".join(missing) if missing else "")
     return subtractive if len(subtractive) < len(additive) else additive
