@@ -177,24 +177,18 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
     return taken
 
 
-def name_variables(plan: OverloadPlan, schema: TypedSchema, global_sets: tuple[GlobalSet, ...]) -> OverloadPlan:
-    """Global set names where a variable's set equals one no other variable of the entry has; else T, U, V, ..."""
+def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[tuple[DType, ...], str]) -> OverloadPlan:
+    """A set's name where the variable's dtypes equal a named set no other variable of the entry has; else T, U, V, ..."""
     order = {slot.name: i for i, slot in enumerate(schema.slots)}
     variables = sorted(plan.variables, key=lambda v: min(order[s] for s in v.binds))
-    set_names: dict[tuple[DType, ...], str] = {}
-    for global_set in global_sets:  # of sets with equal dtypes, the first listed names them
-        set_names.setdefault(global_set.dtypes, global_set.name)
     counts: dict[tuple[DType, ...], int] = {}
     for variable in variables:
         counts[variable.dtypes] = counts.get(variable.dtypes, 0) + 1
-    reserved = {g.name for g in global_sets}
-    letters = iter(list(_LETTERS) + [f"T{i}" for i in range(1, 100)])
+    letters = (n for n in [*_LETTERS, *(f"T{i}" for i in range(1, 100))] if n not in set_names.values())
     named = []
     for variable in variables:
         name = set_names.get(variable.dtypes) if counts[variable.dtypes] == 1 else None
-        if name is None:
-            name = next(n for n in letters if n not in reserved)
-        named.append(Variable(name, variable.dtypes, tuple(sorted(variable.binds, key=order.__getitem__)), variable.evidence))
+        named.append(Variable(name or next(letters), variable.dtypes, tuple(sorted(variable.binds, key=order.__getitem__)), variable.evidence))
     return OverloadPlan(plan.name, tuple(named), plan.conflicts)
 
 
@@ -229,11 +223,11 @@ def global_sets(native: NativeFunctions, plans: Iterable[OverloadPlan], sources:
         if dtypes in known or len(entries[dtypes]) >= NAMED_FROM:
             names[dtypes] = known.get(dtypes) or _composed(dtypes, taken)
             taken.add(names[dtypes])
+    sets = {name: GlobalSet(name, dtypes) for dtypes, name in names.items()}
     for plan in plans:
         entry = native.by_name[plan.name]
         while True:
-            sets = {name: GlobalSet(name, dtypes) for dtypes, name in names.items()}
-            named = name_variables(plan, entry.schema, tuple(sets.values()))
+            named = name_variables(plan, entry.schema, names)
             line = constraints_line(entry.key_indent, named.variables, sets)
             inline = [v.dtypes for v in named.variables if v.dtypes not in names]
             if line is None or len(line) <= LINE_LIMIT or not inline:
@@ -241,6 +235,7 @@ def global_sets(native: NativeFunctions, plans: Iterable[OverloadPlan], sources:
             longest = max(inline, key=lambda d: (len(format_set(d)), [t.sort_key for t in d]))
             names[longest] = _composed(longest, taken)
             taken.add(names[longest])
+            sets[names[longest]] = GlobalSet(names[longest], longest)
     return tuple(sorted((GlobalSet(name, dtypes, pytorch_spelling(dtypes)) for dtypes, name in names.items()), key=lambda g: g.name))
 
 
@@ -260,8 +255,9 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
         merged.update(group_siblings(native, merged))
     planned = {name: plan for name, plan in merged.items() if plan.variables}
     sets = global_sets(native, planned.values(), sources)
+    set_names = {g.dtypes: g.name for g in sets}
     overloads = [
-        name_variables(planned[name], native.by_name[name].schema, sets)
+        name_variables(planned[name], native.by_name[name].schema, set_names)
         for name in names
         if name in planned and (only is None or name in only)
     ]

@@ -57,8 +57,8 @@ def test_a_sibling_with_its_own_evidence_keeps_it():
     assert "add.out" not in group_siblings(REAL, {"add.Tensor": functional, "add.out": own})
 
 
-def test_naming_uses_a_global_set_only_when_no_other_variable_has_its_dtypes():
-    sets = (GlobalSet("TFloat", FLOATS), GlobalSet("TFloatAlias", FLOATS), GlobalSet("TBool", named("bool")))
+def test_naming_uses_a_set_name_only_when_no_other_variable_has_its_dtypes():
+    sets = {FLOATS: "TFloat", named("bool"): "TBool"}
     schema = REAL.by_name["where.self"].schema
     plan = OverloadPlan("where.self", (_var("a", FLOATS, ("self", "other", "return.0"), OPINFO), _var("b", named("bool"), ("condition",), OPINFO)))
     assert [v.name for v in name_variables(plan, schema, sets).variables] == ["TBool", "TFloat"]
