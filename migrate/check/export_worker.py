@@ -126,7 +126,12 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
         for start in range(0, len(ready), BATCH):
             batch = ready[start : start + BATCH]
             yield {"phase": "exporting and running " + ", ".join(sorted({c.overload for c in batch}))}
-            _check(batch)
+            try:
+                _check(batch)
+            except Exception as exc:  # the check itself failed on this batch: said so, and the next batch goes on
+                for case in batch:
+                    if not case.status:
+                        case.status, case.message = EXPORT_ERROR, f"checking the batch failed: {_first_line(exc)}"
             for case in batch:
                 yield case.report(functions.get(case.overload, ""))
 
@@ -331,7 +336,14 @@ def _attempt(cases: list[Case]) -> tuple[str, str] | None:
     names = [value.name for value in model.graph.inputs]
     if len(names) != len(inputs):
         return _fail(cases, [], EXPORT_ERROR, f"the model has {len(names)} inputs for {len(inputs)} tensors")
-    feeds = {name: _ort_value(tensor) for name, tensor in zip(names, inputs)}
+    feeds = {}
+    for index, case in enumerate(cases):  # an input onnxruntime cannot take fails its case at run time
+        start = sum(len(_tensors(c)) for c in cases[:index])
+        try:
+            feeds.update({names[start + i]: _ort_value(t) for i, t in enumerate(_tensors(case))})
+        except Exception as exc:
+            _fail(cases, [index], RUNTIME_ERROR, _first_line(exc))
+            _drop_outputs(model, outputs[index])
     while True:
         live = [index for index, case in enumerate(cases) if not case.status]
         if not live:
@@ -361,7 +373,7 @@ def _run(model: bytes, feeds: dict[str, Any], outputs: list[list[Any]]) -> list[
     except Exception as exc:
         return INVALID_MODEL, str(exc), _first_line(exc)
     try:
-        values = session.run_with_ort_values([value.name for values in outputs for value in values], feeds)
+        values = session.run_with_ort_values([value.name for values in outputs for value in values], _used(session, feeds))
         flat = [_from_ort(value) for value in values]
     except Exception as exc:
         return RUNTIME_ERROR, str(exc), _first_line(exc)
@@ -370,6 +382,12 @@ def _run(model: bytes, feeds: dict[str, Any], outputs: list[list[Any]]) -> list[
         got.append(flat[start : start + len(values)])
         start += len(values)
     return got
+
+
+def _used(session: Any, feeds: dict[str, Any]) -> dict[str, Any]:
+    """The feeds of the session's inputs (those of cases dropped for an input onnxruntime cannot take are left out)."""
+    wanted = {value.name for value in session.get_inputs()}
+    return {name: value for name, value in feeds.items() if name in wanted}
 
 
 def _fail(cases: list[Case], blamed: list[int], status: str, message: str) -> tuple[str, str]:
@@ -435,9 +453,10 @@ def _ort_value(tensor: Any) -> Any:
     if tensor.is_complex():  # the exporter's form of a complex tensor: its real view
         tensor = torch.view_as_real(tensor)
     tensor = tensor.contiguous()
-    if tensor.dtype == torch.bfloat16:
+    if tensor.dtype == torch.bfloat16 or (tensor.dtype.itemsize == 1 and tensor.dtype.is_floating_point):
+        bits = torch.uint16 if tensor.dtype == torch.bfloat16 else torch.uint8  # numpy has no such dtype: the bits, typed
         return onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(
-            tensor.view(torch.uint16).numpy(), onnx_element_type=torch_private.onnx_dtype_of(tensor.dtype)
+            tensor.view(bits).numpy(), onnx_element_type=torch_private.onnx_dtype_of(tensor.dtype)
         )
     return onnxruntime.OrtValue.ortvalue_from_numpy(tensor.numpy())
 
@@ -445,9 +464,12 @@ def _ort_value(tensor: Any) -> Any:
 def _from_ort(value: Any) -> Any:
     import torch
 
-    if value.data_type() == "tensor(bfloat16)":
+    if value.data_type() == "tensor(bfloat16)" or value.data_type().startswith("tensor(float8"):
         return torch.from_dlpack(value._get_c_value())
-    return torch.from_numpy(value.numpy())
+    array = value.numpy()
+    if array.dtype.kind == "u" and array.dtype.itemsize > 1:  # torch.from_numpy takes no uint16/32/64: their bits
+        return torch.from_numpy(array.view(f"int{8 * array.dtype.itemsize}")).view(getattr(torch, f"uint{8 * array.dtype.itemsize}"))
+    return torch.from_numpy(array)
 
 
 def _compare(case: Case, got: list[Any]) -> tuple[str, str]:
