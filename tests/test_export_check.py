@@ -31,13 +31,14 @@ CASES = {
     ("sin", ("self",), "bfloat16"): INVALID_MODEL,  # ONNX Sin has no bfloat16 kernel type
     ("angle", ("self",), "int64"): MISMATCH,  # the model returns int64 where eager PyTorch gives float32
     ("abs", ("self",), "bool"): NO_SAMPLE,  # eager PyTorch refuses abs of bool
+    ("scatter_add", ("self", "src"), "float16"): RUNTIME_ERROR,  # onnxruntime's CPU ScatterElements lacks float16 adds
 }
 
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
     """A cache folder holding a copy of the OpInfo sweep's cache (and no export results)."""
-    run_sweep(ops=[MASK, "sin", "angle", "abs"])  # fills the user's cache where it is cold
+    run_sweep(ops=[MASK, "sin", "angle", "abs", "scatter_add"])  # fills the user's cache where it is cold
     folder = tmp_path_factory.mktemp("cache")
     shutil.copytree(sweep_cache_dir(None), sweep_cache_dir(folder))
     return folder
@@ -68,13 +69,6 @@ def test_each_status_from_a_real_export(original, case):
 def test_the_exporter_reports_the_function_it_dispatched(original):
     assert original[MASK, ("attn_mask",), "bool"].function == "aten_scaled_dot_product_attention"
     assert original["sin", ("self",), "float32"].function == "aten_sin"
-
-
-def test_a_runtime_error_from_a_real_export(cache):
-    # aten::<op> whose exported model onnxruntime loads but fails running: see the whole-torchlib report.
-    declared = _declared([("nonzero", ("self",), "bool")])
-    check = run_export_check(declared, {"nonzero"}, installed_torchlib(), jobs=1, cache_dir=cache, refresh=True)
-    assert [c.status for c in check.cases] in ([OK], [RUNTIME_ERROR]) or check.cases[0].status in (MISMATCH, INVALID_MODEL)
 
 
 def test_a_rewritten_torch_lib_exports_sdpa_with_both_masks(cache, tmp_path, capfd):
