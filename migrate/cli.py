@@ -356,7 +356,7 @@ def run_export_check(args: argparse.Namespace) -> int:
     plan = None
     if any(entry.schema.variables() for entry in native.entries):
         sets = GlobalSetsFile.load(sibling_constraints_path(native_path)).by_name
-        declared = {name: declared_variables(native, native.by_name[name], sets) for name in registered}
+        declared = {name: declared_variables(native, native.by_name[name], sets) for name in registered if name in native.by_name}
     else:
         inferring = argparse.Namespace(evidence=EVIDENCE, jobs=args.jobs, cache_dir=args.cache_dir, refresh=False)
         plan = _infer(native, inferring, torchlib, set(registered) if args.op else None, {})

@@ -71,13 +71,26 @@ def test_the_exporter_reports_the_function_it_dispatched(original):
     assert original["sin", ("self",), "float32"].function == "aten_sin"
 
 
+def test_a_message_does_not_depend_on_the_cases_exported_with_it(original, cache):
+    alone = ("sin", ("self",), "bfloat16")
+    check = run_export_check(_declared([alone]), {"sin"}, installed_torchlib(), jobs=1, cache_dir=cache, refresh=True)
+    (result,) = check.cases
+    assert result.status == INVALID_MODEL
+    assert result.message == original[alone].message
+    assert "node_sin)" in result.message and "tensors_N" in result.message
+
+
 def test_a_rewritten_torch_lib_exports_sdpa_with_both_masks(cache, tmp_path, capfd):
     out = tmp_path / "out"
     code, _, err = run_cli(capfd, "--out", str(out), "--op", MASK, "--cache-dir", str(cache))
     assert code == 0, err
-    masks = [(MASK, ("attn_mask",), "bool"), (MASK, ("attn_mask",), "float32")]
-    check = run_export_check(_declared(masks), {MASK}, out / "torch_lib", jobs=1, cache_dir=cache, refresh=True)
-    assert [(c.dtype.name, c.status) for c in check.cases] == [("bool", OK), ("float32", OK)], check.cases
+    report = tmp_path / "rewritten.json"
+    argv = ["--native-functions", str(out / "native_functions.yaml"), "--torchlib", str(out / "torch_lib"), "--op", MASK]
+    code, _, err = run_cli(capfd, "export-check", *argv, "--cache-dir", str(cache), "--refresh", "--report", str(report))
+    assert code == 0, err
+    statuses = {(tuple(c["cast"]), c["dtype"]): c["status"] for c in json.loads(report.read_text())["cases"]}
+    assert statuses[("attn_mask",), "torch.bool"] == OK
+    assert statuses[("attn_mask",), "torch.float32"] == OK
     assert results_dir(out / "torch_lib", cache) != results_dir(installed_torchlib(), cache)
 
 

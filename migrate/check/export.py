@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -82,8 +83,22 @@ class CaseResult:
             obj["function"],
             tuple(obj["dtypes"].items()),
             obj["status"],
-            obj["message"],
+            stable_message(obj["message"]),
         )
+
+    @classmethod
+    def from_report(cls, report: dict[str, Any]) -> CaseResult:
+        """From a worker's report (dtypes spelled 'int64')."""
+        return cls.from_json({**report, "dtype": str(DType(report["dtype"]))})
+
+
+_NUMBERED = re.compile(r"\b(node_[A-Za-z0-9]+(?:_[A-Za-z][A-Za-z0-9]*)*|tensors|val|case)_\d+\b")
+
+
+def stable_message(message: str) -> str:
+    """A message without the numbers the exporter gives names by position in a batch (``node_sin_3``, ``tensors_10``):
+    a case's message does not depend on which cases were exported with it."""
+    return _NUMBERED.sub(lambda m: m.group(1) if m.group(1).startswith("node_") else f"{m.group(1)}_N", message)
 
 
 @dataclass(frozen=True)
@@ -254,19 +269,15 @@ def _run(
             "groups": [{"opinfo": list(opinfo), "sample_dtype": sample, "overloads": o} for (opinfo, sample), o in groups.items()],
         }
         work.append(Job(export_worker.export_reports, argument, f"{chunk[0]} .. {chunk[-1]}"))
-    for outcome in run_in_workers(work, jobs, JOB_TIMEOUT, progress, unit="batch", desc="export check"):
+    for outcome in run_in_workers(work, jobs, JOB_TIMEOUT, progress, unit="job", desc="export check"):
         by_overload: dict[str, list[CaseResult]] = {}
         phase = ""
         for report in outcome.reports:
             if "phase" in report:
                 phase = report["phase"]
                 continue
-            dtype = DType(report["dtype"])
-            result = CaseResult(
-                report["overload"], tuple(report["cast"]), dtype, report["function"],
-                tuple(report["dtypes"].items()), report["status"], report["message"],
-            )
-            by_overload.setdefault(report["overload"], []).append(result)
+            result = CaseResult.from_report(report)
+            by_overload.setdefault(result.overload, []).append(result)
         for group in outcome.job.argument["groups"]:
             for item in group["overloads"]:
                 overload = item["overload"]
