@@ -22,7 +22,7 @@ from migrate.write.outputs import Output, commit, is_installed_path, print_diff,
 from migrate.write.torchlib.rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT = 0, 1, 2
-SUBCOMMANDS = ("lower", "show", "verify")
+SUBCOMMANDS = ("lower", "show", "verify", "export-check")
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -121,6 +121,22 @@ def _verify_parser() -> argparse.ArgumentParser:
     parser.add_argument("--op", action="append", default=[], metavar="NAME")
     parser.add_argument("-j", "--jobs", type=int, metavar="N")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR")
+    return parser
+
+
+def _export_check_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dtype-migrate export-check",
+        description="Export each declared dtype of each torchlib-registered overload with torch.onnx.export(dynamo=True), "
+        "run it in onnxruntime and compare with eager PyTorch.",
+    )
+    parser.add_argument("--native-functions", type=Path, help="declarations to check (default: the installed yaml, declared by inference)")
+    parser.add_argument("--torchlib", type=Path, metavar="DIR", help="the torch_lib folder to export with (default: the installed one)")
+    parser.add_argument("--op", action="append", default=[], metavar="NAME")
+    parser.add_argument("-j", "--jobs", type=int, metavar="N")
+    parser.add_argument("--report", type=Path, metavar="FILE", help="write every case and the summary as JSON")
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR")
+    parser.add_argument("--refresh", action="store_true", help="export again instead of reading cached results")
     return parser
 
 
@@ -257,10 +273,22 @@ def _codemod_summary(rewrite: TorchlibRewrite) -> dict:
     }
 
 
-def _report(plan: Plan, result: YamlResult, summary: dict) -> Plan:
-    """The applied plan with the writer's conflicts added to each overload, and the summary."""
+def _report(plan: Plan, result: YamlResult, summary: dict, torchlib_root: Path, cache_dir: Path | None) -> Plan:
+    """The applied plan with the writer's conflicts added to each overload, and the summary.
+
+    Export coverage gaps that ``export-check`` results (cached for this torchlib) judged are
+    marked confirmed or refuted, and counted in the summary.
+    """
+    from migrate.check.export import verdict_summary, verdicts
+
     conflicts = {o.name: o.conflicts for o in result.outcomes}
-    overloads = tuple(replace(o, conflicts=conflicts.get(o.name, o.conflicts)) for o in plan.overloads)
+    conflicts = {o.name: conflicts.get(o.name, o.conflicts) for o in plan.overloads}
+    judged = verdicts(conflicts, torchlib_root, cache_dir)
+    overloads = tuple(
+        replace(o, conflicts=tuple(replace(c, export=judged.get((o.name, i), "")) for i, c in enumerate(conflicts[o.name])))
+        for o in plan.overloads
+    )
+    summary = {**summary, "export_check": verdict_summary(conflicts, judged)}
     return replace(plan, overloads=overloads, summary=summary)
 
 
@@ -305,7 +333,7 @@ def run(args: argparse.Namespace) -> int:
             outputs.append(replace(output, display=targets.display(output.source, output.display)))
         summary["torchlib"] = _codemod_summary(rewrite)
     if args.report is not None:
-        store(args.report, _report(plan, result, summary).dumps().encode())
+        store(args.report, _report(plan, result, summary, torchlib_root, args.cache_dir).dumps().encode())
     text = _summary_text(summary, result)
     changed = any(o.changed for o in outputs)
     if args.dry_run:
@@ -345,6 +373,42 @@ def run_verify(args: argparse.Namespace) -> int:
     return verify(args)
 
 
+def run_export_check(args: argparse.Namespace) -> int:
+    """Declarations from the yaml when it has any, else from the plan a run infers (whose coverage gaps get verdicts)."""
+    from migrate.check.export import report_json, run_export_check as check, table, verdict_summary, verdicts
+    from migrate.model.declared import declared_variables
+
+    native_path = args.native_functions or installed_native_functions()
+    torchlib_root = args.torchlib or installed_torchlib()
+    native = NativeFunctions.load(native_path)
+    torchlib = scan_torchlib(torchlib_root, native, args.cache_dir)
+    registered = set(torchlib.by_overload)
+    if args.op:
+        registered &= set(native.overloads_named(args.op))
+    plan = None
+    if any(entry.schema.variables() for entry in native.entries):
+        sets = GlobalSetsFile.load(sibling_constraints_path(native_path)).by_name
+        declared = {name: declared_variables(native, native.by_name[name], sets) for name in registered if name in native.by_name}
+    else:
+        inferring = argparse.Namespace(evidence=EVIDENCE, jobs=args.jobs, cache_dir=args.cache_dir, refresh=False)
+        plan = _infer(native, inferring, torchlib, set(registered) if args.op else None, {})
+        declared = {o.name: o.variables for o in plan.overloads}
+    result = check(declared, registered, torchlib_root, args.jobs, args.cache_dir, args.refresh)
+    conflicts = None
+    if plan is not None:
+        listed = {o.name: o.conflicts for o in plan.overloads if o.name in registered}
+        conflicts = verdict_summary(listed, verdicts(listed, torchlib_root, args.cache_dir))
+    sys.stdout.write(table(result))
+    if conflicts is not None:
+        sys.stdout.write(
+            f"export coverage gaps: {conflicts['confirmed']} confirmed, {conflicts['refuted']} refuted, "
+            f"{conflicts['unchecked']} unchecked (of {conflicts['conflicts']})\n"
+        )
+    if args.report is not None:
+        store(args.report, report_json(result, conflicts).encode())
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
@@ -352,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
             "lower": (run_lower, _lower_parser),
             "show": (run_show, _show_parser),
             "verify": (run_verify, _verify_parser),
+            "export-check": (run_export_check, _export_check_parser),
         }[argv[0]]
         args = parser().parse_args(argv[1:])
     else:

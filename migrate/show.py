@@ -152,7 +152,21 @@ def probe_section(context: ShowContext, overload: str) -> list[str]:
     return ["probe:"] + _variable_lines(context, plan, PROBE)
 
 
-SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section)
+def export_section(context: ShowContext, overload: str) -> list[str]:
+    """Each checked dtype's export status (from ``export-check`` results cached for this torch_lib), per cast slots."""
+    from migrate.check.export import cached_results, results_dir
+    from migrate.evidence.torchlib.resolve import installed_torchlib
+
+    results = cached_results(results_dir(context.torchlib_dir or installed_torchlib(), context.cache_dir), overload)
+    if results is None:
+        return ["export: not checked (run 'dtype-migrate export-check')"]
+    lines = ["export:" + (f" {results[0].function}" if results and results[0].function else "")]
+    for case in results:
+        lines.append(f"  {', '.join(case.cast)} {case.dtype}: {case.status}" + (f": {case.message}" if case.message else ""))
+    return lines
+
+
+SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section, export_section)
 
 
 def run(args) -> int:

@@ -278,3 +278,37 @@ def forget_pre_dispatch_handlers(funcs: Iterable[Any]) -> None:
     pre_dispatch = _private("torch._C.DispatchKey.PreDispatch")
     for func in funcs:
         func._dispatch_cache.pop(pre_dispatch, None)
+
+
+# --- the ONNX exporter (export-check workers) ---------------------------------------------------
+
+
+def onnx_registry_class() -> Any:
+    """The exporter's registry class (``ONNXRegistry``): ``from_torchlib()`` reads onnxscript's torchlib."""
+    return _private("torch.onnx._internal.exporter._registration.ONNXRegistry")
+
+
+def memoise_onnx_registry() -> Any:
+    """Build the exporter's registry once per process and hand every export that one.
+
+    torch.onnx.export builds it anew on each call from the same torchlib (0.8 s, most of a
+    small export); an export-check worker loads one torch_lib and exports many graphs.
+    Returns the registry.
+    """
+    registry_class = onnx_registry_class()
+    build = _attribute(registry_class, "from_torchlib", "ONNXRegistry.from_torchlib")
+    built: dict[tuple, Any] = {}
+
+    def memoised(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        key = (args, tuple(sorted(kwargs.items())))
+        if key not in built:
+            built[key] = build(*args, **kwargs)
+        return built[key]
+
+    registry_class.from_torchlib = classmethod(memoised)
+    return registry_class.from_torchlib()
+
+
+def onnx_dtype_of(dtype: Any) -> Any:
+    """The ONNX element type of a torch dtype, as the exporter maps it."""
+    return _private("torch.onnx._internal.exporter._core.torch_dtype_to_onnx_dtype")(dtype)

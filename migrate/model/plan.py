@@ -100,13 +100,17 @@ class Conflict:
     slots: tuple[str, ...]
     dtypes: tuple[DType, ...]
     message: str
+    export: str = ""  # an export coverage gap as real exports judged it: 'confirmed', 'refuted', or '' (not checked)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "slots": list(self.slots), "dtypes": _dtypes_json(self.dtypes), "message": self.message}
+        found = {"kind": self.kind, "slots": list(self.slots), "dtypes": _dtypes_json(self.dtypes), "message": self.message}
+        if self.export:
+            found["export"] = self.export
+        return found
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Conflict:
-        return cls(obj["kind"], tuple(obj["slots"]), parse_set(obj["dtypes"]), obj["message"])
+        return cls(obj["kind"], tuple(obj["slots"]), parse_set(obj["dtypes"]), obj["message"], obj.get("export", ""))
 
 
 @dataclass(frozen=True)

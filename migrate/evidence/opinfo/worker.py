@@ -68,12 +68,17 @@ def find_opinfo(opinfo: OpInfoId) -> Any:
     return found[0]
 
 
-def samples_by_dtype(op: Any, opinfo: OpInfoId) -> Iterator[tuple[str, list[Any], Counter[tuple[str, str]]]]:
-    """Per CPU dtype, in canonical order and seeded as every run of the OpInfo is: its samples, and the errors making them."""
+def samples_by_dtype(
+    op: Any, opinfo: OpInfoId, only: str | None = None
+) -> Iterator[tuple[str, list[Any], Counter[tuple[str, str]]]]:
+    """Per CPU dtype (or only the one named), in canonical order and seeded as every run of the OpInfo is:
+    its samples, and the errors making them."""
     from migrate.evidence.runtime import recorders
 
     for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: interned_dtype(recorders.dtype_name(d)).sort_key):
         name = recorders.dtype_name(dtype)
+        if only is not None and name != only:
+            continue
         _seed(opinfo, name)
         errors: Counter[tuple[str, str]] = Counter()
         samples: list[Any] = []

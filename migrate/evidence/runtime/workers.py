@@ -90,7 +90,12 @@ class _Running:
 
 
 def run_in_workers(
-    work: Iterable[Job], jobs: int | None = None, timeout: float = DEFAULT_TIMEOUT, progress: bool | None = None
+    work: Iterable[Job],
+    jobs: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool | None = None,
+    unit: str = "OpInfo",
+    desc: str = "OpInfo samples",
 ) -> Iterator[JobOutcome]:
     """Run each job in a fresh worker process, at most ``jobs`` at once; yield each outcome as it ends.
 
@@ -104,7 +109,7 @@ def run_in_workers(
     context = _context()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(waiting)))
     running: dict[Any, _Running] = {}
-    bar = _progress_bar(len(waiting), progress)
+    bar = _progress_bar(len(waiting), progress, unit, desc)
     try:
         while waiting or running:
             while waiting and len(running) < jobs:
@@ -135,14 +140,14 @@ def run_in_workers(
             bar.close()
 
 
-def _progress_bar(total: int, progress: bool | None) -> Any:
+def _progress_bar(total: int, progress: bool | None, unit: str, desc: str) -> Any:
     if progress is None:
         progress = sys.stderr.isatty()
     if not progress:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="OpInfo", desc="OpInfo samples", file=sys.stderr, dynamic_ncols=True)
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, dynamic_ncols=True)
 
 
 def _start(context: Any, job: Job) -> _Running:

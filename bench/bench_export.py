@@ -1,0 +1,74 @@
+"""The whole installed torchlib's export check, cold and warm, against one single-op export, in one run.
+
+    .venv/bin/python bench/bench_export.py [-j N] [--repeat N] [--cache-dir DIR] [--report FILE]
+
+Cold: every case exported anew (``--refresh``; the OpInfo sweep's cache is read, not rebuilt).
+Warm: the same check read from the cache, median of ``--repeat`` runs. Baseline: one
+``torch.onnx.export(dynamo=True)`` of a one-op module plus its onnxruntime session, in a fresh
+process (what checking one case alone would cost), median of ``--repeat``. Targets on 2 cores:
+cold <= 15 min, warm <= 5 s. This is the whole-torchlib check CI does not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from migrate.cli import main as cli  # noqa: E402
+
+ONE_EXPORT = """
+import time, torch, onnxruntime, warnings
+warnings.simplefilter("ignore")
+class M(torch.nn.Module):
+    def forward(self, x):
+        return torch.sin(x)
+started = time.perf_counter()
+program = torch.onnx.export(M(), (torch.randn(3, 4),), dynamo=True, verbose=False)
+onnxruntime.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
+print(time.perf_counter() - started)
+"""
+
+
+def one_export() -> float:
+    """One export and session in a fresh process (its imports not counted)."""
+    out = subprocess.run([sys.executable, "-c", ONE_EXPORT], capture_output=True, text=True, check=True).stdout
+    return float(out.split()[-1])
+
+
+def check(*argv: str) -> tuple[float, str]:
+    started = time.perf_counter()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = cli(["export-check", *argv])
+    if code != 0:
+        raise SystemExit(f"dtype-migrate export-check {' '.join(argv)} exited {code}")
+    return time.perf_counter() - started, out.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cache-dir")
+    parser.add_argument("--report", help="write the cold run's report here")
+    args = parser.parse_args()
+    common = ["-j", str(args.jobs), *(["--cache-dir", args.cache_dir] if args.cache_dir else [])]
+    baseline = statistics.median(one_export() for _ in range(args.repeat))
+    cold, text = check(*common, "--refresh", *(["--report", args.report] if args.report else []))
+    warm = statistics.median(check(*common)[0] for _ in range(args.repeat))
+    print("\n".join(text.splitlines()[-3:]))
+    print(f"one export + session (baseline): {baseline:.2f} s")
+    print(f"whole torchlib, cold, -j {args.jobs}:   {cold:.1f} s  ratio {cold / baseline:.1f}  (target <= 900 s)")
+    print(f"whole torchlib, warm:            {warm:.2f} s  ratio {warm / baseline:.2f}  (target <= 5 s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,365 @@
+"""``dtype-migrate export-check``: which declared dtypes the ONNX exporter really handles, from real exports.
+
+For every overload a torch_lib registers and every declared dtype (one ONNX can
+express) of each of its input variables, a case: a call from the OpInfo samples that
+reach the overload, with that variable's slots cast to the dtype, exported with
+``torch.onnx.export(dynamo=True)`` against that torch_lib, run in onnxruntime and compared
+with eager PyTorch (``migrate.check.export_worker`` does that, in forked workers).
+
+Results are cached per overload under ``<cache>/export/<key>/``, the key made of the
+torch, onnxscript and onnxruntime versions, the torch_lib's content and the worker's
+code: a re-run reads them, ``--op`` runs only the named overloads, ``--refresh`` runs
+again. Which OpInfo gives an overload's calls comes from the OpInfo sweep's cache.
+A main run reads the same cache to mark its export-coverage-gap conflicts confirmed
+or refuted (``verdicts``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from migrate.cache import cache_root, store
+from migrate.check import export_worker
+from migrate.check.export_worker import NO_SAMPLE, OK, STATUSES
+from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
+from migrate.model.dtypes import DType, canonical
+from migrate.model.plan import Conflict, Variable
+
+FORMAT = 1  # of the cache files
+JOB_OVERLOADS = 40  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter
+JOB_TIMEOUT = 1200.0  # seconds per worker
+FAILING = tuple(s for s in STATUSES if s not in (OK, NO_SAMPLE))
+COVERAGE_GAP = "export-coverage-gap"
+CONFIRMED, REFUTED = "confirmed", "refuted"
+
+
+@dataclass(frozen=True)
+class CaseRequest:
+    """A case to check: the overload, its input slots cast together, the dtype."""
+
+    overload: str
+    cast: tuple[str, ...]
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """A checked case: the request, the torchlib function the exporter used, the call's input dtypes, status, message."""
+
+    overload: str
+    cast: tuple[str, ...]
+    dtype: DType
+    function: str
+    dtypes: tuple[tuple[str, str], ...]  # every tensor input slot of the call: (slot, 'torch.x')
+    status: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "overload": self.overload,
+            "function": self.function,
+            "cast": list(self.cast),
+            "dtype": str(self.dtype),
+            "dtypes": dict(self.dtypes),
+            "status": self.status,
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> CaseResult:
+        return cls(
+            obj["overload"],
+            tuple(obj["cast"]),
+            DType.parse(obj["dtype"]),
+            obj["function"],
+            tuple(obj["dtypes"].items()),
+            obj["status"],
+            stable_message(obj["message"]),
+        )
+
+    @classmethod
+    def from_report(cls, report: dict[str, Any]) -> CaseResult:
+        """From a worker's report (dtypes spelled 'int64')."""
+        return cls.from_json({**report, "dtype": str(DType(report["dtype"]))})
+
+
+_NUMBERED = re.compile(r"\b(node_[A-Za-z0-9]+(?:_[A-Za-z][A-Za-z0-9]*)*|tensors|val|case)_\d+\b")
+
+
+def stable_message(message: str) -> str:
+    """A message without the numbers the exporter gives names by position in a batch (``node_sin_3``, ``tensors_10``):
+    a case's message does not depend on which cases were exported with it."""
+    return _NUMBERED.sub(lambda m: m.group(1) if m.group(1).startswith("node_") else f"{m.group(1)}_N", message)
+
+
+@dataclass(frozen=True)
+class ExportCheck:
+    """What a check found, in request order, and how much of it came from the cache."""
+
+    cases: tuple[CaseResult, ...]
+    torchlib: Path
+    overloads: int
+    ran: int  # overloads checked by workers in this run
+    seconds: float
+
+    def summary(self) -> dict[str, Any]:
+        statuses = Counter(case.status for case in self.cases)
+        return {
+            "torchlib": str(self.torchlib),
+            "overloads": self.overloads,
+            "cases": len(self.cases),
+            "by_status": {status: statuses[status] for status in STATUSES},
+            "overloads_run": self.ran,
+            "overloads_from_cache": self.overloads - self.ran,
+            "seconds": round(self.seconds, 1),
+        }
+
+
+def requests(declared: Mapping[str, tuple[Variable, ...]], registered: Iterable[str]) -> dict[str, tuple[CaseRequest, ...]]:
+    """Per registered overload with declared variables: a case per input variable and dtype ONNX can express."""
+    found = {}
+    for overload in sorted(set(registered)):
+        cases = []
+        for variable in declared.get(overload, ()):
+            cast = tuple(slot for slot in variable.binds if not slot.startswith("return."))
+            if cast:
+                cases += [CaseRequest(overload, cast, dtype) for dtype in canonical(variable.dtypes) if dtype.onnx is not None]
+        if cases:
+            found[overload] = tuple(cases)
+    return found
+
+
+# --- the cache -----------------------------------------------------------------------------------
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def torchlib_digest(root: Path) -> str:
+    """The torch_lib's content: every module's path and bytes."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in Path(root).rglob("*.py") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def results_dir(torchlib: Path, cache_dir: Path | str | None = None) -> Path:
+    """Where the results for this torch_lib live, under the installed torch, onnxscript and onnxruntime."""
+    key = hashlib.sha256()
+    for part in (str(FORMAT), _version("torch"), _version("onnxscript"), _version("onnxruntime"), torchlib_digest(torchlib)):
+        key.update(part.encode() + b"\0")
+    key.update(Path(export_worker.__file__).read_bytes())
+    return cache_root(cache_dir) / "export" / key.hexdigest()[:32]
+
+
+def _file(folder: Path, overload: str) -> Path:
+    return folder / f"{overload}.json"
+
+
+def _request_json(cases: tuple[CaseRequest, ...]) -> list[Any]:
+    return [[list(case.cast), case.dtype.name] for case in cases]
+
+
+def cached_results(folder: Path, overload: str, cases: tuple[CaseRequest, ...] | None = None) -> tuple[CaseResult, ...] | None:
+    """An overload's cached results (for exactly these cases, when given); None on a miss."""
+    try:
+        obj = json.loads(_file(folder, overload).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        return None
+    if cases is not None and obj.get("request") != _request_json(cases):
+        return None
+    return tuple(CaseResult.from_json(case) for case in obj["cases"])
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def run_export_check(
+    declared: Mapping[str, tuple[Variable, ...]],
+    registered: Iterable[str],
+    torchlib: Path,
+    jobs: int | None = None,
+    cache_dir: Path | str | None = None,
+    refresh: bool = False,
+    progress: bool | None = None,
+) -> ExportCheck:
+    """Check every case of the registered overloads (cached ones read, the rest run in ``jobs`` workers)."""
+    started = time.monotonic()
+    wanted = requests(declared, registered)
+    folder = results_dir(torchlib, cache_dir)
+    found: dict[str, tuple[CaseResult, ...]] = {}
+    for overload, cases in wanted.items():
+        cached = None if refresh else cached_results(folder, overload, cases)
+        if cached is not None:
+            found[overload] = cached
+    missing = {overload: cases for overload, cases in wanted.items() if overload not in found}
+    if missing:
+        for overload, results, complete in _run(missing, torchlib, jobs, cache_dir, progress):
+            found[overload] = results
+            if complete:
+                obj = {"format": FORMAT, "request": _request_json(missing[overload]), "cases": [r.to_json() for r in results]}
+                store(_file(folder, overload), json.dumps(obj, separators=(",", ":")).encode())
+    cases = tuple(result for overload in wanted for result in found[overload])
+    return ExportCheck(cases, Path(torchlib), len(wanted), len(missing), time.monotonic() - started)
+
+
+def _sources(overloads: Iterable[str], cache_dir: Path | str | None) -> dict[str, tuple[tuple[str, str], str]]:
+    """Per overload, the OpInfo (name, variant) and sample dtype whose samples best reach it, from the sweep's cache.
+
+    Calls made by the sample's own code first, then an OpInfo about the operator, then
+    float32 samples, then the most calls; ties by name (the same choice every run).
+    """
+    from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue
+
+    keys = {("aten::" + o).removesuffix(".default"): o for o in overloads}
+    best: dict[str, tuple] = {}
+    for entry in load_catalogue(cache_dir):
+        if not entry.cpu_dtypes:
+            continue
+        run = load_cached_run(cache_dir, entry.opinfo)
+        if run is None or not (run.overloads & keys.keys()):
+            continue
+        counts: Counter[tuple[str, DType, bool]] = Counter()
+        for observation in run.observations:
+            if observation.overload in keys:
+                counts[observation.overload, observation.sample_dtype, observation.direct] += observation.count
+        for (recorded, sample, direct), count in counts.items():
+            overload = keys[recorded]
+            about = overload.split(".", 1)[0] in entry.operator_names
+            rank = (not direct, not about, sample.name != "float32", -count, sample.sort_key, entry.opinfo.name, entry.opinfo.variant)
+            if overload not in best or rank < best[overload][0]:
+                best[overload] = (rank, (entry.opinfo.name, entry.opinfo.variant), sample.name)
+    return {overload: (opinfo, sample) for overload, (_, opinfo, sample) in best.items()}
+
+
+def _run(
+    missing: dict[str, tuple[CaseRequest, ...]], torchlib: Path, jobs: int | None, cache_dir: Path | str | None, progress: bool | None
+) -> Iterable[tuple[str, tuple[CaseResult, ...], bool]]:
+    """Each missing overload's results as its worker ends, and whether they are complete (cacheable)."""
+    sources = _sources(missing, cache_dir)
+    unreached = [overload for overload in missing if overload not in sources]
+    for overload in unreached:
+        why = "no OpInfo sample in the sweep's cache calls it"
+        yield overload, tuple(_result(case, "", (), NO_SAMPLE, why) for case in missing[overload]), True
+    reached = sorted((o for o in missing if o in sources), key=lambda o: (sources[o], o))
+    work = []
+    for start in range(0, len(reached), JOB_OVERLOADS):
+        chunk = reached[start : start + JOB_OVERLOADS]
+        groups: dict[tuple, list[dict[str, Any]]] = {}
+        for overload in chunk:
+            opinfo, sample = sources[overload]
+            groups.setdefault((opinfo, sample), []).append({"overload": overload, "cases": _request_json(missing[overload])})
+        argument = {
+            "torchlib": str(torchlib),
+            "groups": [{"opinfo": list(opinfo), "sample_dtype": sample, "overloads": o} for (opinfo, sample), o in groups.items()],
+        }
+        work.append(Job(export_worker.export_reports, argument, f"{chunk[0]} .. {chunk[-1]}"))
+    for outcome in run_in_workers(work, jobs, JOB_TIMEOUT, progress, unit="job", desc="export check"):
+        by_overload: dict[str, list[CaseResult]] = {}
+        phase = ""
+        for report in outcome.reports:
+            if "phase" in report:
+                phase = report["phase"]
+                continue
+            result = CaseResult.from_report(report)
+            by_overload.setdefault(result.overload, []).append(result)
+        for group in outcome.job.argument["groups"]:
+            for item in group["overloads"]:
+                overload = item["overload"]
+                done = {(r.cast, r.dtype) for r in by_overload.get(overload, [])}
+                results = list(by_overload.get(overload, []))
+                for case in missing[overload]:
+                    if (case.cast, case.dtype) not in done:
+                        why = f"{phase}: {outcome.reason}" if phase else outcome.reason
+                        results.append(_result(case, "", (), export_worker.EXPORT_ERROR, why))
+                order = {(case.cast, case.dtype): i for i, case in enumerate(missing[overload])}
+                results.sort(key=lambda r: order[r.cast, r.dtype])
+                yield overload, tuple(results), outcome.status == DONE
+
+
+def _result(case: CaseRequest, function: str, dtypes: tuple, status: str, message: str) -> CaseResult:
+    return CaseResult(case.overload, case.cast, case.dtype, function, dtypes, status, message)
+
+
+# --- wiring back: conflicts --------------------------------------------------------------------
+
+
+def verdict(conflict: Conflict, results: Iterable[CaseResult]) -> str:
+    """``confirmed`` when a case of the conflict's slots and dtypes fails, ``refuted`` when all such cases are ok, else ''."""
+    relevant = [r for r in results if r.dtype in conflict.dtypes and set(r.cast) & set(conflict.slots) and r.status != NO_SAMPLE]
+    if any(r.status in FAILING for r in relevant):
+        return CONFIRMED
+    return REFUTED if relevant else ""
+
+
+def verdicts(conflicts: Mapping[str, tuple[Conflict, ...]], torchlib: Path, cache_dir: Path | str | None) -> dict[tuple[str, int], str]:
+    """Per (overload, index of the conflict), the verdict on each export-coverage-gap conflict with cached results."""
+    folder = results_dir(torchlib, cache_dir)
+    found = {}
+    for overload, listed in conflicts.items():
+        gaps = [(i, c) for i, c in enumerate(listed) if c.kind == COVERAGE_GAP]
+        if not gaps:
+            continue
+        results = cached_results(folder, overload)
+        if results is None:
+            continue
+        for index, conflict in gaps:
+            found[overload, index] = verdict(conflict, results)
+    return found
+
+
+def verdict_summary(conflicts: Mapping[str, tuple[Conflict, ...]], judged: Mapping[tuple[str, int], str]) -> dict[str, int]:
+    """How many export-coverage-gap conflicts real exports confirmed, refuted, or did not judge."""
+    total = sum(1 for listed in conflicts.values() for c in listed if c.kind == COVERAGE_GAP)
+    counts = Counter(judged.values())
+    return {"conflicts": total, CONFIRMED: counts[CONFIRMED], REFUTED: counts[REFUTED], "unchecked": total - counts[CONFIRMED] - counts[REFUTED]}
+
+
+# --- output -------------------------------------------------------------------------------------
+
+
+SHORT = {OK: "ok", "export-error": "EXP", "invalid-model": "INV", "runtime-error": "RUN", "mismatch": "MIS", NO_SAMPLE: "-"}
+
+
+def table(check: ExportCheck) -> str:
+    """One row per overload and cast slots, one column per dtype; a legend and the totals below."""
+    dtypes = canonical(case.dtype for case in check.cases)
+    header = ["overload", "slots", *(d.name for d in dtypes)]
+    rows: dict[tuple[str, tuple[str, ...]], dict[DType, str]] = {}
+    for case in check.cases:
+        rows.setdefault((case.overload, case.cast), {})[case.dtype] = SHORT[case.status]
+    lines = [[overload, ",".join(cast), *(cells.get(d, "") for d in dtypes)] for (overload, cast), cells in rows.items()]
+    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
+    text = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [header, *lines]]
+    legend = ", ".join(f"{short} {status}" for status, short in SHORT.items())
+    summary = check.summary()
+    totals = ", ".join(f"{status} {n}" for status, n in summary["by_status"].items())
+    text.append(f"\n{legend}")
+    text.append(
+        f"{summary['cases']} cases of {summary['overloads']} overloads: {totals} "
+        f"({summary['overloads_run']} overloads run, {summary['overloads_from_cache']} from the cache; {summary['seconds']} s)"
+    )
+    return "\n".join(text) + "\n"
+
+
+def report_json(check: ExportCheck, conflict_summary: dict[str, int] | None = None) -> str:
+    summary = check.summary()
+    if conflict_summary is not None:
+        summary["conflicts"] = conflict_summary
+    return json.dumps({"cases": [case.to_json() for case in check.cases], "summary": summary}, indent=1) + "\n"
+

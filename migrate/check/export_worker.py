@@ -1,0 +1,496 @@
+"""The export check inside a worker: calls from OpInfo samples, cast, exported in batches and run in onnxruntime.
+
+A job gets a torch_lib folder and groups of overloads, each group with the OpInfo (and
+sample dtype) whose samples reach them. The worker loads that folder as
+``onnxscript.function_libs.torch_lib`` (a fresh process per job: the exporter reads
+whatever that package registers), captures a few calls of each overload while the
+samples run, and builds one call per case: the sampled call with the case's slots cast
+to its dtype, run eagerly for the expected outputs. Many cases go into one module
+(one submodule per case) and one export; a batch that fails is split: when the error
+names an ONNX node, its metadata (the submodule ``case_N`` it came from) says which case
+failed, else the batch is halved. Reports go to the parent one case at a time.
+
+Importing this module imports neither torch nor onnxscript; running a job does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from migrate.evidence.runtime.workers import one_line
+
+# Statuses of a case.
+OK = "ok"
+EXPORT_ERROR = "export-error"  # torch.onnx.export raised
+INVALID_MODEL = "invalid-model"  # onnxruntime refused to load the exported model
+RUNTIME_ERROR = "runtime-error"  # onnxruntime failed running it
+MISMATCH = "mismatch"  # ran, but dtype, shape or values differ from eager PyTorch
+NO_SAMPLE = "no-sample"  # no OpInfo sample gave a call of the overload that eager PyTorch runs with that dtype
+STATUSES = (OK, EXPORT_ERROR, INVALID_MODEL, RUNTIME_ERROR, MISMATCH, NO_SAMPLE)
+
+CALLS_PER_OVERLOAD = 3  # sampled calls kept per overload; a case uses the first that eager PyTorch runs when cast
+BATCH = 48  # cases per exported graph
+
+
+def use_torchlib(folder: str) -> None:
+    """Make ``folder`` the ``onnxscript.function_libs.torch_lib`` package of this process (before the exporter reads it)."""
+    import onnxscript  # noqa: F401  (the parent package must exist first)
+
+    name = "onnxscript.function_libs.torch_lib"
+    if name in sys.modules:
+        raise RuntimeError(f"{name} was imported before the torch_lib to check could be loaded")
+    root = Path(folder)
+    spec = importlib.util.spec_from_file_location(name, root / "__init__.py", submodule_search_locations=[str(root)])
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"{root} is not a torch_lib package (no __init__.py)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    ops = importlib.import_module(f"{name}.ops")
+    if not Path(ops.__file__).resolve().is_relative_to(root.resolve()):
+        raise RuntimeError(f"the exporter would read {ops.__file__}, not {root}")
+
+
+@dataclass
+class Case:
+    """One case: an overload with some slots cast to one dtype; its call, expected outputs and outcome."""
+
+    overload: str  # 'add.Tensor'
+    cast: tuple[str, ...]  # the slots cast
+    dtype: str  # 'int64'
+    func: Any = None
+    args: list = field(default_factory=list)
+    kwargs: dict = field(default_factory=dict)
+    dtypes: dict = field(default_factory=dict)  # every tensor input slot's dtype in the call
+    expected: list = field(default_factory=list)  # eager outputs (tensors only, flattened)
+    values: bool = True  # compare values (not for random or uninitialised outputs)
+    status: str = ""
+    message: str = ""
+
+    def report(self, function: str) -> dict[str, Any]:
+        return {
+            "overload": self.overload,
+            "cast": list(self.cast),
+            "dtype": self.dtype,
+            "dtypes": self.dtypes,
+            "function": function,
+            "status": self.status,
+            "message": self.message,
+        }
+
+
+def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The job: a report per case, and a ``{"phase": ...}`` report before each batch (what a crash was doing)."""
+    use_torchlib(argument["torchlib"])
+    import torch
+
+    from migrate.evidence.opinfo.worker import call_samples, find_opinfo, samples_by_dtype
+    from migrate.evidence.runtime import recorders
+    from migrate.evidence.runtime.records import OpInfoId
+
+    functions = _dispatched_functions()
+    for group in argument["groups"]:
+        opinfo = OpInfoId(*group["opinfo"])
+        wanted = {f"aten::{o['overload']}".removesuffix(".default") for o in group["overloads"]}
+        capture = recorders.CallCapture(lambda overload, direct: CALLS_PER_OVERLOAD if overload in wanted else 0)
+        problem = ""
+        try:
+            op = find_opinfo(opinfo)
+            for name, samples, errors in samples_by_dtype(op, opinfo, only=group["sample_dtype"]):
+                capture.sample_dtype = name
+                with recorders.Recording(capture) as recording, recording.active():
+                    call_samples(op, samples, errors)
+        except Exception as exc:
+            problem = f"the samples of {opinfo} failed: {one_line(exc)}"
+        calls: dict[str, list[Any]] = {}
+        for call in capture.chosen():
+            calls.setdefault(call.slots.name.removeprefix("aten::"), []).append(call)
+        cases = []
+        for request in group["overloads"]:
+            overload = request["overload"]
+            found = calls.get(overload.removesuffix(".default"), [])
+            for cast, dtype in request["cases"]:
+                case = Case(overload, tuple(cast), dtype)
+                _prepare(case, found, torch, problem or f"no sample of {opinfo} ({group['sample_dtype']}) called it")
+                cases.append(case)
+        for case in cases:
+            if case.status:
+                yield case.report(functions.get(case.overload, ""))
+        ready = [case for case in cases if not case.status]
+        for start in range(0, len(ready), BATCH):
+            batch = ready[start : start + BATCH]
+            yield {"phase": "exporting and running " + ", ".join(sorted({c.overload for c in batch}))}
+            try:
+                _check(batch)
+            except Exception:  # the check itself failed: each case left alone, so that only its own failure is said
+                for case in batch:
+                    try:
+                        _check([case])
+                    except Exception as exc:
+                        case.status, case.message = EXPORT_ERROR, f"checking the case failed: {_first_line(exc)}"
+            for case in batch:
+                yield case.report(functions.get(case.overload, ""))
+
+
+def _dispatched_functions() -> dict[str, str]:
+    """Per overload ('add.Tensor'), the torchlib function the exporter dispatches a real-valued call to."""
+    from migrate import torch_private
+
+    registry = torch_private.memoise_onnx_registry()
+    found = {}
+    for target, decompositions in registry.functions.items():
+        if isinstance(target, str) and target.startswith("aten::"):
+            real = [d for d in decompositions if not d.is_complex]
+            if real:
+                function = real[0].onnx_function
+                found[target.removeprefix("aten::")] = getattr(function, "name", getattr(function, "__name__", str(function)))
+    return found
+
+
+# --- building a case's call ---------------------------------------------------------------------
+
+
+def _prepare(case: Case, calls: list[Any], torch: Any, why_none: str) -> None:
+    """Give the case the first sampled call that eager PyTorch runs with its slots cast, or the status no-sample."""
+    dtype = getattr(torch, case.dtype)
+    first_error = ""
+    usable = [call for call in calls if any(_holds_tensor(call, slot) for slot in case.cast)]
+    if calls and not usable:
+        why_none = f"no sampled call passes a tensor at {', '.join(case.cast)}"
+    # The calls with the most tensor inputs first: a mask passed, every optional tensor given.
+    for call in sorted(usable, key=lambda call: sum(d is None for d in call.dtypes[: len(call.slots.arguments)])):
+        args, kwargs = _cast_arguments(call, case.cast, dtype, torch)
+        try:
+            out = call.func(*_fresh(args, torch), **_fresh(kwargs, torch))
+        except Exception as exc:
+            first_error = first_error or one_line(exc)
+            continue
+        expected = [t.detach() for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+        if not expected:
+            case.status, case.message = NO_SAMPLE, "the call returns no tensor"
+            return
+        case.func, case.args, case.kwargs, case.expected = call.func, args, kwargs, expected
+        case.dtypes = _input_dtypes(call.slots, args, kwargs, torch)
+        tags = set(getattr(call.func, "tags", ()))
+        case.values = torch.Tag.nondeterministic_seeded not in tags and "empty" not in case.overload
+        return
+    case.status = NO_SAMPLE
+    case.message = f"eager PyTorch refused it in every sampled call: {first_error}" if first_error else why_none
+
+
+def _holds_tensor(call: Any, slot: str) -> bool:
+    names = [name for _, name, _, _ in call.slots.arguments]
+    return slot in names and call.dtypes[names.index(slot)] is not None
+
+
+def _cast_arguments(call: Any, cast: tuple[str, ...], dtype: Any, torch: Any) -> tuple[list, dict]:
+    args, kwargs = list(call.args), dict(call.kwargs)
+    for position, name, keyword_only, _ in call.slots.arguments:
+        if name not in cast:
+            continue
+        if keyword_only or position >= len(args):
+            if name in kwargs:
+                kwargs[name] = _to(kwargs[name], dtype, torch)
+        else:
+            args[position] = _to(args[position], dtype, torch)
+    return args, kwargs
+
+
+def _to(value: Any, dtype: Any, torch: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().to(dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to(v, dtype, torch) for v in value)
+    return value
+
+
+def _fresh(value: Any, torch: Any) -> Any:
+    """Copies of every tensor (eager calls must not change the tensors the export gets)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_fresh(v, torch) for v in value)
+    if isinstance(value, dict):
+        return {k: _fresh(v, torch) for k, v in value.items()}
+    return value
+
+
+def _input_dtypes(slots: Any, args: list, kwargs: dict, torch: Any) -> dict[str, str]:
+    found = {}
+    for position, name, keyword_only, _ in slots.arguments:
+        value = kwargs.get(name) if keyword_only or position >= len(args) else args[position]
+        dtypes = {str(t.dtype) for t in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(t, torch.Tensor)}
+        if len(dtypes) == 1:
+            found[name] = dtypes.pop()
+        elif dtypes:
+            found[name] = "mixed"
+    return found
+
+
+# --- exporting and running batches --------------------------------------------------------------
+
+
+def _module(cases: list[Case]) -> tuple[Any, tuple]:
+    """One module calling every case's overload (one submodule ``case_N`` each), and its flat tensor inputs."""
+    import torch
+
+    class CaseCall(torch.nn.Module):
+        def __init__(self, case: Case):
+            super().__init__()
+            self.func = case.func
+            self.template = torch.utils._pytree.tree_map(lambda v: _SLOT if isinstance(v, torch.Tensor) else v, (case.args, case.kwargs))
+            self.count = len(_tensors(case))
+
+        def forward(self, *tensors):
+            supply = iter(tensors)
+            args, kwargs = torch.utils._pytree.tree_map(lambda v: next(supply) if v is _SLOT else v, self.template)
+            out = self.func(*args, **kwargs)
+            return tuple(t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor))
+
+    class Batch(torch.nn.Module):
+        def __init__(self, calls: list[CaseCall]):
+            super().__init__()
+            self.calls = len(calls)
+            for index, call in enumerate(calls):
+                setattr(self, f"case_{index}", call)
+
+        def forward(self, *tensors):
+            outputs, start = [], 0
+            for index in range(self.calls):
+                call = getattr(self, f"case_{index}")
+                outputs.extend(call(*tensors[start : start + call.count]))
+                start += call.count
+            return tuple(outputs)
+
+    inputs = tuple(t for case in cases for t in _tensors(case))
+    return Batch([CaseCall(case) for case in cases]), inputs
+
+
+class _Slot:
+    def __repr__(self) -> str:
+        return "<tensor>"
+
+
+_SLOT = _Slot()
+
+
+def _tensors(case: Case) -> list[Any]:
+    import torch
+
+    return [t.detach().clone() for t in torch.utils._pytree.tree_leaves((case.args, case.kwargs)) if isinstance(t, torch.Tensor)]
+
+
+_CASE = re.compile(r"\bcase_(\d+)\b")
+
+
+def _check(cases: list[Case]) -> None:
+    """Export, load and run ``cases`` together; on a failure no case can be blamed for, halve the batch."""
+    pending = [case for case in cases if not case.status]
+    while pending:
+        failure = _attempt(pending)
+        remaining = [case for case in pending if not case.status]
+        if failure is None or not remaining:
+            return
+        if len(remaining) < len(pending):  # the failure was pinned on some cases: the rest again
+            pending = remaining
+            continue
+        if len(pending) == 1:
+            pending[0].status, pending[0].message = failure
+            return
+        half = len(pending) // 2
+        _check(pending[:half])
+        _check(pending[half:])
+        return
+
+
+def _attempt(cases: list[Case]) -> tuple[str, str] | None:
+    """Check a batch; None when every case got its status, else the (status, message) of a failure.
+
+    The cases a failure can be pinned on get that status. The module is captured with
+    torch.export first (as the exporter does), so that a conversion error naming an FX
+    node leads to the submodule of its case. A model onnxruntime refuses (or fails to
+    run) loses the failing case's outputs and the nodes only they need, and is tried
+    again without exporting anew: the cases' subgraphs share no inputs.
+    """
+    import onnx_ir
+    import torch
+
+    module, inputs = _module(cases)
+    try:
+        exported = torch.export.export(module, inputs, strict=False)
+    except Exception:  # the exporter's other capture strategies may still manage: its error is the one to report
+        exported = None
+    try:
+        program = torch.onnx.export(exported if exported is not None else module, inputs, dynamo=True, verbose=False)
+    except Exception as exc:
+        return _fail(cases, _blame_fx(str(exc), exported), EXPORT_ERROR, _first_line(exc))
+    model = program.model
+    outputs, start = [], 0
+    for case in cases:
+        outputs.append(list(model.graph.outputs[start : start + len(case.expected)]))
+        start += len(case.expected)
+    names = [value.name for value in model.graph.inputs]
+    if len(names) != len(inputs):
+        return _fail(cases, [], EXPORT_ERROR, f"the model has {len(names)} inputs for {len(inputs)} tensors")
+    feeds = {}
+    for index, case in enumerate(cases):  # an input onnxruntime cannot take fails its case at run time
+        start = sum(len(_tensors(c)) for c in cases[:index])
+        try:
+            feeds.update({names[start + i]: _ort_value(t) for i, t in enumerate(_tensors(case))})
+        except Exception as exc:
+            _fail(cases, [index], RUNTIME_ERROR, _first_line(exc))
+            _drop_outputs(model, outputs[index])
+    while True:
+        live = [index for index, case in enumerate(cases) if not case.status]
+        if not live:
+            return None
+        failure = _run(onnx_ir.serde.serialize_model(model).SerializeToString(), feeds, [outputs[i] for i in live])
+        if isinstance(failure, list):
+            for index, got in zip(live, failure):
+                cases[index].status, cases[index].message = _compare(cases[index], got)
+            return None
+        status, text, message = failure
+        blamed = [index for index in _blame_onnx(text, model) if index in live]
+        if not blamed:
+            return status, message
+        _fail(cases, blamed, status, message)
+        _drop_outputs(model, [value for index in blamed for value in outputs[index]])
+
+
+def _run(model: bytes, feeds: dict[str, Any], outputs: list[list[Any]]) -> list[list[Any]] | tuple[str, str, str]:
+    """Each case's outputs from onnxruntime, or (status, full error text, first line) when it refuses the model or fails."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 1
+    try:
+        session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        return INVALID_MODEL, str(exc), _first_line(exc)
+    try:
+        values = session.run_with_ort_values([value.name for values in outputs for value in values], _used(session, feeds))
+        flat = [_from_ort(value) for value in values]
+    except Exception as exc:
+        return RUNTIME_ERROR, str(exc), _first_line(exc)
+    got, start = [], 0
+    for values in outputs:
+        got.append(flat[start : start + len(values)])
+        start += len(values)
+    return got
+
+
+def _used(session: Any, feeds: dict[str, Any]) -> dict[str, Any]:
+    """The feeds of the session's inputs (those of cases dropped for an input onnxruntime cannot take are left out)."""
+    wanted = {value.name for value in session.get_inputs()}
+    return {name: value for name, value in feeds.items() if name in wanted}
+
+
+def _fail(cases: list[Case], blamed: list[int], status: str, message: str) -> tuple[str, str]:
+    for index in blamed:
+        cases[index].status, cases[index].message = status, message
+    return status, message
+
+
+def _drop_outputs(model: Any, values: list[Any]) -> None:
+    """Remove these graph outputs and every node no remaining output needs."""
+    from onnx_ir.passes.common import RemoveUnusedNodesPass
+
+    dropped = {id(value) for value in values}
+    kept = [value for value in model.graph.outputs if id(value) not in dropped]
+    model.graph.outputs.clear()
+    model.graph.outputs.extend(kept)
+    RemoveUnusedNodesPass()(model)
+
+
+_FX_NODE = re.compile(r"translating node %([A-Za-z0-9_]+)")
+
+
+def _blame_fx(text: str, exported: Any) -> list[int]:
+    """The case whose submodule holds the FX node a conversion error names."""
+    if exported is None:
+        return []
+    named = set(_FX_NODE.findall(text))
+    found = set()
+    for node in exported.graph.nodes:
+        if node.name in named:
+            for path, _ in (node.meta.get("nn_module_stack") or {}).values():
+                found.update(int(n) for n in _CASE.findall(path))
+    return sorted(found)
+
+
+def _blame_onnx(text: str, model: Any) -> list[int]:
+    """The cases whose submodules hold the ONNX nodes an onnxruntime error names (by the nodes' metadata)."""
+    names = set(re.findall(r"node_[A-Za-z0-9_]+", text))
+    found = set()
+    for node in model.graph.all_nodes():
+        if node.name in names:
+            found.update(int(n) for n in _CASE.findall(node.metadata_props.get("namespace", "")))
+    return sorted(found)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of the innermost cause (the exporter wraps the torchlib function's own error twice)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    for line in str(exc).splitlines():
+        if line.strip():
+            text = re.sub(r"\x1b\[[0-9;]*m", "", f"{type(exc).__name__}: {line.strip()}")
+            return re.sub(r"0x[0-9a-fA-F]+", "0x…", text)[:300]
+    return type(exc).__name__
+
+
+def _ort_value(tensor: Any) -> Any:
+    import onnxruntime
+    import torch
+
+    from migrate import torch_private
+
+    tensor = tensor.contiguous()
+    if tensor.is_complex():  # the exporter's form of a complex tensor: its real view
+        tensor = torch.view_as_real(tensor)
+    if tensor.dtype == torch.bfloat16 or (tensor.dtype.itemsize == 1 and tensor.dtype.is_floating_point):
+        bits = torch.uint16 if tensor.dtype == torch.bfloat16 else torch.uint8  # numpy has no such dtype: the bits, typed
+        return onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(
+            tensor.view(bits).numpy(), onnx_element_type=torch_private.onnx_dtype_of(tensor.dtype)
+        )
+    return onnxruntime.OrtValue.ortvalue_from_numpy(tensor.numpy())
+
+
+def _from_ort(value: Any) -> Any:
+    import torch
+
+    if value.data_type() == "tensor(bfloat16)" or value.data_type().startswith("tensor(float8"):
+        return torch.from_dlpack(value._get_c_value())
+    array = value.numpy()
+    if array.dtype.kind == "u" and array.dtype.itemsize > 1:  # torch.from_numpy takes no uint16/32/64: their bits
+        return torch.from_numpy(array.view(f"int{8 * array.dtype.itemsize}")).view(getattr(torch, f"uint{8 * array.dtype.itemsize}"))
+    return torch.from_numpy(array)
+
+
+def _compare(case: Case, got: list[Any]) -> tuple[str, str]:
+    """OK when every output has eager's dtype and shape, and close values (OpInfo's default tolerances per dtype)."""
+    import torch
+
+    if len(got) != len(case.expected):
+        return MISMATCH, f"{len(got)} outputs, eager PyTorch gives {len(case.expected)}"
+    for index, (actual, expected) in enumerate(zip(got, case.expected)):
+        if expected.is_complex() and not actual.is_complex() and actual.shape[-1:] == (2,):
+            actual = torch.complex(actual[..., 0], actual[..., 1]).to(expected.dtype)
+        if actual.dtype != expected.dtype:
+            return MISMATCH, f"output {index}: dtype {actual.dtype}, eager PyTorch gives {expected.dtype}"
+        if tuple(actual.shape) != tuple(expected.shape):
+            return MISMATCH, f"output {index}: shape {tuple(actual.shape)}, eager PyTorch gives {tuple(expected.shape)}"
+        if case.values:
+            try:
+                torch.testing.assert_close(actual, expected, equal_nan=True, check_stride=False)
+            except AssertionError as exc:
+                lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+                return MISMATCH, f"output {index}: " + "; ".join(lines[:2])[:280]
+    return OK, ""

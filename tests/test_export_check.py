@@ -1,0 +1,117 @@
+"""export-check on real exports: torch.onnx.export(dynamo=True) with the installed torch_lib and a rewritten one,
+onnxruntime sessions, eager PyTorch; a few cases of each status, the CLI, and the verdicts a main run reads back.
+
+Every test exports anew (``refresh``): the results are those of real exports, not of a cache. The OpInfo
+sweep's cache is copied from the user's (a cold one is filled first by the sweep).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from migrate.check.export import CONFIRMED, REFUTED, cached_results, results_dir, run_export_check
+from migrate.check.export_worker import EXPORT_ERROR, INVALID_MODEL, MISMATCH, NO_SAMPLE, OK, RUNTIME_ERROR
+from migrate.evidence.opinfo.sweep import run_sweep, sweep_cache_dir
+from migrate.evidence.torchlib.resolve import installed_torchlib
+from migrate.model.dtypes import named
+from migrate.model.plan import Variable
+from tests.conftest import run_cli
+
+MASK = "scaled_dot_product_attention"
+# Each status from a real export of the installed torch_lib (onnxscript 0.7.2, torch 2.13, onnxruntime 1.23):
+CASES = {
+    (MASK, ("attn_mask",), "bool"): OK,
+    (MASK, ("attn_mask",), "float32"): OK,
+    ("sin", ("self",), "float32"): OK,
+    ("sin", ("self",), "complex64"): EXPORT_ERROR,  # no complex function registered for aten::sin
+    ("sin", ("self",), "bfloat16"): INVALID_MODEL,  # ONNX Sin has no bfloat16 kernel type
+    ("angle", ("self",), "int64"): MISMATCH,  # the model returns int64 where eager PyTorch gives float32
+    ("abs", ("self",), "bool"): NO_SAMPLE,  # eager PyTorch refuses abs of bool
+    ("scatter_add", ("self", "src"), "float16"): RUNTIME_ERROR,  # onnxruntime's CPU ScatterElements lacks float16 adds
+}
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    """A cache folder holding a copy of the OpInfo sweep's cache (and no export results)."""
+    run_sweep(ops=[MASK, "sin", "angle", "abs", "scatter_add"])  # fills the user's cache where it is cold
+    folder = tmp_path_factory.mktemp("cache")
+    shutil.copytree(sweep_cache_dir(None), sweep_cache_dir(folder))
+    return folder
+
+
+def _declared(cases) -> dict[str, tuple[Variable, ...]]:
+    found: dict[str, list[Variable]] = {}
+    for overload, cast, dtype in cases:
+        found.setdefault(overload, []).append(Variable(f"T{len(found.get(overload, []))}", named(dtype), cast))
+    return {overload: tuple(variables) for overload, variables in found.items()}
+
+
+@pytest.fixture(scope="module")
+def original(cache) -> dict:
+    check = run_export_check(_declared(CASES), {o for o, _, _ in CASES}, installed_torchlib(), jobs=2, cache_dir=cache, refresh=True)
+    return {(c.overload, c.cast, c.dtype.name): c for c in check.cases}
+
+
+@pytest.mark.parametrize("case", sorted(CASES), ids=lambda case: f"{case[0]}-{','.join(case[1])}-{case[2]}")
+def test_each_status_from_a_real_export(original, case):
+    result = original[case]
+    assert result.status == CASES[case], result
+    assert (result.message == "") == (result.status == OK), result
+    if result.status not in (NO_SAMPLE,):
+        assert dict(result.dtypes)[case[1][0]] == f"torch.{case[2]}"
+
+
+def test_the_exporter_reports_the_function_it_dispatched(original):
+    assert original[MASK, ("attn_mask",), "bool"].function == "aten_scaled_dot_product_attention"
+    assert original["sin", ("self",), "float32"].function == "aten_sin"
+
+
+def test_a_message_does_not_depend_on_the_cases_exported_with_it(original, cache):
+    alone = ("sin", ("self",), "bfloat16")
+    check = run_export_check(_declared([alone]), {"sin"}, installed_torchlib(), jobs=1, cache_dir=cache, refresh=True)
+    (result,) = check.cases
+    assert result.status == INVALID_MODEL
+    assert result.message == original[alone].message
+    assert "node_sin)" in result.message and "tensors_N" in result.message
+
+
+def test_a_rewritten_torch_lib_exports_sdpa_with_both_masks(cache, tmp_path, capfd):
+    out = tmp_path / "out"
+    code, _, err = run_cli(capfd, "--out", str(out), "--op", MASK, "--cache-dir", str(cache))
+    assert code == 0, err
+    report = tmp_path / "rewritten.json"
+    argv = ["--native-functions", str(out / "native_functions.yaml"), "--torchlib", str(out / "torch_lib"), "--op", MASK]
+    code, _, err = run_cli(capfd, "export-check", *argv, "--cache-dir", str(cache), "--refresh", "--report", str(report))
+    assert code == 0, err
+    statuses = {(tuple(c["cast"]), c["dtype"]): c["status"] for c in json.loads(report.read_text())["cases"]}
+    assert statuses[("attn_mask",), "torch.bool"] == OK
+    assert statuses[("attn_mask",), "torch.float32"] == OK
+    assert results_dir(out / "torch_lib", cache) != results_dir(installed_torchlib(), cache)
+
+
+def test_the_command_prints_a_table_writes_the_report_and_the_run_reads_verdicts(cache, tmp_path, capfd):
+    report = tmp_path / "export.json"
+    code, out, err = run_cli(capfd, "export-check", "--op", "sin", "--op", "angle", "--cache-dir", str(cache), "--report", str(report))
+    assert code == 0, err
+    header = out.splitlines()[0].split()
+    assert header[:2] == ["overload", "slots"] and "bfloat16" in header
+    assert any(line.startswith("sin ") and "INV" in line for line in out.splitlines())
+    written = json.loads(report.read_text())
+    assert {"overload", "function", "dtypes", "status", "message"} <= set(written["cases"][0])
+    assert written["summary"]["cases"] == len(written["cases"]) > 10
+    assert sum(written["summary"]["by_status"].values()) == len(written["cases"])
+    assert cached_results(results_dir(installed_torchlib(), cache), "sin") is not None
+    # The main run marks the coverage gaps of those overloads confirmed or refuted.
+    plan_path = tmp_path / "report.json"
+    code, _, err = run_cli(capfd, "--dry-run", "--op", "sin", "--op", "angle", "--cache-dir", str(cache), "--report", str(plan_path))
+    assert code == 0, err
+    plan = json.loads(plan_path.read_text())
+    gaps = [c for o in plan["overloads"] for c in o["conflicts"] if c["kind"] == "export-coverage-gap"]
+    assert gaps and all(c.get("export") in (CONFIRMED, REFUTED) for c in gaps)
+    assert plan["summary"]["export_check"]["conflicts"] == len(gaps)
+    assert written["summary"]["conflicts"]["confirmed"] + written["summary"]["conflicts"]["refuted"] == len(gaps)
