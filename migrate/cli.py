@@ -386,12 +386,14 @@ def run_export_check(args: argparse.Namespace) -> int:
     if args.op:
         registered &= set(native.overloads_named(args.op))
     plan = None
+    sets_file = GlobalSetsFile.load(sibling_constraints_path(native_path))
     if any(entry.schema.variables() for entry in native.entries):
-        sets = GlobalSetsFile.load(sibling_constraints_path(native_path)).by_name
-        declared = {name: declared_variables(native, native.by_name[name], sets) for name in registered if name in native.by_name}
+        declared = {
+            name: declared_variables(native, native.by_name[name], sets_file.by_name) for name in registered if name in native.by_name
+        }
     else:
         inferring = argparse.Namespace(evidence=EVIDENCE, jobs=args.jobs, cache_dir=args.cache_dir, refresh=False)
-        plan = _infer(native, inferring, torchlib, set(registered) if args.op else None, {})
+        plan = _infer(native, inferring, torchlib, sets_file.sets, set(registered) if args.op else None, {})
         declared = {o.name: o.variables for o in plan.overloads}
     result = check(declared, registered, torchlib_root, args.jobs, args.cache_dir, args.refresh)
     conflicts = None
