@@ -1,11 +1,13 @@
 """The command line: ``dtype-migrate`` (the run), ``lower``, ``show`` and ``verify``.
 
-Exit codes: 0 done, 1 changes pending under ``--check``, 2 bad input or usage, 3 ``verify`` found violations.
+Exit codes: 0 done, 1 changes pending under ``--check``, 2 bad input or usage, 3 ``verify`` found violations,
+141 when the reader of the output left (as a shell reports SIGPIPE).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,6 +24,7 @@ from migrate.write.outputs import Output, commit, is_installed_path, print_diff,
 from migrate.write.torchlib.rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
 SUBCOMMANDS = ("lower", "show", "verify", "export-check")
 
 
@@ -431,6 +434,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("dtype-migrate: interrupted; nothing was written\n")
         return 130
+    except BrokenPipeError:
+        return _reader_closed_pipe()
+
+
+def _reader_closed_pipe() -> int:
+    """The reader left (``show X | head``): end quietly, as a shell tool does on SIGPIPE.
+
+    Python would flush stdout again at exit and print a second BrokenPipeError, so stdout is
+    pointed at /dev/null first.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":
