@@ -11,6 +11,7 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from migrate.cache import store
 from migrate.errors import InputError
@@ -21,7 +22,9 @@ from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, installed_nat
 from migrate.model.plan import SOURCES, GlobalSet, Plan
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, lower
 from migrate.write.outputs import Output, commit, is_installed_path, print_diff, unified_diff
-from migrate.write.torchlib.rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
+
+if TYPE_CHECKING:  # libcst and the torchlib rewrite load only when a command rewrites torchlib
+    from migrate.write.torchlib.rewrite import TorchlibRewrite
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
@@ -331,6 +334,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.yaml_only:
         kept = {o.name for o in result.outcomes if o.status == KEPT}  # torchlib follows what the yaml says
         written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept))
+        from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
+
         rewrite = rewrite_torchlib(torchlib, written_plan, native, only=selected, cache_dir=args.cache_dir)
         for output in torchlib_outputs(rewrite, torchlib.root, args.out, mirror=args.out is not None):
             outputs.append(replace(output, display=targets.display(output.source, output.display)))
