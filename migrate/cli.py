@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from migrate.cache import store
+from migrate.cache import content_key, store
 from migrate.errors import InputError
 from migrate.evidence.probe.merge import probe_summary
 from migrate.evidence.torchlib.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
@@ -70,38 +70,48 @@ def _infer(
     native: NativeFunctions,
     args: argparse.Namespace,
     torchlib: TorchlibEvidence,
-    existing_sets: tuple[GlobalSet, ...],
+    sets_file: GlobalSetsFile,
     only: set[str] | None,
     summary: dict,
 ) -> Plan:
-    from migrate.infer import Sources, infer_plan
+    """The inferred plan: read from the cache when the yaml, its sets, torchlib, the sweep cache and the code are unchanged."""
+    from migrate.infer import Sources, cached_plan
 
     use_torchlib = "torchlib" in args.evidence
-    opinfo, probe = {}, {}
-    if "opinfo" in args.evidence or "probe" in args.evidence:
-        from migrate.evidence.opinfo.derived import opinfo_evidence
+    use_sweep = "opinfo" in args.evidence or "probe" in args.evidence
+    state = None
+    if use_sweep:
+        from migrate.evidence.opinfo.derived import evidence_of, sweep_state, sweep_summary
 
-        evidence = opinfo_evidence(args.jobs, args.cache_dir, args.refresh, only)
-        # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
-        opinfo = evidence.opinfo if "opinfo" in args.evidence else {}
-        probe = evidence.probe if "probe" in args.evidence else {}
+        state = sweep_state(args.jobs, args.cache_dir, args.refresh, only)
+        swept = sweep_summary(state)
         summary["opinfo"] = {
-            "opinfos": evidence.stats.opinfos,
-            "ran": evidence.stats.ran,
-            "from_cache": evidence.stats.from_cache,
-            "overloads_observed": len(evidence.observed & native.by_name.keys()),
-            "failures": list(evidence.failures),
+            "opinfos": state.opinfos,
+            "ran": state.ran,
+            "from_cache": state.present - state.ran,
+            "overloads_observed": len(swept.observed & native.by_name.keys()),
+            "failures": list(swept.failures),
         }
-    sources = Sources(
-        torchlib=torchlib.overloads if use_torchlib else {},
-        opinfo=opinfo,
-        global_sets=torchlib.global_sets if use_torchlib else (),
-        groups="groups" in args.evidence,
-        probe=probe,
-        torchlib_handled=torchlib.handled if use_torchlib else {},
-        existing_sets=existing_sets,
-    )
-    return infer_plan(native, sources, only)
+
+    def sources() -> Sources:
+        # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
+        evidence = evidence_of(state) if state is not None else None
+        return Sources(
+            torchlib=torchlib.overloads if use_torchlib else {},
+            opinfo=evidence.opinfo if evidence is not None and "opinfo" in args.evidence else {},
+            global_sets=torchlib.global_sets if use_torchlib else (),
+            groups="groups" in args.evidence,
+            probe=evidence.probe if evidence is not None and "probe" in args.evidence else {},
+            torchlib_handled=torchlib.handled if use_torchlib else {},
+            existing_sets=sets_file.sets,
+        )
+
+    if not torchlib.key:  # a torchlib file could not be read: infer without the cache
+        from migrate.infer import infer_plan
+
+        return infer_plan(native, sources(), only)
+    key = content_key("plan", ",".join(args.evidence), native.data, sets_file.data or b"", torchlib.key, state.key if state else "")
+    return cached_plan(native, sources, key, args.cache_dir, only)
 
 
 def _lower_parser() -> argparse.ArgumentParser:
@@ -321,7 +331,7 @@ def run(args: argparse.Namespace) -> int:
     for error in torchlib.errors:
         sys.stderr.write(f"dtype-migrate: warning: {error}\n")
     evidence_summary: dict = {}
-    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, torchlib, sets_file.sets, selected, evidence_summary)
+    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, torchlib, sets_file, selected, evidence_summary)
     if selected is not None:
         plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
     scope = len(selected) if selected is not None else len(native.entries)
@@ -401,7 +411,7 @@ def run_export_check(args: argparse.Namespace) -> int:
         }
     else:
         inferring = argparse.Namespace(evidence=EVIDENCE, jobs=args.jobs, cache_dir=args.cache_dir, refresh=False)
-        plan = _infer(native, inferring, torchlib, sets_file.sets, set(registered) if args.op else None, {})
+        plan = _infer(native, inferring, torchlib, sets_file, set(registered) if args.op else None, {})
         declared = {o.name: o.variables for o in plan.overloads}
     result = check(declared, registered, torchlib_root, args.jobs, args.cache_dir, args.refresh)
     conflicts = None

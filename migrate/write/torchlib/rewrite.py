@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from migrate.cache import cache_root, content_key, read_pickle, write_pickle
 from migrate.errors import InputError
 from migrate.evidence.torchlib.resolve import TorchlibEvidence
 from migrate.model.dtypes import DType
@@ -125,9 +126,35 @@ def rewrite_torchlib(
     """Apply ``plan`` to the torchlib tree the evidence was scanned from (``only``: those overloads' functions).
 
     Only modules registering a planned overload are parsed; the rest are known from the scan's cache.
+    The result is cached by the scan's key (the code, the tree's files, the yaml), what the plan
+    says to write and ``only``: a run whose inputs did not change parses no module.
     """
+    path = None
+    if evidence.key:
+        key = content_key("rewrite", evidence.key, _written_form(plan), ",".join(sorted(only)) if only is not None else "\0all")
+        path = cache_root(cache_dir) / "rewrites" / f"{key}.pickle"
+        cached = read_pickle(path, TorchlibRewrite)
+        if cached is not None:
+            return cached
     with _without_cyclic_gc():
-        return _rewrite(evidence, plan, native, only, cache_dir)
+        rewrite = _rewrite(evidence, plan, native, only, cache_dir)
+    if path is not None:
+        write_pickle(path, rewrite)
+    return rewrite
+
+
+def _written_form(plan: Plan) -> str:
+    """All of the plan the writer reads: each overload's variables (names, dtypes, slots) and the global sets.
+
+    Evidence and conflicts are for the report; they never change what is written.
+    """
+    def spelled(dtypes: tuple[DType, ...]) -> str:
+        return ",".join(map(str, dtypes))
+
+    lines = [f"{g.name}\0{spelled(g.dtypes)}\0{g.desc}" for g in plan.global_sets]
+    for overload in plan.overloads:
+        lines.append(overload.name + "".join(f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}" for v in overload.variables))
+    return "\n".join(lines)
 
 
 def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache_dir) -> TorchlibRewrite:
