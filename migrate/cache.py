@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import os
 import pickle
 import tempfile
@@ -64,6 +63,8 @@ def code_digest() -> str:
     Part of the key of every cache of derived results (plans, scans, rewrites), so that
     new code or a new torch never reads an entry an older one wrote.
     """
+    import importlib.metadata  # here, not at import: only a run that reads a cache pays for it
+
     digest = hashlib.sha256()
     top = Path(__file__).resolve().parent.parent
     for folder in _SOURCE_FOLDERS:

@@ -19,7 +19,7 @@ from migrate.evidence.probe.merge import probe_summary
 from migrate.evidence.torchlib.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
 from migrate.model.global_sets import GlobalSetsFile, constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, installed_native_functions, sibling_constraints_path
-from migrate.model.plan import SOURCES, GlobalSet, Plan
+from migrate.model.plan import SOURCES, Plan
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, lower
 from migrate.write.outputs import Output, commit, is_installed_path, print_diff, unified_diff
 

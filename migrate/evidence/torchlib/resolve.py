@@ -31,7 +31,7 @@ from pathlib import Path
 
 from migrate.cache import content_key, read_pickle, write_pickle
 from migrate.errors import InputError
-from migrate.evidence.torchlib.scan import (
+from migrate.evidence.torchlib.facts import (
     BitOr,
     Definition,
     ModuleFacts,
