@@ -4,8 +4,10 @@ Building plans from every cached observation and probe takes seconds, reading th
 runs alone half a second; yet they change only when a sweep writes its cache. So the
 derived plans are cached under a key made of the run files' names, sizes and
 modification times, the code that derives them, and the torch version; a warm run
-reads one file. ``--op`` runs use the same full plans, restricted: each overload's
-plan depends only on its own observations, so they decide as a full run does.
+reads one file, or only the small summary beside it when the plan inferred from them is
+cached too (``sweep_state`` gives the key, ``sweep_summary`` and ``evidence_of`` read).
+``--op`` runs use the same full plans, restricted: each overload's plan depends only
+on its own observations, so they decide as a full run does.
 """
 
 from __future__ import annotations
