@@ -1,23 +1,17 @@
 """What the torchlib scan knows of a module, as plain data without libcst: type expressions and module facts.
 
-The facts of a module depend on its bytes alone, so they are cached by the hash of
-those bytes; a warm run reads them (and the evidence built from them) without
-importing libcst, which only ``migrate.evidence.torchlib.scan`` needs.
+The facts of a module depend on its bytes alone, so ``migrate.evidence.torchlib.scan``
+caches them by the hash of those bytes; a warm run reads the evidence built from them
+without importing libcst, which only the scan needs.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Union
 
-from migrate.cache import cache_root, read_pickle, write_pickle
-
-SCAN_VERSION = "torchlib-scan-3"
-"""Part of every cache key: change it whenever the facts or their meaning change."""
-
-
+from migrate.cache import cache_root
 
 # -- type expressions: annotations as plain data ------------------------------------------------
 
@@ -159,16 +153,3 @@ class ModuleFacts:
 
 def facts_cache_dir(cache_dir: Path | str | None) -> Path:
     return cache_root(cache_dir) / "torchlib"
-
-
-def module_facts(data: bytes, cache: Path) -> tuple[ModuleFacts, bool]:
-    """The module's facts, from the cache when this exact content was scanned before; and whether it was."""
-    entry = cache / (hashlib.sha256(SCAN_VERSION.encode() + b"\0" + data).hexdigest() + ".pickle")
-    facts = read_pickle(entry, ModuleFacts)
-    if facts is not None:
-        return facts, True
-    from migrate.evidence.torchlib.scan import scan_module
-
-    facts = scan_module(data)
-    write_pickle(entry, facts)
-    return facts, False

@@ -42,7 +42,6 @@ from migrate.evidence.torchlib.facts import (
     TypeExpr,
     TypeVarCall,
     facts_cache_dir,
-    module_facts,
 )
 from migrate.model.dtypes import COMPLEX, DType, canonical
 from migrate.model.native import Entry, NativeFunctions
@@ -491,6 +490,9 @@ def scan_torchlib(
 def _scan(
     root: Path, paths: list[Path], contents: dict[Path, bytes], errors: list[InputError], native: NativeFunctions, cache: Path
 ) -> TorchlibEvidence:
+    # libcst loads only here, when the whole evidence is not cached
+    from migrate.evidence.torchlib.scan import module_facts
+
     modules: dict[str, tuple[str, ModuleFacts]] = {}
     packages, cached = set(), 0
     errors = list(errors)
