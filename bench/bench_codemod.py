@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         times["baseline"].append(_timed(bare))
         for name, plan in plans.items():
             result: list = []
-            times[name].append(_timed(lambda: result.append(rewrite_torchlib(evidence, plan, native))))
+            times[name].append(_timed(lambda: result.append(rewrite_torchlib(evidence, plan, native, reuse=False))))
             changed[name] = len(result[0].files)
     baseline = min(times["baseline"])
     print(f"torchlib: {root} ({len(files)} modules)")

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from codemods.toplevel import DefKey, TopLevelVisitor, callee_name
-from migrate.evidence.torchlib.scan import Definition, Import, ModuleFacts, assigned_type, imports_of
+from migrate.evidence.torchlib.facts import Definition, Import, ModuleFacts
+from migrate.evidence.torchlib.scan import assigned_type, imports_of
 
 TORCH_OP = "torch_op"
 _FLAGS = ("complex", "private")

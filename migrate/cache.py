@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import pickle
 import tempfile
 from pathlib import Path
 from typing import Any
+
+_SOURCE_FOLDERS = ("migrate", "codemods")
+# Installed packages whose behaviour a derived result depends on: torchgen (in torch) groups overloads,
+# libcst prints the rewritten modules, ruamel.yaml and PyYAML read and write the yaml.
+_PACKAGES = ("torch", "libcst", "ruamel.yaml", "PyYAML")
 
 
 def cache_root(override: Path | str | None = None) -> Path:
@@ -47,3 +54,37 @@ def write_pickle(path: Path, obj: Any) -> None:
         store(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
     except OSError:
         pass
+
+
+@functools.cache
+def code_digest() -> str:
+    """The tool's own source and the versions of the packages it works through, as one digest.
+
+    Part of the key of every cache of derived results (plans, scans, rewrites), so that
+    new code or a new torch never reads an entry an older one wrote.
+    """
+    import importlib.metadata  # here, not at import: only a run that reads a cache pays for it
+
+    digest = hashlib.sha256()
+    top = Path(__file__).resolve().parent.parent
+    for folder in _SOURCE_FOLDERS:
+        for path in sorted((top / folder).rglob("*.py")):
+            digest.update(f"{path.relative_to(top).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    for package in _PACKAGES:
+        try:
+            version = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            version = "-"
+        digest.update(f"{package}=={version}\n".encode())
+    return digest.hexdigest()
+
+
+def content_key(*parts: bytes | str) -> str:
+    """A cache key: the code's digest and every part (input contents, options), unambiguously joined."""
+    digest = hashlib.sha256(code_digest().encode())
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()

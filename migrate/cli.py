@@ -1,27 +1,33 @@
 """The command line: ``dtype-migrate`` (the run), ``lower``, ``show`` and ``verify``.
 
-Exit codes: 0 done, 1 changes pending under ``--check``, 2 bad input or usage, 3 ``verify`` found violations.
+Exit codes: 0 done, 1 changes pending under ``--check``, 2 bad input or usage, 3 ``verify`` found violations,
+141 when the reader of the output left (as a shell reports SIGPIPE).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from migrate.cache import store
+from migrate.cache import content_key, store
 from migrate.errors import InputError
 from migrate.evidence.probe.merge import probe_summary
 from migrate.evidence.torchlib.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
 from migrate.model.global_sets import GlobalSetsFile, constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, installed_native_functions, sibling_constraints_path
-from migrate.model.plan import SOURCES, GlobalSet, Plan
+from migrate.model.plan import SOURCES, Plan
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, lower
 from migrate.write.outputs import Output, commit, is_installed_path, print_diff, unified_diff
-from migrate.write.torchlib.rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
+
+if TYPE_CHECKING:  # libcst and the torchlib rewrite load only when a command rewrites torchlib
+    from migrate.write.torchlib.rewrite import TorchlibRewrite
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
 SUBCOMMANDS = ("lower", "show", "verify", "export-check")
 
 
@@ -64,38 +70,48 @@ def _infer(
     native: NativeFunctions,
     args: argparse.Namespace,
     torchlib: TorchlibEvidence,
-    existing_sets: tuple[GlobalSet, ...],
+    sets_file: GlobalSetsFile,
     only: set[str] | None,
     summary: dict,
 ) -> Plan:
-    from migrate.infer import Sources, infer_plan
+    """The inferred plan: read from the cache when the yaml, its sets, torchlib, the sweep cache and the code are unchanged."""
+    from migrate.infer import Sources, cached_plan
 
     use_torchlib = "torchlib" in args.evidence
-    opinfo, probe = {}, {}
-    if "opinfo" in args.evidence or "probe" in args.evidence:
-        from migrate.evidence.opinfo.derived import opinfo_evidence
+    use_sweep = "opinfo" in args.evidence or "probe" in args.evidence
+    state = None
+    if use_sweep:
+        from migrate.evidence.opinfo.derived import evidence_of, sweep_state, sweep_summary
 
-        evidence = opinfo_evidence(args.jobs, args.cache_dir, args.refresh, only)
-        # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
-        opinfo = evidence.opinfo if "opinfo" in args.evidence else {}
-        probe = evidence.probe if "probe" in args.evidence else {}
+        state = sweep_state(args.jobs, args.cache_dir, args.refresh, only)
+        swept = sweep_summary(state)
         summary["opinfo"] = {
-            "opinfos": evidence.stats.opinfos,
-            "ran": evidence.stats.ran,
-            "from_cache": evidence.stats.from_cache,
-            "overloads_observed": len(evidence.observed & native.by_name.keys()),
-            "failures": list(evidence.failures),
+            "opinfos": state.opinfos,
+            "ran": state.ran,
+            "from_cache": state.present - state.ran,
+            "overloads_observed": len(swept.observed & native.by_name.keys()),
+            "failures": list(swept.failures),
         }
-    sources = Sources(
-        torchlib=torchlib.overloads if use_torchlib else {},
-        opinfo=opinfo,
-        global_sets=torchlib.global_sets if use_torchlib else (),
-        groups="groups" in args.evidence,
-        probe=probe,
-        torchlib_handled=torchlib.handled if use_torchlib else {},
-        existing_sets=existing_sets,
-    )
-    return infer_plan(native, sources, only)
+
+    def sources() -> Sources:
+        # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
+        evidence = evidence_of(state) if state is not None else None
+        return Sources(
+            torchlib=torchlib.overloads if use_torchlib else {},
+            opinfo=evidence.opinfo if evidence is not None and "opinfo" in args.evidence else {},
+            global_sets=torchlib.global_sets if use_torchlib else (),
+            groups="groups" in args.evidence,
+            probe=evidence.probe if evidence is not None and "probe" in args.evidence else {},
+            torchlib_handled=torchlib.handled if use_torchlib else {},
+            existing_sets=sets_file.sets,
+        )
+
+    if not torchlib.key:  # a torchlib file could not be read: infer without the cache
+        from migrate.infer import infer_plan
+
+        return infer_plan(native, sources(), only)
+    key = content_key("plan", ",".join(args.evidence), native.data, sets_file.data or b"", torchlib.key, state.key if state else "")
+    return cached_plan(native, sources, key, args.cache_dir, only)
 
 
 def _lower_parser() -> argparse.ArgumentParser:
@@ -315,7 +331,7 @@ def run(args: argparse.Namespace) -> int:
     for error in torchlib.errors:
         sys.stderr.write(f"dtype-migrate: warning: {error}\n")
     evidence_summary: dict = {}
-    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, torchlib, sets_file.sets, selected, evidence_summary)
+    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, torchlib, sets_file, selected, evidence_summary)
     if selected is not None:
         plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
     scope = len(selected) if selected is not None else len(native.entries)
@@ -328,6 +344,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.yaml_only:
         kept = {o.name for o in result.outcomes if o.status == KEPT}  # torchlib follows what the yaml says
         written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept))
+        from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
+
         rewrite = rewrite_torchlib(torchlib, written_plan, native, only=selected, cache_dir=args.cache_dir)
         for output in torchlib_outputs(rewrite, torchlib.root, args.out, mirror=args.out is not None):
             outputs.append(replace(output, display=targets.display(output.source, output.display)))
@@ -393,7 +411,7 @@ def run_export_check(args: argparse.Namespace) -> int:
         }
     else:
         inferring = argparse.Namespace(evidence=EVIDENCE, jobs=args.jobs, cache_dir=args.cache_dir, refresh=False)
-        plan = _infer(native, inferring, torchlib, sets_file.sets, set(registered) if args.op else None, {})
+        plan = _infer(native, inferring, torchlib, sets_file, set(registered) if args.op else None, {})
         declared = {o.name: o.variables for o in plan.overloads}
     result = check(declared, registered, torchlib_root, args.jobs, args.cache_dir, args.refresh)
     conflicts = None
@@ -431,6 +449,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("dtype-migrate: interrupted; nothing was written\n")
         return 130
+    except BrokenPipeError:
+        return _reader_closed_pipe()
+
+
+def _reader_closed_pipe() -> int:
+    """The reader left (``show X | head``): end quietly, as a shell tool does on SIGPIPE.
+
+    Python would flush stdout again at exit and print a second BrokenPipeError, so stdout is
+    pointed at /dev/null first.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -22,10 +22,13 @@ that set, else as ``T: Name``.
 
 from __future__ import annotations
 
+import pickle
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
 
+from migrate.cache import cache_root, read_pickle, write_pickle
 from migrate.evidence.probe.merge import split_and_joined
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.global_sets import constraints_line
@@ -239,12 +242,8 @@ def global_sets(native: NativeFunctions, plans: Iterable[OverloadPlan], sources:
     return tuple(sorted((GlobalSet(name, dtypes, pytorch_spelling(dtypes)) for dtypes, name in names.items()), key=lambda g: g.name))
 
 
-def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None = None) -> Plan:
-    """The plan for every overload of the file (or only those named), from the sources given.
-
-    The global sets are named from every overload's plan, so an ``--op`` run names sets as a full run does;
-    the plan lists those its overloads use.
-    """
+def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[GlobalSet, ...], list[OverloadPlan]]:
+    """The global sets, and every overload's plan with its variables named, in file order."""
     names = [e.name for e in native.entries]
     merged = {}
     for name in names:
@@ -256,10 +255,39 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
     planned = {name: plan for name, plan in merged.items() if plan.variables}
     sets = global_sets(native, planned.values(), sources)
     set_names = {g.dtypes: g.name for g in sets}
-    overloads = [
-        name_variables(planned[name], native.by_name[name].schema, set_names)
-        for name in names
-        if name in planned and (only is None or name in only)
-    ]
+    return sets, [name_variables(planned[name], native.by_name[name].schema, set_names) for name in names if name in planned]
+
+
+def _restricted(sets: tuple[GlobalSet, ...], overloads: list[OverloadPlan]) -> Plan:
+    """The plan of these overloads, with the global sets they use."""
     used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables}
     return Plan(tuple(g for g in sets if g.name in used or g.dtypes in used), tuple(overloads))
+
+
+def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None = None) -> Plan:
+    """The plan for every overload of the file (or only those named), from the sources given.
+
+    The global sets are named from every overload's plan, so an ``--op`` run names sets as a full run does;
+    the plan lists those its overloads use.
+    """
+    sets, overloads = _named_plans(native, sources)
+    return _restricted(sets, [o for o in overloads if only is None or o.name in only])
+
+
+def cached_plan(
+    native: NativeFunctions, sources: Callable[[], Sources], key: str, cache_dir: Path | str | None, only: set[str] | None = None
+) -> Plan:
+    """``infer_plan``, read from the cache when the same inputs were inferred from before.
+
+    ``key`` digests every input of the inference (``migrate.cache.content_key``); ``sources`` is
+    called only on a miss. The whole file's inference is stored, each overload's plan pickled
+    apart, so that an ``--op`` run reads only its own overloads (and names sets as a full run does).
+    """
+    path = cache_root(cache_dir) / "plans" / f"{key}.pickle"
+    stored = read_pickle(path, dict)
+    if stored is None:
+        sets, overloads = _named_plans(native, sources())
+        stored = {"sets": sets, "overloads": {o.name: pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in overloads}}
+        write_pickle(path, stored)
+    wanted = [pickle.loads(data) for name, data in stored["overloads"].items() if only is None or name in only]
+    return _restricted(stored["sets"], wanted)

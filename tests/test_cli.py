@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -190,3 +191,16 @@ def test_input_changed_on_disk_between_read_and_write(workdir, capfd, monkeypatc
     assert code == 2 and "changed on disk since it was read" in err and "native_functions.yaml" in err
     assert (workdir / "native_functions.yaml").read_text().endswith("# edited meanwhile\n")
     assert not (workdir / "type_constraints.yaml").exists()
+
+
+@pytest.mark.parametrize("command", [["show", "add"], ["lower", str(FIXTURES / "hard_cases.expected.yaml")]])
+def test_a_reader_that_left_ends_the_command_quietly(command):
+    """`dtype-migrate show X | head`: the pipe's reader is gone; no BrokenPipeError traceback, exit 141 as for SIGPIPE."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run([sys.executable, "-m", "migrate", *command], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(write_end)
+    assert result.stderr == ""
+    assert result.returncode == cli.EXIT_BROKEN_PIPE

@@ -4,8 +4,10 @@ Building plans from every cached observation and probe takes seconds, reading th
 runs alone half a second; yet they change only when a sweep writes its cache. So the
 derived plans are cached under a key made of the run files' names, sizes and
 modification times, the code that derives them, and the torch version; a warm run
-reads one file. ``--op`` runs use the same full plans, restricted: each overload's
-plan depends only on its own observations, so they decide as a full run does.
+reads one file, or only the small summary beside it when the plan inferred from them is
+cached too (``sweep_state`` gives the key, ``sweep_summary`` and ``evidence_of`` read).
+``--op`` runs use the same full plans, restricted: each overload's plan depends only
+on its own observations, so they decide as a full run does.
 """
 
 from __future__ import annotations
@@ -58,8 +60,28 @@ def _derive(sweep: SweepResult) -> OpInfoEvidence:
     )
 
 
-def opinfo_evidence(jobs: int | None, cache_dir: Path | None, refresh: bool, only: set[str] | None) -> OpInfoEvidence:
-    """Run what the sweep cache lacks (with ``only``: the OpInfos reaching those overloads), then the plans."""
+@dataclass(frozen=True)
+class SweepState:
+    """The sweep cache once a run has filled what it lacked: what it holds, and a digest of that."""
+
+    opinfos: int  # in the catalogue
+    ran: int  # OpInfos this run swept
+    present: int  # OpInfos with a cached run
+    key: str  # of the cache's state and the deriving code (see _key)
+    cache_dir: Path | None
+
+
+@dataclass(frozen=True)
+class SweepSummary:
+    """What a run's summary says about the sweep, kept apart from the plans so that reading it is cheap."""
+
+    observed: frozenset[str]
+    failures: tuple[str, ...]
+    samples: int
+
+
+def sweep_state(jobs: int | None, cache_dir: Path | None, refresh: bool, only: set[str] | None) -> SweepState:
+    """Run what the sweep cache lacks (with ``only``: the OpInfos reaching those overloads)."""
     catalogue = load_catalogue(cache_dir)
     wanted = [e for e in catalogue if e.cpu_dtypes]
     sweep_dir = sweep_cache_dir(cache_dir)
@@ -67,12 +89,40 @@ def opinfo_evidence(jobs: int | None, cache_dir: Path | None, refresh: bool, onl
     if refresh or not all((sweep_dir / e.opinfo.file_name).exists() for e in wanted):
         ran = run_sweep(jobs=jobs, cache_dir=cache_dir, refresh=refresh, ops=sorted(only) if only is not None else None).stats.ran
     present = [e.opinfo.file_name for e in wanted if (sweep_dir / e.opinfo.file_name).exists()]
-    derived_path = cache_root(cache_dir) / "derived" / f"{_key(sweep_dir, present)}.pickle"
+    return SweepState(len(catalogue), ran, len(present), _key(sweep_dir, present), cache_dir)
+
+
+def _paths(state: SweepState) -> tuple[Path, Path]:
+    folder = cache_root(state.cache_dir) / "derived"
+    return folder / f"{state.key}.pickle", folder / f"{state.key}.summary.pickle"
+
+
+def sweep_summary(state: SweepState) -> SweepSummary:
+    """The observed overloads and failures of the cached runs (derived once, with the plans)."""
+    summary = read_pickle(_paths(state)[1], SweepSummary)
+    if summary is None:
+        evidence = evidence_of(state)
+        summary = SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples)
+    return summary
+
+
+def evidence_of(state: SweepState) -> OpInfoEvidence:
+    """The per-overload plans of the cached runs: derived when the cache changed, else read."""
+    derived_path, summary_path = _paths(state)
     evidence = read_pickle(derived_path, OpInfoEvidence)
     if evidence is None:
-        runs = tuple(r for e in wanted if (r := load_cached_run(cache_dir, e.opinfo)) is not None)
-        stats = SweepStats(len(catalogue), ran, len(runs) - ran, sum(r.samples for r in runs), 0.0)
+        catalogue = load_catalogue(state.cache_dir)
+        wanted = [e for e in catalogue if e.cpu_dtypes]
+        runs = tuple(r for e in wanted if (r := load_cached_run(state.cache_dir, e.opinfo)) is not None)
+        stats = SweepStats(len(catalogue), state.ran, len(runs) - state.ran, sum(r.samples for r in runs), 0.0)
         evidence = _derive(SweepResult(runs, catalogue, stats))
         write_pickle(derived_path, evidence)
-    stats = SweepStats(len(catalogue), ran, len(present) - ran, evidence.stats.samples, 0.0)
+    if not summary_path.exists():
+        write_pickle(summary_path, SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples))
+    stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
     return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats)
+
+
+def opinfo_evidence(jobs: int | None, cache_dir: Path | None, refresh: bool, only: set[str] | None) -> OpInfoEvidence:
+    """Run what the sweep cache lacks (with ``only``: the OpInfos reaching those overloads), then the plans."""
+    return evidence_of(sweep_state(jobs, cache_dir, refresh, only))

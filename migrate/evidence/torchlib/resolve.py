@@ -29,8 +29,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from migrate.cache import content_key, read_pickle, write_pickle
 from migrate.errors import InputError
-from migrate.evidence.torchlib.scan import (
+from migrate.evidence.torchlib.facts import (
     BitOr,
     Definition,
     ModuleFacts,
@@ -41,7 +42,6 @@ from migrate.evidence.torchlib.scan import (
     TypeExpr,
     TypeVarCall,
     facts_cache_dir,
-    module_facts,
 )
 from migrate.model.dtypes import COMPLEX, DType, canonical
 from migrate.model.native import Entry, NativeFunctions
@@ -418,6 +418,7 @@ class TorchlibEvidence:
     files: int
     cached_files: int
     handled: dict[str, tuple[Evidence, ...]]  # per overload: dtypes trace-only bodies test a tensor input for
+    key: str = ""  # digest of the code, the tree's files and the yaml this was scanned from; "" when a file was unreadable
 
     @property
     def registered(self) -> tuple[str, ...]:
@@ -466,15 +467,38 @@ def scan_torchlib(
     if not paths:
         raise InputError("no Python modules to scan", root)
     cache = facts_cache_dir(cache_dir)
-    modules: dict[str, tuple[str, ModuleFacts]] = {}
-    packages, errors, cached = set(), [], 0
+    contents: dict[Path, bytes] = {}
+    errors: list[InputError] = []
     for path in paths:
-        relative = path.relative_to(root)
         try:
-            facts, hit = module_facts(path.read_bytes(), cache)
+            contents[path] = path.read_bytes()
         except OSError as exc:
             errors.append(InputError(f"cannot read: {exc.strerror}", path))
-            continue
+    # The whole evidence of this tree against this yaml, when both were scanned before (by content).
+    key = content_key(str(root), native.data, *(p.relative_to(root).as_posix() for p in contents), *contents.values())
+    whole = read_pickle(cache / "evidence" / f"{key}.pickle", TorchlibEvidence)
+    if whole is not None and not errors:
+        return replace(whole, cached_files=whole.files)
+    evidence = _scan(root, paths, contents, errors, native, cache)
+    if errors:
+        return evidence
+    evidence = replace(evidence, key=key)
+    write_pickle(cache / "evidence" / f"{key}.pickle", evidence)
+    return evidence
+
+
+def _scan(
+    root: Path, paths: list[Path], contents: dict[Path, bytes], errors: list[InputError], native: NativeFunctions, cache: Path
+) -> TorchlibEvidence:
+    # libcst loads only here, when the whole evidence is not cached
+    from migrate.evidence.torchlib.scan import module_facts
+
+    modules: dict[str, tuple[str, ModuleFacts]] = {}
+    packages, cached = set(), 0
+    errors = list(errors)
+    for path, data in contents.items():
+        relative = path.relative_to(root)
+        facts, hit = module_facts(data, cache)
         cached += hit
         module = _module_name(relative)
         modules[module] = (relative.as_posix(), facts)

@@ -1,6 +1,6 @@
-"""Per-module facts of a torchlib source file, read with libcst and cached by file content.
+"""Per-module facts of a torchlib source file, read with libcst (cached by file content in ``facts``).
 
-A module's facts are what the later stages need and nothing more: its ``@torch_op``
+A module's facts (``migrate.evidence.torchlib.facts``) are what the later stages need and nothing more: its ``@torch_op``
 registrations (names, flags, parameter and return annotations), its module-level type
 definitions (TypeVars, Union aliases) and its imports, all as plain frozen data that
 does not depend on where the file lives. That makes them cacheable by the hash of
@@ -27,12 +27,27 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Union
+from typing import Callable
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from migrate.cache import cache_root, read_pickle, write_pickle
+from migrate.cache import read_pickle, write_pickle
+from migrate.evidence.torchlib.facts import (
+    BitOr,
+    Definition,
+    DtypeCheck,
+    Import,
+    ModuleFacts,
+    Opaque,
+    Param,
+    Ref,
+    Registration,
+    ScanProblem,
+    Subscript,
+    TypeExpr,
+    TypeVarCall,
+)
 
 SCAN_VERSION = "torchlib-scan-3"
 """Part of every cache key: change it whenever the facts or their meaning change."""
@@ -40,144 +55,6 @@ SCAN_VERSION = "torchlib-scan-3"
 _QUALIFIED_NAME = re.compile(r"[A-Za-z0-9_]+::[A-Za-z0-9_]+(\.[A-Za-z0-9._]+)?")
 _FLAGS = ("complex", "private", "trace_only")
 _CODEGEN = cst.Module(body=[])
-
-
-# -- type expressions: annotations as plain data ------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A name or dotted name: ``TFloat``, ``onnxscript.FLOAT``."""
-
-    parts: tuple[str, ...]
-
-    def __str__(self) -> str:
-        return ".".join(self.parts)
-
-
-@dataclass(frozen=True)
-class Subscript:
-    """``Optional[X]``, ``Union[A, B]``, ``Sequence[X]``, ``Tuple[A, B]``."""
-
-    base: Ref
-    args: tuple[TypeExpr, ...]
-
-    def __str__(self) -> str:
-        return f"{self.base}[{', '.join(str(a) for a in self.args)}]"
-
-
-@dataclass(frozen=True)
-class BitOr:
-    """``A | B``."""
-
-    members: tuple[TypeExpr, ...]
-
-    def __str__(self) -> str:
-        return " | ".join(str(m) for m in self.members)
-
-
-@dataclass(frozen=True)
-class TypeVarCall:
-    """``TypeVar("T", bound=X)`` or ``TypeVar("T", A, B)``."""
-
-    name: str
-    bound: TypeExpr | None
-    constraints: tuple[TypeExpr, ...]
-
-    def __str__(self) -> str:
-        args = [repr(self.name)] + [str(c) for c in self.constraints]
-        if self.bound is not None:
-            args.append(f"bound={self.bound}")
-        return f"TypeVar({', '.join(args)})"
-
-
-@dataclass(frozen=True)
-class Opaque:
-    """Any other expression (a literal, a call, ``...``): it names no dtype."""
-
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-
-TypeExpr = Union[Ref, Subscript, BitOr, TypeVarCall, Opaque]
-
-
-# -- module facts ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Import:
-    """Where a module-level name comes from: ``from <module> import <name>``, or ``import <module>`` (name None)."""
-
-    module: str
-    level: int  # leading dots of a relative import
-    name: str | None
-
-
-@dataclass(frozen=True)
-class Definition:
-    """A module-level ``NAME = <type expression>``: a TypeVar, a Union alias, a plain alias."""
-
-    name: str
-    value: TypeExpr
-    line: int
-    comment: str  # the comment directly above or on the line, without '#'
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    annotation: TypeExpr | None
-
-
-@dataclass(frozen=True)
-class DtypeCheck:
-    """A comparison of a parameter's dtype with dtypes in a trace-only body: ``attn_mask.dtype == ir.DataType.BOOL``."""
-
-    param: str
-    dtypes: tuple[str, ...]  # ONNX type names compared with: 'BOOL', 'FLOAT16'
-    line: int
-    text: str  # the comparison, whitespace collapsed
-
-
-@dataclass(frozen=True)
-class Registration:
-    """One ``@torch_op`` function: the names it registers, its flags and its annotations."""
-
-    names: tuple[str, ...]  # qualified: 'aten::add.Tensor'
-    function: str
-    line: int  # 1-based line of the @torch_op decorator
-    params: tuple[Param, ...]
-    returns: TypeExpr | None
-    complex: bool = False
-    private: bool = False
-    trace_only: bool = False
-    condition: str = ""  # the if/else test(s) the definition sits under, '' at top level
-    path: str = ""  # relative to the torchlib dir; set after the (path-independent) scan
-    dtype_checks: tuple[DtypeCheck, ...] = ()  # in its body, when trace_only
-
-    @property
-    def where(self) -> str:
-        return f"{self.path}:{self.line} {self.function}"
-
-
-@dataclass(frozen=True)
-class ScanProblem:
-    """Bad input found in a module; the rest of the module (or scan) goes on."""
-
-    message: str
-    line: int | None
-    op: str | None = None
-
-
-@dataclass(frozen=True)
-class ModuleFacts:
-    imports: tuple[tuple[str, Import], ...]  # (bound name, import), in source order
-    definitions: tuple[Definition, ...]
-    registrations: tuple[Registration, ...]
-    problems: tuple[ScanProblem, ...]
 
 
 # -- reading libcst nodes -------------------------------------------------------------------------
@@ -531,13 +408,6 @@ def scan_module(data: bytes) -> ModuleFacts:
         registrations=tuple(i for i in items if isinstance(i, Registration)),
         problems=tuple(i for i in items if isinstance(i, ScanProblem)),
     )
-
-
-# -- cache ----------------------------------------------------------------------------------------
-
-
-def facts_cache_dir(cache_dir: Path | str | None) -> Path:
-    return cache_root(cache_dir) / "torchlib"
 
 
 def module_facts(data: bytes, cache: Path) -> tuple[ModuleFacts, bool]:

@@ -33,18 +33,19 @@ import gc
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
+from migrate.cache import cache_root, content_key, read_pickle, write_pickle
 from migrate.errors import InputError
 from migrate.evidence.torchlib.resolve import TorchlibEvidence
 from migrate.model.dtypes import DType
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import Plan
 from migrate.write.outputs import Output
-from migrate.write.torchlib.apply import Applier
-from migrate.write.torchlib.decide import NOTE_KINDS, FunctionDecision, Planner
-from migrate.write.torchlib.naming import ModuleWork, Namer
-from migrate.write.torchlib.tree import TorchlibTree
+
+if TYPE_CHECKING:  # libcst and the transformers load only when a rewrite is not in the cache
+    from migrate.write.torchlib.decide import FunctionDecision
+    from migrate.write.torchlib.naming import ModuleWork
 
 OUTPUT_FOLDER = "torch_lib"
 """The folder the rewritten tree is shown (and written, under ``--out``) as."""
@@ -121,16 +122,49 @@ def rewrite_torchlib(
     native: NativeFunctions,
     only: set[str] | None = None,
     cache_dir: Path | str | None = None,
+    reuse: bool = True,
 ) -> TorchlibRewrite:
     """Apply ``plan`` to the torchlib tree the evidence was scanned from (``only``: those overloads' functions).
 
     Only modules registering a planned overload are parsed; the rest are known from the scan's cache.
+    The result is cached by the scan's key (the code, the tree's files, the yaml), what the plan
+    says to write and ``only``: a run whose inputs did not change parses no module
+    (``reuse=False`` does the work regardless, for benchmarks).
     """
+    path = None
+    if evidence.key and reuse:
+        key = content_key("rewrite", evidence.key, _written_form(plan), ",".join(sorted(only)) if only is not None else "\0all")
+        path = cache_root(cache_dir) / "rewrites" / f"{key}.pickle"
+        cached = read_pickle(path, TorchlibRewrite)
+        if cached is not None:
+            return cached
     with _without_cyclic_gc():
-        return _rewrite(evidence, plan, native, only, cache_dir)
+        rewrite = _rewrite(evidence, plan, native, only, cache_dir)
+    if path is not None:
+        write_pickle(path, rewrite)
+    return rewrite
+
+
+def _written_form(plan: Plan) -> str:
+    """All of the plan the writer reads: each overload's variables (names, dtypes, slots) and the global sets.
+
+    Evidence and conflicts are for the report; they never change what is written.
+    """
+    def spelled(dtypes: tuple[DType, ...]) -> str:
+        return ",".join(map(str, dtypes))
+
+    lines = [f"{g.name}\0{spelled(g.dtypes)}\0{g.desc}" for g in plan.global_sets]
+    for overload in plan.overloads:
+        lines.append(overload.name + "".join(f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}" for v in overload.variables))
+    return "\n".join(lines)
 
 
 def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache_dir) -> TorchlibRewrite:
+    from migrate.write.torchlib.apply import Applier
+    from migrate.write.torchlib.decide import NOTE_KINDS, Planner
+    from migrate.write.torchlib.naming import ModuleWork, Namer
+    from migrate.write.torchlib.tree import TorchlibTree
+
     tree = TorchlibTree(Path(evidence.root), cache_dir)
     if not tree.modules:
         raise InputError("no Python modules to rewrite", evidence.root)
