@@ -223,6 +223,7 @@ def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int
         "conflicts": dict(sorted(kinds.items())),
         "coverage": _coverage(native, plan, result),
         "spelling": _spelling(native, plan, result),
+        "validation": {"torchgen": "installed", "schemas_unchecked": sorted(native.groups.unchecked)},
     }
 
 
@@ -241,6 +242,8 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
         f"({spelling['named_share']:.1%}), {spelling['global_sets_used']} global sets; {spelling['constraints_lines']} "
         f"type_constraints lines, the longest {spelling['longest_constraints_line']} characters; yaml {spelling['yaml_growth']:+.1%}"
     )
+    unchecked = summary["validation"]["schemas_unchecked"]
+    lines.append(f"validation: the installed torchgen; {len(unchecked)} schemas with type words it does not know were not checked")
     probe = summary["probe"]
     lines.append(f"probe: {probe['slots_widened']} slots widened, {probe['variables_split']} variables split, {probe['variables_joined']} joined")
     if "opinfo" in summary:
