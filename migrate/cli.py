@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from migrate.cache import store
+from migrate.check.torchgen import source_tree_root, validate_with_tree_torchgen
 from migrate.errors import InputError
 from migrate.evidence.probe.merge import probe_summary
 from migrate.evidence.torchlib.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
@@ -243,7 +244,8 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
         f"type_constraints lines, the longest {spelling['longest_constraints_line']} characters; yaml {spelling['yaml_growth']:+.1%}"
     )
     unchecked = summary["validation"]["schemas_unchecked"]
-    lines.append(f"validation: the installed torchgen; {len(unchecked)} schemas with type words it does not know were not checked")
+    by = "the installed torchgen" if summary["validation"]["torchgen"] == "installed" else f"the source tree's {summary['validation']['torchgen']}"
+    lines.append(f"validation: {by}; {len(unchecked)} schemas with type words it does not know were not checked")
     probe = summary["probe"]
     lines.append(f"probe: {probe['slots_widened']} slots widened, {probe['variables_split']} variables split, {probe['variables_joined']} joined")
     if "opinfo" in summary:
@@ -314,6 +316,9 @@ def run(args: argparse.Namespace) -> int:
     selected = set(native.overloads_named(args.op)) if args.op else None
     if selected is None:
         native.validate()
+    tree = source_tree_root(native_path)
+    if tree is not None:  # the tree's own torchgen checks every schema; the installed one only groups overloads
+        validate_with_tree_torchgen(native, tree)
     torchlib = scan_torchlib(torchlib_root, native, args.cache_dir)
     for error in torchlib.errors:
         sys.stderr.write(f"dtype-migrate: warning: {error}\n")
@@ -328,6 +333,8 @@ def run(args: argparse.Namespace) -> int:
     if result.type_constraints is not None:
         outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))
     summary = {**_summary(native, plan, result, scope), **evidence_summary, "probe": probe_summary(plan)}
+    if tree is not None:
+        summary["validation"] = {"torchgen": str(tree / "torchgen"), "schemas_unchecked": []}
     if not args.yaml_only:
         kept = {o.name for o in result.outcomes if o.status == KEPT}  # torchlib follows what the yaml says
         written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept))

@@ -1,6 +1,6 @@
 """Fetch one release's files into a persistent cache, once.
 
-`torch==X` keeps only `torchgen/packaged/`; `onnxscript==Y` keeps only
+`torch==X` keeps only `torchgen/` (its packaged yaml, and the model a source tree's layout needs); `onnxscript==Y` keeps only
 `onnxscript/function_libs/torch_lib/`. The wheel is deleted after extraction
 (torch wheels are hundreds of MB). Prints the folder holding the extracted files.
 """
@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 KEPT_PREFIX = {
-    "torch": "torchgen/packaged/",
+    "torch": "torchgen/",
     "onnxscript": "onnxscript/function_libs/torch_lib/",
 }
 
@@ -30,9 +30,10 @@ def cache_root() -> Path:
 def fetch(package: str, version: str, index_url: str | None = None) -> Path:
     """The folder holding `package==version`'s kept files, downloading them if absent."""
     target = cache_root() / f"{package}-{version}"
-    if (target / ".complete").exists():
-        return target
     prefix = KEPT_PREFIX[package]
+    marker = f"{package}=={version} {prefix}\n"
+    if (target / ".complete").exists() and (target / ".complete").read_text() == marker:
+        return target
     with tempfile.TemporaryDirectory(dir=cache_root().parent if cache_root().parent.exists() else None) as tmp:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                    f"{package}=={version}", "-d", tmp, "--quiet"]
@@ -49,7 +50,7 @@ def fetch(package: str, version: str, index_url: str | None = None) -> Path:
                 raise SystemExit(f"fetch_release: {wheels[0].name} has no {prefix}")
             wheel.extractall(staging, members)
         wheels[0].unlink()
-        (staging / ".complete").write_text(f"{package}=={version}\n")
+        (staging / ".complete").write_text(marker)
         if target.exists():
             shutil.rmtree(target)
         target.parent.mkdir(parents=True, exist_ok=True)

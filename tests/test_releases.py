@@ -98,3 +98,34 @@ def test_older_torchlib_through_the_full_run(tmp_path, capfd):
     assert set(after) == set(before_annotations)
     for name in before_annotations:
         assert after[name] >= before_annotations[name], name
+
+
+def _source_tree(tmp_path: Path) -> Path:
+    """A PyTorch source-tree layout of the older release: its yaml under aten/src/ATen/native/, its torchgen at the root."""
+    release = fetch(f"torch=={OLD_TORCH}")
+    assert (release / "torchgen" / "model.py").is_file()
+    root = tmp_path / "pytorch"
+    shutil.copytree(release / "torchgen", root / "torchgen", ignore=shutil.ignore_patterns("__pycache__", "packaged"))
+    native = root / "aten/src/ATen/native"
+    native.mkdir(parents=True)
+    for name in ("native_functions.yaml", "tags.yaml"):
+        shutil.copyfile(release / "torchgen/packaged/ATen/native" / name, native / name)
+    return native / "native_functions.yaml"
+
+
+def test_source_tree_layout_is_validated_by_the_trees_torchgen(tmp_path, capfd):
+    path = _source_tree(tmp_path)
+    code, stdout, err = run_cli(capfd, "--native-functions", path, "--yaml-only", "--out", tmp_path / "out")
+    assert code == 0, err
+    assert f"validation: the source tree's {path.parents[4] / 'torchgen'}; 0 schemas" in stdout + err
+
+
+def test_compat_names_the_torchgen_an_older_file_needs(tmp_path):
+    from migrate.compat import parse_native_yaml
+    from migrate.errors import InputError
+
+    path = _release_yaml(OLD_TORCH, tmp_path / "in")
+    with pytest.raises(InputError, match=r"needs the torchgen of the release it comes from") as caught:
+        parse_native_yaml(path, fetch(f"torch=={OLD_TORCH}") / "torchgen/packaged/ATen/native/tags.yaml")
+    assert "Dimname" in str(caught.value) and caught.value.line is not None
+
