@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from migrate.evidence.torchlib.resolve import installed_torchlib
-from tests.conftest import REAL_NATIVE_FUNCTIONS, run_cli
-from tests.test_yaml_writer import _comment_owners, _lint_round_trip
+from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, run_cli
+from tests.test_yaml_writer import _comment_owners
 
 ROOT = Path(__file__).resolve().parent.parent
 OLD_TORCH, RECENT_TORCH, OLD_ONNXSCRIPT = "2.5.1", "2.9.1", "0.1.0"
@@ -55,7 +55,7 @@ def test_release_yaml_through_the_full_run(version, tmp_path, capfd):
         assert summary["validation"]["schemas_unchecked"]
     assert run_cli(capfd, "lower", out / "native_functions.yaml", "-o", tmp_path / "lowered.yaml")[0] == 0
     assert (tmp_path / "lowered.yaml").read_text() == original
-    assert _lint_round_trip(written) == written
+    assert lint_round_trip(written) == written
     assert _comment_owners(written.splitlines()) == _comment_owners(original.splitlines())
 
 
