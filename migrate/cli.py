@@ -18,6 +18,7 @@ from migrate.evidence.torchlib.resolve import TorchlibEvidence, installed_torchl
 from migrate.model.global_sets import GlobalSetsFile, constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, installed_native_functions, sibling_constraints_path
 from migrate.model.plan import SOURCES, GlobalSet, Plan
+from migrate.torch_private import torch_version
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, lower
 from migrate.write.outputs import Output, commit, is_installed_path, print_diff, unified_diff
 from migrate.write.torchlib.rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
@@ -69,7 +70,7 @@ def _infer(
     only: set[str] | None,
     summary: dict,
 ) -> Plan:
-    from migrate.infer import Sources, infer_plan
+    from migrate.infer import Sources, align_runtime_evidence, infer_plan
 
     use_torchlib = "torchlib" in args.evidence
     opinfo, probe = {}, {}
@@ -87,6 +88,8 @@ def _infer(
             "overloads_observed": len(evidence.observed & native.by_name.keys()),
             "failures": list(evidence.failures),
         }
+        (opinfo, probe), alignment = align_runtime_evidence(native, NativeFunctions.load(installed_native_functions()), opinfo, probe)
+        summary["runtime_evidence"] = {"torch": torch_version(), **alignment.to_json()}
     sources = Sources(
         torchlib=torchlib.overloads if use_torchlib else {},
         opinfo=opinfo,
@@ -254,6 +257,12 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
             f"opinfo: {sweep['opinfos']} OpInfos ({sweep['ran']} run, {sweep['from_cache']} from the cache), "
             f"{sweep['overloads_observed']} overloads of the yaml observed, {len(sweep['failures'])} failures (listed in --report)"
         )
+    aligned = summary.get("runtime_evidence", {})
+    if aligned.get("overloads_skipped") or aligned.get("overloads_remapped"):
+        lines.append(
+            f"runtime evidence of torch {aligned['torch']}: {aligned['overloads_skipped']} observed overloads the yaml lacks skipped, "
+            f"{aligned['overloads_remapped']} whose schema differs keep the evidence that maps by argument name (listed in --report)"
+        )
     if "torchlib" in summary:
         t = summary["torchlib"]
         notes = ", ".join(f"{k} {n}" for k, n in t["notes"].items())
@@ -316,6 +325,7 @@ def run(args: argparse.Namespace) -> int:
     selected = set(native.overloads_named(args.op)) if args.op else None
     if selected is None:
         native.validate()
+        native.groups.check_all()  # every schema through the installed torchgen, where it knows the type words
     tree = source_tree_root(native_path)
     if tree is not None:  # the tree's own torchgen checks every schema; the installed one only groups overloads
         validate_with_tree_torchgen(native, tree)

@@ -2,7 +2,9 @@
 
 Generators keep reading ``ParsedYaml`` as they always did; the annotations are
 checked (every variable resolves) and then lowered in memory, so the model, source
-locations included, is the one torchgen builds from the plain file.
+locations included, is the one torchgen builds from the plain file. A file of another
+release needs that release's torchgen imported (a source tree's, with its root on the
+path); with another torchgen the first schema it cannot read is a clear error saying so.
 """
 
 from __future__ import annotations
@@ -33,17 +35,19 @@ def parse_native_yaml(path: Path | str, tags_yaml_path: Path | str | None = None
 
 
 def _installed_torchgen_fits(native: NativeFunctions, entry) -> None:
-    """A file of another release whose type words the installed torchgen does not know needs that release's torchgen."""
+    """A file of another release whose type words the imported torchgen does not know needs that release's torchgen."""
+    import torchgen
+
     from migrate.errors import InputError
     from migrate.model.schema import SchemaError
 
     try:
         entry.schema.torchgen()
     except SchemaError as exc:
-        import torch
-
+        tree = source_tree_root(native.path)
+        where = f"its source tree's, on the path with PYTHONPATH={tree}" if tree is not None else "the release it comes from"
         raise InputError(
-            f"{exc}; this file needs the torchgen of the release it comes from (the installed one is torch {torch.__version__}'s)",
+            f"{exc}; this file needs the torchgen of {where} (the one imported is {Path(torchgen.__file__).parent})",
             native.path, entry.func_line + 1, entry.name,
         ) from exc
 

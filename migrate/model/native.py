@@ -235,6 +235,13 @@ class OverloadGroups:
             self._group_family(_family(name))
         return self._groups.get(name)
 
+    def check_all(self) -> tuple[str, ...]:
+        """Every schema through the installed torchgen (by grouping every family); those it could not check."""
+        for family in self._families:
+            if not all(e.name in self._groups for e in self._families[family]):
+                self._group_family(family)
+        return tuple(sorted(self.unchecked))
+
     def __getitem__(self, name: str) -> OverloadGroup:
         group = self.get(name)
         if group is None:
