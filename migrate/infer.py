@@ -10,6 +10,10 @@ dtypes torchlib's trace-only bodies test a parameter for are attached as evidenc
 overload's in-place and out= siblings with no evidence of their own take its
 constraints (provenance ``groups``). Disagreements become conflicts.
 
+OpInfo and probe evidence name slots by the installed torch's schemas; on a file of
+another release ``align_runtime_evidence`` first skips the overloads the file lacks and
+keeps, where a schema differs, only the slots of the same name in both.
+
 Names are given last, deterministically, from the whole file's evidence whatever
 ``--op`` selects: every dtype set used by ``NAMED_FROM`` entries or more, or with a name
 already (in the target's type_constraints.yaml, else a torchlib TypeVar of that set), is
