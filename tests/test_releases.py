@@ -158,7 +158,8 @@ def test_an_argument_renamed_in_the_release_keeps_only_the_evidence_that_maps(re
     entry = native.by_name[overload["name"]]
     lines = release_run.original.read_text().splitlines(keepends=True)
     func = lines[entry.func_line]
-    lines[entry.func_line] = re.sub(rf"\b{renamed_slot}\b", f"{renamed_slot}_renamed", func, count=1)
+    lines[entry.func_line] = re.sub(rf"(?<=\s){renamed_slot}(?=\s*[,)=])", f"{renamed_slot}_renamed", func, count=1)  # the argument, not the name
+    assert lines[entry.func_line] != func
     path = _release_yaml(release_run.version, tmp_path / "in")
     path.write_text("".join(lines))
     code, err = _main("--native-functions", path, "--yaml-only", "--out", tmp_path / "out", "--report", tmp_path / "out" / "report.json")
