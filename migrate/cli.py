@@ -14,14 +14,38 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from migrate.cache import content_key, store
+from migrate.check.torchgen import source_tree_root, validate_with_tree_torchgen
 from migrate.errors import InputError
 from migrate.evidence.probe.merge import probe_summary
-from migrate.evidence.torchlib.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
+from migrate.evidence.torchlib.resolve import (
+    TorchlibEvidence,
+    installed_torchlib,
+    scan_torchlib,
+)
 from migrate.model.global_sets import GlobalSetsFile, constraints_value
-from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, installed_native_functions, sibling_constraints_path
+from migrate.model.native import (
+    CONSTRAINTS_KEY,
+    NativeFunctions,
+    installed_native_functions,
+    sibling_constraints_path,
+)
 from migrate.model.plan import SOURCES, Plan
-from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, lower
-from migrate.write.outputs import Output, commit, is_installed_path, print_diff, unified_diff
+from migrate.torch_private import torch_version
+from migrate.write.native_functions import (
+    KEPT,
+    UNCHANGED,
+    WRITTEN,
+    YamlResult,
+    apply_plan,
+    lower,
+)
+from migrate.write.outputs import (
+    Output,
+    commit,
+    is_installed_path,
+    print_diff,
+    unified_diff,
+)
 
 if TYPE_CHECKING:  # libcst and the torchlib rewrite load only when a command rewrites torchlib
     from migrate.write.torchlib.rewrite import TorchlibRewrite
@@ -75,13 +99,17 @@ def _infer(
     summary: dict,
 ) -> Plan:
     """The inferred plan: read from the cache when the yaml, its sets, torchlib, the sweep cache and the code are unchanged."""
-    from migrate.infer import Sources, cached_plan
+    from migrate.infer import Sources, align_runtime_evidence, cached_plan
 
     use_torchlib = "torchlib" in args.evidence
     use_sweep = "opinfo" in args.evidence or "probe" in args.evidence
     state = None
     if use_sweep:
-        from migrate.evidence.opinfo.derived import evidence_of, sweep_state, sweep_summary
+        from migrate.evidence.opinfo.derived import (
+            evidence_of,
+            sweep_state,
+            sweep_summary,
+        )
 
         state = sweep_state(args.jobs, args.cache_dir, args.refresh, only)
         swept = sweep_summary(state)
@@ -95,23 +123,40 @@ def _infer(
 
     def sources() -> Sources:
         # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
-        evidence = evidence_of(state) if state is not None else None
+        opinfo, probe, alignment = {}, {}, None
+        if state is not None:
+            evidence = evidence_of(state)
+            opinfo = evidence.opinfo if "opinfo" in args.evidence else {}
+            probe = evidence.probe if "probe" in args.evidence else {}
+            (opinfo, probe), alignment = align_runtime_evidence(native, _installed_or_same(native), opinfo, probe)
         return Sources(
             torchlib=torchlib.overloads if use_torchlib else {},
-            opinfo=evidence.opinfo if evidence is not None and "opinfo" in args.evidence else {},
+            opinfo=opinfo,
             global_sets=torchlib.global_sets if use_torchlib else (),
             groups="groups" in args.evidence,
-            probe=evidence.probe if evidence is not None and "probe" in args.evidence else {},
+            probe=probe,
             torchlib_handled=torchlib.handled if use_torchlib else {},
             existing_sets=sets_file.sets,
+            alignment=alignment,
         )
 
-    if not torchlib.key:  # a torchlib file could not be read: infer without the cache
+    if torchlib.key:
+        key = content_key("plan", ",".join(args.evidence), native.data, sets_file.data or b"", torchlib.key, state.key if state else "")
+        plan, alignment = cached_plan(native, sources, key, args.cache_dir, only)
+    else:  # a torchlib file could not be read: infer without the cache
         from migrate.infer import infer_plan
 
-        return infer_plan(native, sources(), only)
-    key = content_key("plan", ",".join(args.evidence), native.data, sets_file.data or b"", torchlib.key, state.key if state else "")
-    return cached_plan(native, sources, key, args.cache_dir, only)
+        inputs = sources()
+        plan, alignment = infer_plan(native, inputs, only), inputs.alignment
+    if alignment is not None:
+        summary["runtime_evidence"] = {"torch": torch_version(), **alignment.to_json()}
+    return plan
+
+
+def _installed_or_same(native: NativeFunctions) -> NativeFunctions:
+    """The installed torch's yaml, whose schemas name the runtime evidence's slots; parsed only when the file differs."""
+    path = installed_native_functions()
+    return native if path.read_bytes() == native.data else NativeFunctions.load(path)
 
 
 def _lower_parser() -> argparse.ArgumentParser:
@@ -239,6 +284,7 @@ def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int
         "conflicts": dict(sorted(kinds.items())),
         "coverage": _coverage(native, plan, result),
         "spelling": _spelling(native, plan, result),
+        "validation": {"torchgen": "installed", "schemas_unchecked": sorted(native.groups.unchecked)},
     }
 
 
@@ -257,6 +303,9 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
         f"({spelling['named_share']:.1%}), {spelling['global_sets_used']} global sets; {spelling['constraints_lines']} "
         f"type_constraints lines, the longest {spelling['longest_constraints_line']} characters; yaml {spelling['yaml_growth']:+.1%}"
     )
+    unchecked = summary["validation"]["schemas_unchecked"]
+    by = "the installed torchgen" if summary["validation"]["torchgen"] == "installed" else f"the source tree's {summary['validation']['torchgen']}"
+    lines.append(f"validation: {by}; {len(unchecked)} schemas with type words it does not know were not checked")
     probe = summary["probe"]
     lines.append(f"probe: {probe['slots_widened']} slots widened, {probe['variables_split']} variables split, {probe['variables_joined']} joined")
     if "opinfo" in summary:
@@ -264,6 +313,12 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
         lines.append(
             f"opinfo: {sweep['opinfos']} OpInfos ({sweep['ran']} run, {sweep['from_cache']} from the cache), "
             f"{sweep['overloads_observed']} overloads of the yaml observed, {len(sweep['failures'])} failures (listed in --report)"
+        )
+    aligned = summary.get("runtime_evidence", {})
+    if aligned.get("overloads_skipped") or aligned.get("overloads_remapped"):
+        lines.append(
+            f"runtime evidence of torch {aligned['torch']}: {aligned['overloads_skipped']} observed overloads the yaml lacks skipped, "
+            f"{aligned['overloads_remapped']} whose schema differs keep the evidence that maps by argument name (listed in --report)"
         )
     if "torchlib" in summary:
         t = summary["torchlib"]
@@ -327,6 +382,10 @@ def run(args: argparse.Namespace) -> int:
     selected = set(native.overloads_named(args.op)) if args.op else None
     if selected is None:
         native.validate()
+        native.groups.check_all()  # every schema through the installed torchgen, where it knows the type words
+    tree = source_tree_root(native_path)
+    if tree is not None:  # the tree's own torchgen checks every schema; the installed one only groups overloads
+        validate_with_tree_torchgen(native, tree)
     torchlib = scan_torchlib(torchlib_root, native, args.cache_dir)
     for error in torchlib.errors:
         sys.stderr.write(f"dtype-migrate: warning: {error}\n")
@@ -341,6 +400,8 @@ def run(args: argparse.Namespace) -> int:
     if result.type_constraints is not None:
         outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))
     summary = {**_summary(native, plan, result, scope), **evidence_summary, "probe": probe_summary(plan)}
+    if tree is not None:
+        summary["validation"] = {"torchgen": str(tree / "torchgen"), "schemas_unchecked": []}
     if not args.yaml_only:
         kept = {o.name for o in result.outcomes if o.status == KEPT}  # torchlib follows what the yaml says
         written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept))
@@ -393,7 +454,8 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_export_check(args: argparse.Namespace) -> int:
     """Declarations from the yaml when it has any, else from the plan a run infers (whose coverage gaps get verdicts)."""
-    from migrate.check.export import report_json, run_export_check as check, table, verdict_summary, verdicts
+    from migrate.check.export import report_json, table, verdict_summary, verdicts
+    from migrate.check.export import run_export_check as check
     from migrate.model.declared import declared_variables
 
     native_path = args.native_functions or installed_native_functions()

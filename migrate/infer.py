@@ -10,6 +10,10 @@ dtypes torchlib's trace-only bodies test a parameter for are attached as evidenc
 overload's in-place and out= siblings with no evidence of their own take its
 constraints (provenance ``groups``). Disagreements become conflicts.
 
+OpInfo and probe evidence name slots by the installed torch's schemas; on a file of
+another release ``align_runtime_evidence`` first skips the overloads the file lacks and
+keeps, where a schema differs, only the slots of the same name in both.
+
 Names are given last, deterministically, from the whole file's evidence whatever
 ``--op`` selects: every dtype set used by ``NAMED_FROM`` entries or more, or with a name
 already (in the target's type_constraints.yaml, else a torchlib TypeVar of that set), is
@@ -34,7 +38,17 @@ from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.global_sets import constraints_line
 from migrate.model.named_sets import composed_name, pytorch_spelling
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import DECLARED, GROUPS, OPINFO, Conflict, Evidence, GlobalSet, OverloadPlan, Plan, Variable
+from migrate.model.plan import (
+    DECLARED,
+    GROUPS,
+    OPINFO,
+    Conflict,
+    Evidence,
+    GlobalSet,
+    OverloadPlan,
+    Plan,
+    Variable,
+)
 from migrate.model.schema import TypedSchema
 
 _LETTERS = "TUVWXYZ"
@@ -53,6 +67,7 @@ class Sources:
     probe: Mapping[str, OverloadPlan] = field(default_factory=dict)  # migrate.evidence.probe.merge.probe_plans_from_sweep
     torchlib_handled: Mapping[str, tuple[Evidence, ...]] = field(default_factory=dict)  # TorchlibEvidence.handled
     existing_sets: tuple[GlobalSet, ...] = ()  # the target's type_constraints.yaml, in file order
+    alignment: Alignment | None = None  # how the installed torch's runtime evidence met the file (align_runtime_evidence)
 
 
 def _observed(variable: Variable) -> Variable:
@@ -242,6 +257,84 @@ def global_sets(native: NativeFunctions, plans: Iterable[OverloadPlan], sources:
     return tuple(sorted((GlobalSet(name, dtypes, pytorch_spelling(dtypes)) for dtypes, name in names.items()), key=lambda g: g.name))
 
 
+@dataclass(frozen=True)
+class Remapped:
+    """An overload whose schema in the file differs from the installed torch's: its evidence kept where an argument name maps."""
+
+    name: str
+    installed: str  # the installed torch's schema text
+    file: str  # the file's schema text, lowered
+    kept: tuple[str, ...]  # tensor slots of both schemas: their evidence stays
+    dropped: tuple[str, ...]  # slots the evidence spoke of that the file has not as tensor slots
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "installed": self.installed, "file": self.file, "kept": list(self.kept), "dropped": list(self.dropped)}
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """How the installed torch's runtime evidence met a file of another release."""
+
+    skipped: tuple[str, ...]  # observed overloads the installed torch has and the file lacks
+    remapped: tuple[Remapped, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "overloads_skipped": len(self.skipped),
+            "overloads_remapped": len(self.remapped),
+            "skipped": list(self.skipped),
+            "remapped": [r.to_json() for r in self.remapped],
+        }
+
+
+def _slot_shape(schema: TypedSchema) -> tuple[tuple[str, bool], ...]:
+    """Each argument and return by name, and whether it holds tensors: what evidence maps through (int -> SymInt does not matter)."""
+    return tuple((s.name, s.is_tensor) for s in schema.slots)
+
+
+def _slots_kept(plan: OverloadPlan, keep: set[str]) -> OverloadPlan:
+    """The plan with only the slots in ``keep``: variables bind them alone, evidence and conflicts speak of no other."""
+    variables = []
+    for variable in plan.variables:
+        binds = tuple(s for s in variable.binds if s in keep)
+        if binds:
+            evidence = tuple(
+                replace(e, slots=tuple(s for s in e.slots if s in keep)) for e in variable.evidence if not e.slots or set(e.slots) & keep
+            )
+            variables.append(replace(variable, binds=binds, evidence=evidence))
+    conflicts = tuple(c for c in plan.conflicts if set(c.slots) <= keep)
+    return OverloadPlan(plan.name, tuple(variables), conflicts)
+
+
+def align_runtime_evidence(
+    native: NativeFunctions, installed: NativeFunctions, *sources: Mapping[str, OverloadPlan]
+) -> tuple[list[dict[str, OverloadPlan]], Alignment]:
+    """The installed torch's per-overload plans (OpInfo, probe) restricted to what the file's schemas can take.
+
+    Runtime evidence names slots by the installed torch's schemas. On a file of another release an
+    overload the file lacks is skipped; where the file's schema differs (arguments renamed, added or
+    removed) only the slots that are tensor slots of the same name in both keep their evidence.
+    Returns are named by position (``return.N``), so they map by position. On the installed file
+    nothing changes.
+    """
+    observed = sorted({name for plans in sources for name in plans})
+    skipped = tuple(name for name in observed if name not in native.by_name and name in installed.by_name)
+    keep: dict[str, set[str]] = {}
+    remapped = []
+    for name in observed:
+        entry, theirs = native.by_name.get(name), installed.by_name.get(name)
+        if entry is None or theirs is None or _slot_shape(entry.schema) == _slot_shape(theirs.schema):
+            continue
+        keep[name] = {s.name for s in entry.schema.tensor_slots} & {s.name for s in theirs.schema.tensor_slots}
+        spoken = {s for plans in sources if name in plans for v in plans[name].variables for s in v.binds}
+        remapped.append(Remapped(name, theirs.schema.text, entry.schema.lowered(), tuple(sorted(keep[name])), tuple(sorted(spoken - keep[name]))))
+    aligned = [
+        {name: _slots_kept(plan, keep[name]) if name in keep else plan for name, plan in plans.items() if name in native.by_name}
+        for plans in sources
+    ]
+    return aligned, Alignment(skipped, tuple(remapped))
+
+
 def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[GlobalSet, ...], list[OverloadPlan]]:
     """The global sets, and every overload's plan with its variables named, in file order."""
     names = [e.name for e in native.entries]
@@ -276,8 +369,8 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
 
 def cached_plan(
     native: NativeFunctions, sources: Callable[[], Sources], key: str, cache_dir: Path | str | None, only: set[str] | None = None
-) -> Plan:
-    """``infer_plan``, read from the cache when the same inputs were inferred from before.
+) -> tuple[Plan, Alignment | None]:
+    """``infer_plan``, read from the cache when the same inputs were inferred from before, with the sources' alignment.
 
     ``key`` digests every input of the inference (``migrate.cache.content_key``); ``sources`` is
     called only on a miss. The whole file's inference is stored, each overload's plan pickled
@@ -286,8 +379,13 @@ def cached_plan(
     path = cache_root(cache_dir) / "plans" / f"{key}.pickle"
     stored = read_pickle(path, dict)
     if stored is None:
-        sets, overloads = _named_plans(native, sources())
-        stored = {"sets": sets, "overloads": {o.name: pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in overloads}}
+        inputs = sources()
+        sets, overloads = _named_plans(native, inputs)
+        stored = {
+            "sets": sets,
+            "overloads": {o.name: pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in overloads},
+            "alignment": inputs.alignment,
+        }
         write_pickle(path, stored)
     wanted = [pickle.loads(data) for name, data in stored["overloads"].items() if only is None or name in only]
-    return _restricted(stored["sets"], wanted)
+    return _restricted(stored["sets"], wanted), stored["alignment"]

@@ -98,6 +98,9 @@ def test_coverage_target_and_probe_counts_in_the_summary(migrated):
     summary = json.loads((migrated / "report.json").read_text())["summary"]
     assert summary["coverage"]["entry_share"] >= 0.60
     assert summary["probe"]["slots_widened"] > 0 and summary["probe"]["variables_split"] > 0
+    assert summary["validation"] == {"torchgen": "installed", "schemas_unchecked": []}
+    aligned = summary["runtime_evidence"]  # the installed file is the installed torch's: all its evidence maps
+    assert (aligned["overloads_skipped"], aligned["overloads_remapped"]) == (0, 0)
 
 
 def test_lower_restores_the_original_and_a_second_run_changes_nothing(tmp_path, capfd):

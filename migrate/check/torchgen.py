@@ -2,7 +2,9 @@
 
 Generators keep reading ``ParsedYaml`` as they always did; the annotations are
 checked (every variable resolves) and then lowered in memory, so the model, source
-locations included, is the one torchgen builds from the plain file.
+locations included, is the one torchgen builds from the plain file. A file of another
+release needs that release's torchgen imported (a source tree's, with its root on the
+path); with another torchgen the first schema it cannot read is a clear error saying so.
 """
 
 from __future__ import annotations
@@ -26,6 +28,67 @@ def parse_native_yaml(path: Path | str, tags_yaml_path: Path | str | None = None
     sets = GlobalSetsFile.load(sibling_constraints_path(path)).by_name
     for entry in native.entries:
         declared_variables(native, entry, sets)  # an unresolved variable is an error here too
+        _installed_torchgen_fits(native, entry)
     tags = Path(tags_yaml_path) if tags_yaml_path is not None else path.with_name("tags.yaml")
     loaded = yaml.load(lower(native), Loader=LineLoader)
     return parse_native_yaml_struct(loaded, parse_tags_yaml(str(tags)), ignore_keys, path=str(path), skip_native_fns_gen=skip_native_fns_gen)
+
+
+def _installed_torchgen_fits(native: NativeFunctions, entry) -> None:
+    """A file of another release whose type words the imported torchgen does not know needs that release's torchgen."""
+    import torchgen
+
+    from migrate.errors import InputError
+    from migrate.model.schema import SchemaError
+
+    try:
+        entry.schema.torchgen()
+    except SchemaError as exc:
+        tree = source_tree_root(native.path)
+        where = f"its source tree's, on the path with PYTHONPATH={tree}" if tree is not None else "the release it comes from"
+        raise InputError(
+            f"{exc}; this file needs the torchgen of {where} (the one imported is {Path(torchgen.__file__).parent})",
+            native.path, entry.func_line + 1, entry.name,
+        ) from exc
+
+
+TREE_YAML = Path("aten/src/ATen/native/native_functions.yaml")
+
+_TREE_PARSE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from torchgen.model import FunctionSchema
+refused = []
+for name, text in json.load(sys.stdin):
+    try:
+        FunctionSchema.parse(text)
+    except Exception as exc:
+        refused.append([name, str(exc)])
+json.dump(refused, sys.stdout)
+"""
+
+
+def source_tree_root(path: Path) -> Path | None:
+    """The PyTorch source tree holding the yaml at aten/src/ATen/native/ with torchgen/ at its root, if any."""
+    path = Path(path).resolve()
+    if path.parts[-len(TREE_YAML.parts) :] != TREE_YAML.parts:
+        return None
+    root = path.parents[len(TREE_YAML.parts) - 1]
+    return root if (root / "torchgen" / "model.py").is_file() else None
+
+
+def validate_with_tree_torchgen(native: NativeFunctions, root: Path) -> None:
+    """Every lowered schema parsed by the tree's own torchgen, in a subprocess (never the installed module)."""
+    import json
+    import subprocess
+    import sys
+
+    from migrate.errors import InputError
+
+    schemas = [(entry.name, entry.schema.lowered()) for entry in native.entries]
+    done = subprocess.run([sys.executable, "-c", _TREE_PARSE, str(root)], input=json.dumps(schemas), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise InputError(f"the source tree's torchgen failed: {done.stderr.strip().splitlines()[-1:]}", root / "torchgen")
+    for name, message in json.loads(done.stdout)[:1]:
+        entry = native.by_name[name]
+        raise InputError(f"the tree's torchgen cannot parse the schema: {message}", native.path, entry.func_line + 1, name)

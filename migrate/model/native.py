@@ -227,11 +227,20 @@ class OverloadGroups:
         for entry in native.entries:
             self._families.setdefault(_family(entry.name), []).append(entry)
         self._groups: dict[str, OverloadGroup] = {}
+        self.unchecked: set[str] = set()
+        """Overloads whose schema uses a type word the installed torchgen no longer knows (another release's file)."""
 
     def get(self, name: str) -> OverloadGroup | None:
         if name not in self._groups and name in self._native.by_name:
             self._group_family(_family(name))
         return self._groups.get(name)
+
+    def check_all(self) -> tuple[str, ...]:
+        """Every schema through the installed torchgen (by grouping every family); those it could not check."""
+        for family in self._families:
+            if not all(e.name in self._groups for e in self._families[family]):
+                self._group_family(family)
+        return tuple(sorted(self.unchecked))
 
     def __getitem__(self, name: str) -> OverloadGroup:
         group = self.get(name)
@@ -245,13 +254,41 @@ class OverloadGroups:
             try:
                 schema = entry.schema.torchgen()
             except SchemaError as exc:
-                raise InputError(str(exc), self._native.path, entry.func_line + 1, entry.name) from exc
+                schema = _grouping_schema(entry, exc)
+                if schema is None:
+                    raise InputError(str(exc), self._native.path, entry.func_line + 1, entry.name) from exc
+                self.unchecked.add(entry.name)
             kinds = members.setdefault(str(schema.signature()), {})
             kinds.setdefault(schema.kind().name, []).append(entry.name)
         for signature, kinds in members.items():
             group = OverloadGroup(signature, tuple(sorted((k, tuple(v)) for k, v in kinds.items())))
             for name in group.names:
                 self._groups[name] = group
+
+
+_UNKNOWN_TYPE = re.compile(r"unrecognized type (\w+)")
+
+
+def _grouping_schema(entry: Entry, error: SchemaError):
+    """torchgen's schema with the type words it does not know (e.g. an older release's Dimname) read as `str`.
+
+    Used only to group overloads (signature and kind); the schema itself was read by the tool's own model.
+    None when torchgen refuses the schema for another reason.
+    """
+    from torchgen.model import FunctionSchema
+
+    text, unknown = entry.schema.lowered(), set()
+    for _ in range(8):
+        match = _UNKNOWN_TYPE.search(str(error))
+        if match is None or match.group(1) in unknown:
+            return None
+        unknown.add(match.group(1))
+        text = re.sub(rf"\b{match.group(1)}\b", "str", text)
+        try:
+            return FunctionSchema.parse(text)
+        except Exception as exc:  # torchgen raises AssertionError and friends
+            error = exc
+    return None
 
 
 def top_level_items(lines: list[str], path: Path, what: str) -> list[tuple[int, int]]:
