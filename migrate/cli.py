@@ -49,7 +49,7 @@ def _run_parser() -> argparse.ArgumentParser:
     return parser
 
 
-EVIDENCE = ("torchlib", "opinfo", "probe", "groups")
+EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases")
 
 
 def _evidence_list(text: str) -> tuple[str, ...]:
@@ -71,14 +71,18 @@ def _infer(
     from migrate.infer import Sources, infer_plan
 
     use_torchlib = "torchlib" in args.evidence
-    opinfo, probe = {}, {}
-    if "opinfo" in args.evidence or "probe" in args.evidence:
+    opinfo, probe, aliases = {}, {}, {}
+    if {"opinfo", "probe", "aliases"} & set(args.evidence):
         from migrate.evidence.opinfo.derived import opinfo_evidence
 
         evidence = opinfo_evidence(args.jobs, args.cache_dir, args.refresh, only)
         # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
         opinfo = evidence.opinfo if "opinfo" in args.evidence else {}
         probe = evidence.probe if "probe" in args.evidence else {}
+        if "aliases" in args.evidence:
+            from migrate.evidence.opinfo.aliases import alias_overloads
+
+            aliases = alias_overloads(native, evidence.aliases)
         summary["opinfo"] = {
             "opinfos": evidence.stats.opinfos,
             "ran": evidence.stats.ran,
@@ -94,6 +98,7 @@ def _infer(
         probe=probe,
         torchlib_handled=torchlib.handled if use_torchlib else {},
         existing_sets=existing_sets,
+        aliases=aliases,
     )
     return infer_plan(native, sources, only)
 

@@ -8,7 +8,8 @@ called directly (each slot keeps its own observed evidence); torchlib fills the 
 nobody observed; dtypes OpInfos declare for other devices widen an observed variable;
 dtypes torchlib's trace-only bodies test a parameter for are attached as evidence; an
 overload's in-place and out= siblings with no evidence of their own take its
-constraints (provenance ``groups``). Disagreements become conflicts.
+constraints (provenance ``groups``), as do alias overloads with none from their target
+(provenance ``aliases``). Disagreements become conflicts.
 
 Names are given last, deterministically, from the whole file's evidence whatever
 ``--op`` selects: every dtype set used by ``NAMED_FROM`` entries or more, or with a name
@@ -26,6 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
+from migrate.evidence.opinfo.aliases import alias_plans
 from migrate.evidence.probe.merge import split_and_joined
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.global_sets import constraints_line
@@ -50,6 +52,7 @@ class Sources:
     probe: Mapping[str, OverloadPlan] = field(default_factory=dict)  # migrate.evidence.probe.merge.probe_plans_from_sweep
     torchlib_handled: Mapping[str, tuple[Evidence, ...]] = field(default_factory=dict)  # TorchlibEvidence.handled
     existing_sets: tuple[GlobalSet, ...] = ()  # the target's type_constraints.yaml, in file order
+    aliases: Mapping[str, str] = field(default_factory=dict)  # alias overload -> target (migrate.evidence.opinfo.aliases)
 
 
 def _observed(variable: Variable) -> Variable:
@@ -251,6 +254,7 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
         torchlib, opinfo, probe = sources.torchlib.get(name), sources.opinfo.get(name), sources.probe.get(name)
         if torchlib or opinfo or probe:
             merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()))
+    merged.update(alias_plans(sources.aliases, merged))
     if sources.groups:
         merged.update(group_siblings(native, merged))
     planned = {name: plan for name, plan in merged.items() if plan.variables}

@@ -115,7 +115,38 @@ def opinfo_operator_names(op: Any) -> frozenset[str]:
     return frozenset(name.rsplit(".", 1)[-1] for name in names)
 
 
-def opinfo_samples(op: Any, dtype: Any) -> Iterator[Any]:
+def opinfo_aliases(op: Any) -> tuple[tuple[str, str], ...]:
+    """(alias, target) operator names, spelled as ATen names them: ``special.expit`` is ``special_expit``."""
+    target = _attribute(op, "aten_name", "OpInfo.aten_name") or op.name
+    return tuple(sorted((_aten_spelling(alias.name), _aten_spelling(target)) for alias in _attribute(op, "aliases", "OpInfo.aliases")))
+
+
+def _aten_spelling(name: str) -> str:
+    """``torch.special.gammainc`` -> ``special_gammainc``; ``nn.functional.x`` keeps its last part."""
+    name = name.removeprefix("torch.")
+    if name.startswith("nn.functional."):
+        return name.rsplit(".", 1)[-1]
+    return name.replace(".", "_")
+
+
+def opinfo_backward_dtypes(op: Any) -> frozenset[Any]:
+    """The CPU dtypes the OpInfo declares for backward; none when it does not support autograd."""
+    if not _attribute(op, "supports_autograd", "OpInfo.supports_autograd"):
+        return frozenset()
+    return frozenset(_attribute(op, "supported_backward_dtypes", "OpInfo.supported_backward_dtypes")("cpu"))
+
+
+def run_backward(result: Any) -> None:
+    """Backward from every output that requires grad, with ones as its gradient: autograd calls the ``*_backward`` overloads."""
+    import torch
+
+    flat = result if isinstance(result, (tuple, list)) else (result,)
+    outputs = [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None]
+    if outputs:
+        torch.autograd.backward(outputs, [torch.ones_like(t) for t in outputs])
+
+
+def opinfo_samples(op: Any, dtype: Any, requires_grad: bool = False) -> Iterator[Any]:
     """The OpInfo's CPU samples of one dtype, generated lazily (samples of big ops are big).
 
     Calls the OpInfo's sample function itself: ``sample_inputs()`` wraps it to crawl the
@@ -123,7 +154,7 @@ def opinfo_samples(op: Any, dtype: Any) -> Iterator[Any]:
     a traceback per device type); in a sweep that is most of the time, for nothing. The
     sweep seeds once per (OpInfo, dtype) instead.
     """
-    return iter(_attribute(op, "sample_inputs_func", "OpInfo.sample_inputs_func")(op, "cpu", dtype, False))
+    return iter(_attribute(op, "sample_inputs_func", "OpInfo.sample_inputs_func")(op, "cpu", dtype, requires_grad))
 
 
 def call_sample(op: Any, sample: Any) -> Any:

@@ -33,6 +33,7 @@ class OpInfoEvidence:
     observed: frozenset[str]  # overloads ('add.Tensor') some OpInfo called
     failures: tuple[str, ...]
     stats: SweepStats
+    aliases: tuple[tuple[str, str], ...] = ()  # (alias, target) operator names from the OpInfo alias lists
 
 
 def _key(sweep_dir: Path, names: list[str]) -> str:
@@ -75,4 +76,5 @@ def opinfo_evidence(jobs: int | None, cache_dir: Path | None, refresh: bool, onl
         evidence = _derive(SweepResult(runs, catalogue, stats))
         write_pickle(derived_path, evidence)
     stats = SweepStats(len(catalogue), ran, len(present) - ran, evidence.stats.samples, 0.0)
-    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats)
+    aliases = tuple(sorted({pair for e in catalogue for pair in e.aliases}))
+    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases)

@@ -71,7 +71,8 @@ def _overload_matcher(requested: Iterable[str]) -> tuple[Callable[[str], bool], 
 
 
 def sweep_cache_dir(cache_dir: Path | str | None) -> Path:
-    return cache_root(cache_dir) / "opinfo" / torch_private.torch_version()
+    """Per torch version and cache format: a run decides what to sweep by which files exist, so a new format must start empty."""
+    return cache_root(cache_dir) / "opinfo" / f"{torch_private.torch_version()}-format{FORMAT}"
 
 
 def _read_json(path: Path) -> Any:

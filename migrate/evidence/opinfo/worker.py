@@ -16,6 +16,7 @@ from typing import Any
 
 from migrate import torch_private
 from migrate.evidence.runtime.records import (
+    BACKWARD_RAISED,
     CALL_RAISED,
     SAMPLE_INPUTS_RAISED,
     CatalogueEntry,
@@ -38,6 +39,7 @@ def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
             _canonical(torch_private.opinfo_cpu_dtypes(op)),
             tuple(sorted((device, _canonical(d)) for device, d in torch_private.opinfo_declared_dtypes(op).items())),
             tuple(sorted(torch_private.opinfo_operator_names(op))),
+            torch_private.opinfo_aliases(op),
         )
         entries.append(entry.to_json())
     yield entries
@@ -72,9 +74,13 @@ def samples_by_dtype(
     op: Any, opinfo: OpInfoId, only: str | None = None
 ) -> Iterator[tuple[str, list[Any], Counter[tuple[str, str]]]]:
     """Per CPU dtype (or only the one named), in canonical order and seeded as every run of the OpInfo is:
-    its samples, and the errors making them."""
+    its samples, and the errors making them.
+
+    For the dtypes the OpInfo declares for backward, the samples require grad (``call_samples`` runs backward).
+    """
     from migrate.evidence.runtime import recorders
 
+    backward = torch_private.opinfo_backward_dtypes(op)
     for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: interned_dtype(recorders.dtype_name(d)).sort_key):
         name = recorders.dtype_name(dtype)
         if only is not None and name != only:
@@ -83,19 +89,24 @@ def samples_by_dtype(
         errors: Counter[tuple[str, str]] = Counter()
         samples: list[Any] = []
         try:
-            samples.extend(torch_private.opinfo_samples(op, dtype))
+            samples.extend(torch_private.opinfo_samples(op, dtype, dtype in backward))
         except Exception as exc:  # making the samples failed; those made before still run
             errors[SAMPLE_INPUTS_RAISED, one_line(exc)] += 1
         yield name, samples, errors
 
 
 def call_samples(op: Any, samples: list[Any], errors: Counter[tuple[str, str]]) -> None:
-    """Run each sample; one the op refuses is counted in ``errors`` and the rest still run."""
+    """Run each sample, then backward where it requires grad; one the op refuses is counted in ``errors`` and the rest still run."""
     for sample in samples:
         try:
-            torch_private.call_sample(op, sample)
+            result = torch_private.call_sample(op, sample)
         except Exception as exc:
             errors[CALL_RAISED, one_line(exc)] += 1
+            continue
+        try:
+            torch_private.run_backward(result)
+        except Exception as exc:
+            errors[BACKWARD_RAISED, one_line(exc)] += 1
 
 
 def opinfo_reports(argument: tuple[OpInfoId, bool, bool]) -> Iterator[dict[str, Any]]:
