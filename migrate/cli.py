@@ -67,11 +67,12 @@ def _infer(
     existing_sets: tuple[GlobalSet, ...],
     only: set[str] | None,
     summary: dict,
-) -> Plan:
+) -> tuple[Plan, frozenset[str]]:
+    """The inferred plan, and the overloads some OpInfo sample reached (the untyped rest's reasons need them)."""
     from migrate.infer import Sources, infer_plan
 
     use_torchlib = "torchlib" in args.evidence
-    opinfo, probe, aliases = {}, {}, {}
+    opinfo, probe, aliases, observed = {}, {}, {}, frozenset()
     if {"opinfo", "probe", "aliases"} & set(args.evidence):
         from migrate.evidence.opinfo.derived import opinfo_evidence
 
@@ -82,7 +83,8 @@ def _infer(
         if "aliases" in args.evidence:
             from migrate.evidence.opinfo.aliases import alias_overloads
 
-            aliases = alias_overloads(native, evidence.aliases)
+            aliases = alias_overloads(native, evidence.aliases, evidence.forwards)
+        observed = evidence.observed
         summary["opinfo"] = {
             "opinfos": evidence.stats.opinfos,
             "ran": evidence.stats.ran,
@@ -100,7 +102,7 @@ def _infer(
         existing_sets=existing_sets,
         aliases=aliases,
     )
-    return infer_plan(native, sources, only)
+    return infer_plan(native, sources, only), observed
 
 
 def _lower_parser() -> argparse.ArgumentParser:
@@ -164,19 +166,27 @@ class Targets:
         return Output(self.display(source, source.name), source, target, before, after)
 
 
-def _coverage(native: NativeFunctions, plan: Plan, result: YamlResult) -> dict[str, int | float]:
-    """How much of the written yaml is typed: entries with a tensor slot, and tensor slots.
+def _coverage(native: NativeFunctions, plan: Plan, result: YamlResult, observed: frozenset[str]) -> dict:
+    """How much of the written yaml is typed: entries with a tensor slot, and tensor slots; the untyped
+    entries by reason (``migrate.infer.untyped_reasons``; without samples, as when a --plan is applied,
+    none counts as observed).
 
     Computed from the input and what the writer did to it, without reading the output again.
     """
+    from migrate.infer import untyped_reasons
+
     written = {o.name for o in result.outcomes if o.status == WRITTEN}
     planned = {o.name: o for o in plan.overloads if o.name in written}
     with_slots = [e for e in native.entries if e.schema.tensor_slots]
     typed_entries = typed_slots = 0
+    typed = set()
     for entry in with_slots:
         binds = [v.binds for v in planned[entry.name].variables] if entry.name in planned else list(entry.schema.variables().values())
         typed_entries += bool(binds)
         typed_slots += sum(len(b) for b in binds)
+        if binds:
+            typed.add(entry.name)
+    untyped = untyped_reasons(native, typed, observed)
     slots = sum(len(e.schema.tensor_slots) for e in with_slots)
     return {
         "entries_with_tensor_slots": len(with_slots),
@@ -185,6 +195,8 @@ def _coverage(native: NativeFunctions, plan: Plan, result: YamlResult) -> dict[s
         "tensor_slots": slots,
         "tensor_slots_typed": typed_slots,
         "slot_share": round(typed_slots / slots, 4) if slots else 0.0,
+        "untyped_by_reason": {reason: len(names) for reason, names in untyped.items()},
+        "untyped": {reason: list(names) for reason, names in untyped.items()},
     }
 
 
@@ -209,7 +221,7 @@ def _spelling(native: NativeFunctions, plan: Plan, result: YamlResult) -> dict[s
     }
 
 
-def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int) -> dict:
+def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int, observed: frozenset[str]) -> dict:
     """The run in numbers, for the summary lines and the report."""
     statuses = [o.status for o in result.outcomes]
     constrained, unchanged = statuses.count(WRITTEN), statuses.count(UNCHANGED)
@@ -226,7 +238,7 @@ def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int
         },
         "by_source": {s: n for s in SOURCES if (n := sum(1 for o in plan.overloads if any(s in v.sources for v in o.variables)))},
         "conflicts": dict(sorted(kinds.items())),
-        "coverage": _coverage(native, plan, result),
+        "coverage": _coverage(native, plan, result, observed),
         "spelling": _spelling(native, plan, result),
     }
 
@@ -239,6 +251,7 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
         "by source: " + (", ".join(f"{s} {n}" for s, n in summary["by_source"].items()) or "none"),
         f"coverage of the written yaml: {c['entries_typed']} of {c['entries_with_tensor_slots']} entries with tensor slots "
         f"({c['entry_share']:.1%}), {c['tensor_slots_typed']} of {c['tensor_slots']} tensor slots ({c['slot_share']:.1%})",
+        "untyped entries by reason: " + ", ".join(f"{reason} {n}" for reason, n in c["untyped_by_reason"].items()) + " (each listed in --report)",
     ]
     spelling = summary["spelling"]
     lines.append(
@@ -320,7 +333,10 @@ def run(args: argparse.Namespace) -> int:
     for error in torchlib.errors:
         sys.stderr.write(f"dtype-migrate: warning: {error}\n")
     evidence_summary: dict = {}
-    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, torchlib, sets_file.sets, selected, evidence_summary)
+    if args.plan is not None:
+        plan, observed = Plan.read(args.plan), frozenset()
+    else:
+        plan, observed = _infer(native, args, torchlib, sets_file.sets, selected, evidence_summary)
     if selected is not None:
         plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
     scope = len(selected) if selected is not None else len(native.entries)
@@ -329,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
     outputs = [targets.output(native_path, native.data, result.native_functions)]
     if result.type_constraints is not None:
         outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))
-    summary = {**_summary(native, plan, result, scope), **evidence_summary, "probe": probe_summary(plan)}
+    summary = {**_summary(native, plan, result, scope, observed), **evidence_summary, "probe": probe_summary(plan)}
     if not args.yaml_only:
         kept = {o.name for o in result.outcomes if o.status == KEPT}  # torchlib follows what the yaml says
         written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept))
@@ -398,7 +414,7 @@ def run_export_check(args: argparse.Namespace) -> int:
         }
     else:
         inferring = argparse.Namespace(evidence=EVIDENCE, jobs=args.jobs, cache_dir=args.cache_dir, refresh=False)
-        plan = _infer(native, inferring, torchlib, sets_file.sets, set(registered) if args.op else None, {})
+        plan, _ = _infer(native, inferring, torchlib, sets_file.sets, set(registered) if args.op else None, {})
         declared = {o.name: o.variables for o in plan.overloads}
     result = check(declared, registered, torchlib_root, args.jobs, args.cache_dir, args.refresh)
     conflicts = None

@@ -27,7 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
-from migrate.evidence.opinfo.aliases import alias_plans
+from migrate.evidence.opinfo.aliases import AliasOf, alias_plans
 from migrate.evidence.probe.merge import split_and_joined
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.global_sets import constraints_line
@@ -52,7 +52,7 @@ class Sources:
     probe: Mapping[str, OverloadPlan] = field(default_factory=dict)  # migrate.evidence.probe.merge.probe_plans_from_sweep
     torchlib_handled: Mapping[str, tuple[Evidence, ...]] = field(default_factory=dict)  # TorchlibEvidence.handled
     existing_sets: tuple[GlobalSet, ...] = ()  # the target's type_constraints.yaml, in file order
-    aliases: Mapping[str, str] = field(default_factory=dict)  # alias overload -> target (migrate.evidence.opinfo.aliases)
+    aliases: Mapping[str, AliasOf] = field(default_factory=dict)  # alias overload -> its target (migrate.evidence.opinfo.aliases)
 
 
 def _observed(variable: Variable) -> Variable:
@@ -254,9 +254,10 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
         torchlib, opinfo, probe = sources.torchlib.get(name), sources.opinfo.get(name), sources.probe.get(name)
         if torchlib or opinfo or probe:
             merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()))
-    merged.update(alias_plans(sources.aliases, merged))
-    if sources.groups:
-        merged.update(group_siblings(native, merged))
+    for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
+        merged.update(alias_plans(sources.aliases, merged))
+        if sources.groups:
+            merged.update(group_siblings(native, merged))
     planned = {name: plan for name, plan in merged.items() if plan.variables}
     sets = global_sets(native, planned.values(), sources)
     set_names = {g.dtypes: g.name for g in sets}
@@ -267,3 +268,31 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
     ]
     used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables}
     return Plan(tuple(g for g in sets if g.name in used or g.dtypes in used), tuple(overloads))
+
+
+# Why an entry with a tensor slot is left untyped, in the order they are decided.
+NO_CPU_KERNEL = "no-cpu-kernel"  # only CUDA, MPS, quantized, sparse, nested... kernels: CPU samples cannot reach it
+OBSERVED_UNTYPED = "observed-but-untyped"  # samples reached it, yet no variable came of it
+NO_STRUCTURE = "no-structure-ties-it"  # another overload of its operator is typed, but no group or alias ties this one to it
+NO_SAMPLE = "no-sample-reaches-it"  # no sample reached it nor anything tied to it
+UNTYPED_REASONS = (NO_CPU_KERNEL, OBSERVED_UNTYPED, NO_STRUCTURE, NO_SAMPLE)
+
+
+def untyped_reasons(native: NativeFunctions, typed: set[str], observed: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Each untyped entry with a tensor slot under its reason (``UNTYPED_REASONS``), in file order."""
+    typed_operators = {name.split(".")[0] for name in typed}
+    reasons: dict[str, list[str]] = {reason: [] for reason in UNTYPED_REASONS}
+    for entry in native.entries:
+        if not entry.schema.tensor_slots or entry.name in typed:
+            continue
+        if not native.has_cpu_kernel(entry):
+            reason = NO_CPU_KERNEL
+        elif entry.name in observed:
+            reason = OBSERVED_UNTYPED
+        elif entry.name.split(".")[0] in typed_operators:
+            reason = NO_STRUCTURE
+        else:
+            reason = NO_SAMPLE
+        reasons[reason].append(entry.name)
+    return {reason: tuple(names) for reason, names in reasons.items()}
+

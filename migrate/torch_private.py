@@ -136,14 +136,18 @@ def opinfo_backward_dtypes(op: Any) -> frozenset[Any]:
     return frozenset(_attribute(op, "supported_backward_dtypes", "OpInfo.supported_backward_dtypes")("cpu"))
 
 
-def run_backward(result: Any) -> None:
-    """Backward from every output that requires grad, with ones as its gradient: autograd calls the ``*_backward`` overloads."""
+def run_backward(result: Any) -> bool:
+    """Backward from every output that requires grad, with ones as its gradient: autograd calls the ``*_backward`` overloads.
+
+    False when no output requires grad (nothing ran).
+    """
     import torch
 
     flat = result if isinstance(result, (tuple, list)) else (result,)
     outputs = [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None]
     if outputs:
         torch.autograd.backward(outputs, [torch.ones_like(t) for t in outputs])
+    return bool(outputs)
 
 
 def opinfo_samples(op: Any, dtype: Any, requires_grad: bool = False) -> Iterator[Any]:
@@ -209,6 +213,32 @@ def overload_slots(func: Any) -> OverloadSlots:
     )
     mutates = _attribute(schema, "is_mutable", "FunctionSchema.is_mutable")
     return OverloadSlots(name, arguments, returns, len(schema.returns) > 1, bool(mutates))
+
+
+def composite_implicit_overloads() -> list[Any]:
+    """Every ``aten`` overload whose kernel is CompositeImplicitAutograd and that writes to no argument, by name."""
+    import torch
+
+    has_kernel = _private("torch._C._dispatch_has_kernel_for_dispatch_key")
+    implicit = _private("torch._C.DispatchKey.CompositeImplicitAutograd")
+    found = {}
+    for schema in _private("torch._C._jit_get_all_schemas")():
+        if not schema.name.startswith("aten::") or _attribute(schema, "is_mutable", "FunctionSchema.is_mutable"):
+            continue
+        full = f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+        try:
+            implicit_kernel = has_kernel(full, implicit)
+        except RuntimeError:  # a schema of the JIT's with no operator behind it ('aten::has_torch_function')
+            continue
+        if implicit_kernel:
+            packet = getattr(torch.ops.aten, schema.name.removeprefix("aten::"))
+            found[full] = getattr(packet, schema.overload_name or "default")
+    return [found[name] for name in sorted(found)]
+
+
+def decompose(func: Any, args: tuple, kwargs: dict) -> Any:
+    """Run the overload's CompositeImplicitAutograd kernel: the calls it makes reach the kernel mode."""
+    return _attribute(func, "decompose", "OpOverload.decompose")(*args, **kwargs)
 
 
 # --- dispatch modes -----------------------------------------------------------------------------
