@@ -49,7 +49,7 @@ def _run_parser() -> argparse.ArgumentParser:
     return parser
 
 
-EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases")
+EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel")
 
 
 def _evidence_list(text: str) -> tuple[str, ...]:
@@ -72,8 +72,8 @@ def _infer(
     from migrate.infer import Sources, infer_plan
 
     use_torchlib = "torchlib" in args.evidence
-    opinfo, probe, aliases, observed = {}, {}, {}, frozenset()
-    if {"opinfo", "probe", "aliases"} & set(args.evidence):
+    opinfo, probe, aliases, kernel, observed = {}, {}, {}, {}, frozenset()
+    if {"opinfo", "probe", "aliases", "kernel"} & set(args.evidence):
         from migrate.evidence.opinfo.derived import opinfo_evidence
 
         evidence = opinfo_evidence(args.jobs, args.cache_dir, args.refresh, only)
@@ -84,6 +84,10 @@ def _infer(
             from migrate.evidence.opinfo.aliases import alias_overloads
 
             aliases = alias_overloads(native, evidence.aliases, evidence.forwards)
+        if "kernel" in args.evidence:
+            from migrate.evidence.opinfo.forwards import kernel_plans
+
+            kernel = kernel_plans(native, evidence.kernels)
         observed = evidence.observed
         summary["opinfo"] = {
             "opinfos": evidence.stats.opinfos,
@@ -101,6 +105,7 @@ def _infer(
         torchlib_handled=torchlib.handled if use_torchlib else {},
         existing_sets=existing_sets,
         aliases=aliases,
+        kernel=kernel,
     )
     return infer_plan(native, sources, only), observed
 

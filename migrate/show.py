@@ -77,7 +77,7 @@ class ShowContext:
         from migrate.evidence.opinfo.sweep import sweep_cache_dir
 
         pairs = {pair for entry in self.sweep.catalogue for pair in entry.aliases}
-        return alias_overloads(self.native, pairs, load_forwards(sweep_cache_dir(self.cache_dir)))
+        return alias_overloads(self.native, pairs, load_forwards(sweep_cache_dir(self.cache_dir))[0])
 
     def observed(self, overload: str):
         from migrate.evidence.runtime.records import overload_key
@@ -189,7 +189,7 @@ def structure_section(context: ShowContext, overload: str) -> list[str]:
     functional = group.of_kind("functional") if group is not None else ()
     if functional and overload not in functional:
         lines.append(f"  groups: a sibling of {context.index.schema(functional[0]) or functional[0]}")
-    return ["structure:"] + lines if lines else ["structure: no alias, no functional sibling"]
+    return ["structure:"] + lines if lines else ["structure: no alias, not an in-place or out= sibling"]
 
 
 SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section, structure_section, export_section)

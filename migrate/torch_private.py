@@ -215,30 +215,34 @@ def overload_slots(func: Any) -> OverloadSlots:
     return OverloadSlots(name, arguments, returns, len(schema.returns) > 1, bool(mutates))
 
 
-def composite_implicit_overloads() -> list[Any]:
-    """Every ``aten`` overload whose kernel is CompositeImplicitAutograd and that writes to no argument, by name."""
+_COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd")
+
+
+def composite_overloads() -> list[tuple[Any, str]]:
+    """Every ``aten`` overload whose kernel is composite (one for every backend) and that writes to no
+    argument, by name, with its kernel's key: ``CompositeImplicitAutograd`` first."""
     import torch
 
     has_kernel = _private("torch._C._dispatch_has_kernel_for_dispatch_key")
-    implicit = _private("torch._C.DispatchKey.CompositeImplicitAutograd")
+    keys = [(name, _private(f"torch._C.DispatchKey.{name}")) for name in _COMPOSITE_KEYS]
     found = {}
     for schema in _private("torch._C._jit_get_all_schemas")():
         if not schema.name.startswith("aten::") or _attribute(schema, "is_mutable", "FunctionSchema.is_mutable"):
             continue
         full = f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
         try:
-            implicit_kernel = has_kernel(full, implicit)
+            key = next((name for name, key in keys if has_kernel(full, key)), None)
         except RuntimeError:  # a schema of the JIT's with no operator behind it ('aten::has_torch_function')
             continue
-        if implicit_kernel:
+        if key is not None:
             packet = getattr(torch.ops.aten, schema.name.removeprefix("aten::"))
-            found[full] = getattr(packet, schema.overload_name or "default")
+            found[full] = (getattr(packet, schema.overload_name or "default"), key)
     return [found[name] for name in sorted(found)]
 
 
-def decompose(func: Any, args: tuple, kwargs: dict) -> Any:
-    """Run the overload's CompositeImplicitAutograd kernel: the calls it makes reach the kernel mode."""
-    return _attribute(func, "decompose", "OpOverload.decompose")(*args, **kwargs)
+def run_composite_kernel(func: Any, key: str, args: tuple, kwargs: dict) -> Any:
+    """Run the overload's kernel of that composite key: the calls it makes reach the kernel mode."""
+    return _attribute(func, "_op_dk", "OpOverload._op_dk")(_private(f"torch._C.DispatchKey.{key}"), *args, **kwargs)
 
 
 # --- dispatch modes -----------------------------------------------------------------------------

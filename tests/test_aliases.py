@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from migrate.evidence.opinfo.aliases import AliasOf, alias_overloads, alias_plans
-from migrate.evidence.opinfo.forwards import Forward, load_forwards
+from migrate.evidence.opinfo.forwards import Forward, kernel_plans, load_forwards
 from migrate.evidence.opinfo.sweep import load_catalogue
 from migrate.infer import NO_CPU_KERNEL, NO_SAMPLE, NO_STRUCTURE, OBSERVED_UNTYPED, Sources, infer_plan, untyped_reasons
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import ALIASES, OPINFO, Evidence, OverloadPlan, Variable
+from migrate.model.plan import ALIASES, KERNEL, OPINFO, Evidence, OverloadPlan, Variable
 from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS
 
 REAL = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
@@ -47,13 +49,21 @@ def test_the_catalogue_reads_alias_pairs_from_torch(tmp_path):
     assert any(["clip", "clamp"] in o["aliases"] for o in stored["opinfos"])
 
 
-def test_kernels_that_are_one_call_of_another_overload_forward_to_it_slot_by_slot(tmp_path):
-    forwards = {f.overload: f for f in load_forwards(tmp_path)}
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    """The forwards and metadata-kernel tables, found cold in their own cache folder (a few seconds)."""
+    folder = tmp_path_factory.mktemp("forwards")
+    return folder, load_forwards(folder)
+
+
+def test_kernels_that_are_one_call_of_another_overload_forward_to_it_slot_by_slot(tables):
+    folder, (found, _) = tables
+    forwards = {f.overload: f for f in found}
     assert forwards["__and__.Tensor"] == Forward("__and__.Tensor", "bitwise_and.Tensor", (("self", "self"), ("other", "other"), ("return.0", "return.0")))
     assert forwards["special_xlogy.self_scalar"].slots == (("other", "other"), ("return.0", "return.0"))
     assert forwards["_cast_Float"].target == "_to_copy"  # a float32 tensor is returned as is: another dtype shows the call
     assert "add.Tensor" not in forwards  # a kernel of its own
-    assert load_forwards(tmp_path) == tuple(forwards.values())  # read from the cache
+    assert load_forwards(folder)[0] == found  # read from the cache
     aliases = alias_overloads(REAL, [], forwards.values())
     assert aliases["__and__.Tensor"].why == "forwards to bitwise_and.Tensor"
     bitwise = OverloadPlan("bitwise_and.Tensor", (Variable("T", FLOATS, ("self", "other", "return.0"), (Evidence(OPINFO, "test", FLOATS, ("self",)),)),))
@@ -76,3 +86,14 @@ def test_each_untyped_entry_has_its_reason():
     assert where["add.Scalar"] == NO_STRUCTURE  # add.Tensor is typed; nothing ties add.Scalar to it
     assert where["_add_relu.Tensor"] == NO_SAMPLE
     assert "add.Tensor" not in where and "_add_relu.Tensor" in reasons[NO_SAMPLE]
+
+
+def test_a_kernel_that_reads_only_metadata_accepts_what_it_did_not_refuse(tables):
+    _, (_, kernels) = tables
+    found = {k.overload: k for k in kernels}
+    assert found["is_floating_point"].slot == "self" and {"bool", "float32", "complex128", "uint8"} <= set(found["is_floating_point"].dtypes)
+    assert "add.Tensor" not in found and "__and__.Tensor" not in found  # kernels that call others
+    plan = kernel_plans(REAL, kernels)["numel"]
+    (variable,) = plan.variables
+    assert variable.binds == ("self",) and variable.sources == (KERNEL,)
+    assert infer_plan(REAL, Sources({}, {}, (), kernel={"numel": plan}), {"numel"}).overloads[0].variables[0].binds == ("self",)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from migrate.cache import cache_root, read_pickle, write_pickle
 from migrate.evidence.opinfo import observations as observations_module
-from migrate.evidence.opinfo.forwards import Forward, load_forwards
+from migrate.evidence.opinfo.forwards import Forward, MetadataKernel, load_forwards
 from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue, run_sweep, sweep_cache_dir
 from migrate.evidence.probe import merge as probe_module
 from migrate.evidence.runtime import records as records_module
@@ -36,6 +36,7 @@ class OpInfoEvidence:
     stats: SweepStats
     aliases: tuple[tuple[str, str], ...] = ()  # (alias, target) operator names from the OpInfo alias lists
     forwards: tuple[Forward, ...] = ()  # overloads whose kernel is one call of another
+    kernels: tuple[MetadataKernel, ...] = ()  # overloads whose kernel reads only metadata
 
 
 def _key(sweep_dir: Path, names: list[str]) -> str:
@@ -79,5 +80,5 @@ def opinfo_evidence(jobs: int | None, cache_dir: Path | None, refresh: bool, onl
         write_pickle(derived_path, evidence)
     stats = SweepStats(len(catalogue), ran, len(present) - ran, evidence.stats.samples, 0.0)
     aliases = tuple(sorted({pair for e in catalogue for pair in e.aliases}))
-    forwards = load_forwards(sweep_dir)
-    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards)
+    forwards, kernels = load_forwards(sweep_dir)
+    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels)

@@ -1,20 +1,26 @@
-"""Overloads that forward to another: a CompositeImplicitAutograd kernel that is one call of another overload.
+"""Overloads that forward to another: a composite kernel that is one call of another overload.
 
 ``__and__.Tensor`` is ``bitwise_and.Tensor``, ``clip.Tensor`` is ``clamp.Tensor``, ``moveaxis.int`` is
-``permute``: torch's own kernels say so when run. A worker runs each such kernel once on meta
-tensors (no data, no compute) under the kernel mode; when it makes exactly one call, every
+``permute``, ``norm.Scalar`` is ``norm.ScalarOpt_dim``: torch's own kernels say so when run. A
+worker runs each CompositeImplicitAutograd or CompositeExplicitAutograd kernel (the kernel of
+every backend, the CPU's included) once on meta tensors (no data, no compute) under the kernel
+mode, for a float32, else int64, else bool tensor; when it makes exactly one call, every
 tensor of that call is one of the overload's own tensors, and its outputs are the call's,
 the overload forwards to that callee, slot by slot. ``migrate.evidence.opinfo.aliases``
 lets it take the callee's constraints.
 
-The table depends only on the torch release: it is cached in the sweep cache folder. A
+A kernel of one tensor argument that makes no call at all (``is_floating_point``, ``numel``,
+``dim``) reads only its tensor's metadata: it is run for a tensor of every dtype, and the
+dtypes it raised for none of are what that argument accepts (provenance ``kernel``).
+
+The tables depend only on the torch release: they are cached in the sweep cache folder. A
 kernel that crashes its worker is left out, and a new worker goes on after it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +29,9 @@ from migrate import torch_private
 from migrate.cache import store
 from migrate.evidence.runtime.records import FORMAT
 from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
+from migrate.model.dtypes import named
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import KERNEL, Evidence, OverloadPlan, Variable
 
 _FILE = "forwards.json"
 _FILLERS = {"int": 1, "SymInt": 1, "float": 1.0, "bool": False, "Scalar": 1, "number": 1, "List[int]": [1], "List[SymInt]": [1]}
@@ -37,6 +46,18 @@ class Forward:
     overload: str  # 'clip.Tensor'
     target: str  # 'clamp.Tensor'
     slots: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class MetadataKernel:
+    """``overload``'s kernel made no call for a tensor of each of ``dtypes`` at ``slot``, and raised for none of them.
+
+    Its returns stay free: one that is the tensor itself here may be a converted one elsewhere (autocast).
+    """
+
+    overload: str
+    slot: str
+    dtypes: tuple[str, ...]  # dtype names, in the universe's canonical order
 
 
 def _key(name: str) -> str:
@@ -88,7 +109,7 @@ class _Calls:
         self.calls = calls
 
 
-def _forward(func: Any) -> Forward | None:
+def _forward(func: Any, key: str) -> Forward | None:
     """What the overload's kernel forwards to, if it is one call passing its own tensors through."""
     import torch
 
@@ -103,7 +124,7 @@ def _forward(func: Any) -> Forward | None:
             calls = _Calls()
             try:
                 with calls.mode:
-                    result = torch_private.decompose(func, tuple(args), kwargs)
+                    result = torch_private.run_composite_kernel(func, key, tuple(args), kwargs)
             except Exception:
                 continue
             if not calls.calls:  # nothing to do for this dtype ('_cast_Float' of a float32 tensor): try another
@@ -142,36 +163,86 @@ def _slots(name: str, arguments: dict[str, Any], call: tuple, result: Any) -> Fo
     return Forward(name, target, tuple(pairs)) if pairs and target != name else None
 
 
+def _metadata_kernel(func: Any, key: str) -> MetadataKernel | None:
+    """What a kernel of one tensor argument accepts, if it makes no call for any dtype."""
+    import torch
+
+    from migrate.evidence.probe.worker import dtype_universe
+    from migrate.evidence.runtime.recorders import dtype_name
+
+    schema = func._schema
+    tensors = [a.name for a in schema.arguments if str(a.type) in ("Tensor", "Optional[Tensor]")]
+    if len(tensors) != 1 or any("Tensor" in str(a.type) for a in schema.arguments if a.name != tensors[0]):
+        return None
+    accepted = []
+    for dtype in dtype_universe():
+        made = _arguments(schema, dtype, False)
+        if made is None:
+            return None
+        args, kwargs, _ = made
+        calls = _Calls()
+        try:
+            with calls.mode:
+                torch_private.run_composite_kernel(func, key, tuple(args), kwargs)
+        except Exception:
+            continue
+        if calls.calls:
+            return None
+        accepted.append(dtype_name(dtype))
+    if not accepted:
+        return None
+    name = _key(f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name)
+    return MetadataKernel(name, tensors[0], tuple(accepted))
+
+
 def forward_reports(after: str) -> Iterator[dict[str, Any]]:
-    """The job: each CompositeImplicitAutograd overload after ``after`` (in name order), announced, then its forward."""
-    for func in torch_private.composite_implicit_overloads():
+    """The job: each composite overload after ``after`` (in name order), announced, then its forward."""
+    for func, key in torch_private.composite_overloads():
         name = str(func._schema.name) + (f".{func._schema.overload_name}" if func._schema.overload_name else "")
         if name <= after:
             continue
         yield {"trying": name}
-        forward = _forward(func)
+        forward = _forward(func, key)
         if forward is not None:
             yield {"forward": [forward.overload, forward.target, [list(p) for p in forward.slots]]}
+        elif (kernel := _metadata_kernel(func, key)) is not None:
+            yield {"metadata": [kernel.overload, kernel.slot, list(kernel.dtypes)]}
 
 
-def load_forwards(sweep_dir: Path) -> tuple[Forward, ...]:
-    """The table from the sweep cache folder, else found in workers (one after each that crashed) and stored."""
+def load_forwards(sweep_dir: Path) -> tuple[tuple[Forward, ...], tuple[MetadataKernel, ...]]:
+    """The tables from the sweep cache folder, else found in workers (one after each that crashed) and stored."""
     path = sweep_dir / _FILE
     try:
         cached = json.loads(path.read_bytes())
     except (OSError, ValueError):
         cached = None
     if not (isinstance(cached, dict) and cached.get("format") == FORMAT):
-        found, after = [], ""
+        found, metadata, after = [], [], ""
         while True:
             (outcome,) = run_in_workers([Job(forward_reports, after, "forwards")], jobs=1, progress=False)
             found += [r["forward"] for r in outcome.reports if "forward" in r]
+            metadata += [r["metadata"] for r in outcome.reports if "metadata" in r]
             tried = [r["trying"] for r in outcome.reports if "trying" in r]
             if outcome.status == DONE:
                 break
             if not tried:
                 raise torch_private.TorchAPIChanged(f"finding the overloads that forward to others failed: {outcome.reason}")
             after = tried[-1]  # the kernel that ended the worker: the next worker starts after it
-        cached = {"format": FORMAT, "forwards": found}
+        cached = {"format": FORMAT, "forwards": found, "metadata": metadata}
         store(path, json.dumps(cached, separators=(",", ":")).encode())
-    return tuple(Forward(overload, target, tuple((a, b) for a, b in slots)) for overload, target, slots in cached["forwards"])
+    forwards = tuple(Forward(overload, target, tuple((a, b) for a, b in slots)) for overload, target, slots in cached["forwards"])
+    kernels = tuple(MetadataKernel(overload, slot, tuple(dtypes)) for overload, slot, dtypes in cached["metadata"])
+    return forwards, kernels
+
+
+def kernel_plans(native: NativeFunctions, kernels: Iterable[MetadataKernel]) -> dict[str, OverloadPlan]:
+    """A plan per metadata-reading kernel of the yaml: one variable over what it accepted, at its tensor."""
+    plans = {}
+    for kernel in kernels:
+        if kernel.overload in native.by_name:
+            dtypes = named(*kernel.dtypes)
+            binds = (kernel.slot,)
+            evidence = Evidence(KERNEL, f"{kernel.overload}'s kernel, run on meta tensors: no call", dtypes, binds)
+            plans[kernel.overload] = OverloadPlan(kernel.overload, (Variable("T", dtypes, binds, (evidence,)),))
+    return plans
+
