@@ -233,6 +233,7 @@ def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int
     kinds: dict[str, int] = {}
     for conflict in [c for o in result.outcomes for c in o.conflicts] + list(result.global_conflicts):
         kinds[conflict.kind] = kinds.get(conflict.kind, 0) + 1
+    sources = [{s for v in o.variables for s in v.sources} for o in plan.overloads]  # each variable's sources read once
     return {
         "overloads": {
             "in_scope": scope,
@@ -241,7 +242,7 @@ def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int
             "skipped": scope - constrained - unchanged,
             "with_conflicts": sum(1 for o in result.outcomes if o.conflicts),
         },
-        "by_source": {s: n for s in SOURCES if (n := sum(1 for o in plan.overloads if any(s in v.sources for v in o.variables)))},
+        "by_source": {s: n for s in SOURCES if (n := sum(1 for found in sources if s in found))},
         "conflicts": dict(sorted(kinds.items())),
         "coverage": _coverage(native, plan, result, observed),
         "spelling": _spelling(native, plan, result),

@@ -9,9 +9,9 @@ nobody observed; dtypes OpInfos declare for other devices widen an observed vari
 dtypes torchlib's trace-only bodies test a parameter for are attached as evidence; an
 overload's in-place and out= siblings with no evidence of their own take its
 constraints (provenance ``groups``), as do alias overloads with none from their target
-(provenance ``aliases``); an overload with no evidence whose composite kernel reads only
-metadata takes the dtypes that kernel accepted (provenance ``kernel``). Disagreements
-become conflicts.
+(provenance ``aliases``); an overload no sample reached whose composite kernel reads only
+metadata takes the dtypes that kernel accepted (provenance ``kernel``; over torchlib, as
+observations are). Disagreements become conflicts.
 
 Names are given last, deterministically, from the whole file's evidence whatever
 ``--op`` selects: every dtype set used by ``NAMED_FROM`` entries or more, or with a name
@@ -257,8 +257,8 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
         torchlib, opinfo, probe = sources.torchlib.get(name), sources.opinfo.get(name), sources.probe.get(name)
         if torchlib or opinfo or probe:
             merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()))
-    for name, plan in sorted(sources.kernel.items()):  # only where no sample gave evidence
-        if not (name in merged and merged[name].variables):
+    for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
+        if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan
     for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
         merged.update(alias_plans(sources.aliases, merged))

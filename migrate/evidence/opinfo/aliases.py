@@ -34,11 +34,12 @@ def alias_overloads(native: NativeFunctions, pairs: Iterable[tuple[str, str]], f
     """Alias overload -> what it stands for: OpInfo alias pairs ('clip' -> 'clamp', every overload of
     equal tensor slots), then overloads forwarding to another; both overloads in the yaml."""
     aliases: dict[str, AliasOf] = {}
+    by_operator: dict[str, list[str]] = {}
+    for name in native.by_name:
+        by_operator.setdefault(name.partition(".")[0], []).append(name)
     for alias, target in sorted(set(pairs)):
-        for name in native.by_name:
-            operator, _, overload = name.partition(".")
-            if operator != alias:
-                continue
+        for name in by_operator.get(alias, ()):
+            overload = name.partition(".")[2]
             wanted = f"{target}.{overload}" if overload else target
             if wanted in native.by_name and (slots := _tensor_slots(native, name)) == _tensor_slots(native, wanted):
                 aliases.setdefault(name, AliasOf(wanted, tuple(zip(slots, slots)), f"alias of {wanted} (OpInfo alias list)"))
