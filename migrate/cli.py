@@ -17,35 +17,13 @@ from migrate.cache import content_key, store
 from migrate.check.torchgen import source_tree_root, validate_with_tree_torchgen
 from migrate.errors import InputError
 from migrate.evidence.probe.merge import probe_summary
-from migrate.evidence.torchlib.resolve import (
-    TorchlibEvidence,
-    installed_torchlib,
-    scan_torchlib,
-)
+from migrate.evidence.torchlib.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
 from migrate.model.global_sets import GlobalSetsFile, constraints_value
-from migrate.model.native import (
-    CONSTRAINTS_KEY,
-    NativeFunctions,
-    installed_native_functions,
-    sibling_constraints_path,
-)
+from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, installed_native_functions, sibling_constraints_path
 from migrate.model.plan import SOURCES, Plan
 from migrate.torch_private import torch_version
-from migrate.write.native_functions import (
-    KEPT,
-    UNCHANGED,
-    WRITTEN,
-    YamlResult,
-    apply_plan,
-    lower,
-)
-from migrate.write.outputs import (
-    Output,
-    commit,
-    is_installed_path,
-    print_diff,
-    unified_diff,
-)
+from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, lower
+from migrate.write.outputs import Output, commit, is_installed_path, print_diff, unified_diff
 
 if TYPE_CHECKING:  # libcst and the torchlib rewrite load only when a command rewrites torchlib
     from migrate.write.torchlib.rewrite import TorchlibRewrite
@@ -79,7 +57,7 @@ def _run_parser() -> argparse.ArgumentParser:
     return parser
 
 
-EVIDENCE = ("torchlib", "opinfo", "probe", "groups")
+EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel")
 
 
 def _evidence_list(text: str) -> tuple[str, ...]:
@@ -97,22 +75,21 @@ def _infer(
     sets_file: GlobalSetsFile,
     only: set[str] | None,
     summary: dict,
-) -> Plan:
-    """The inferred plan: read from the cache when the yaml, its sets, torchlib, the sweep cache and the code are unchanged."""
+) -> tuple[Plan, frozenset[str]]:
+    """The inferred plan, and the overloads some OpInfo sample reached (the untyped rest's reasons need them).
+
+    The plan is read from the cache when the yaml, its sets, torchlib, the sweep cache and the code are unchanged.
+    """
     from migrate.infer import Sources, align_runtime_evidence, cached_plan
 
     use_torchlib = "torchlib" in args.evidence
-    use_sweep = "opinfo" in args.evidence or "probe" in args.evidence
-    state = None
-    if use_sweep:
-        from migrate.evidence.opinfo.derived import (
-            evidence_of,
-            sweep_state,
-            sweep_summary,
-        )
+    state, observed = None, frozenset()
+    if {"opinfo", "probe", "aliases", "kernel"} & set(args.evidence):
+        from migrate.evidence.opinfo.derived import evidence_of, sweep_state, sweep_summary
 
         state = sweep_state(args.jobs, args.cache_dir, args.refresh, only)
         swept = sweep_summary(state)
+        observed = swept.observed
         summary["opinfo"] = {
             "opinfos": state.opinfos,
             "ran": state.ran,
@@ -123,12 +100,20 @@ def _infer(
 
     def sources() -> Sources:
         # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
-        opinfo, probe, alignment = {}, {}, None
+        opinfo, probe, aliases, kernel, alignment = {}, {}, {}, {}, None
         if state is not None:
             evidence = evidence_of(state)
             opinfo = evidence.opinfo if "opinfo" in args.evidence else {}
             probe = evidence.probe if "probe" in args.evidence else {}
-            (opinfo, probe), alignment = align_runtime_evidence(native, _installed_or_same(native), opinfo, probe)
+            if "aliases" in args.evidence:
+                from migrate.evidence.opinfo.aliases import alias_overloads
+
+                aliases = alias_overloads(native, evidence.aliases, evidence.forwards)
+            if "kernel" in args.evidence:
+                from migrate.evidence.opinfo.forwards import kernel_plans
+
+                kernel = kernel_plans(native, evidence.kernels)
+            (opinfo, probe, kernel), alignment = align_runtime_evidence(native, _installed_or_same(native), opinfo, probe, kernel)
         return Sources(
             torchlib=torchlib.overloads if use_torchlib else {},
             opinfo=opinfo,
@@ -137,6 +122,8 @@ def _infer(
             probe=probe,
             torchlib_handled=torchlib.handled if use_torchlib else {},
             existing_sets=sets_file.sets,
+            aliases=aliases,
+            kernel=kernel,
             alignment=alignment,
         )
 
@@ -150,7 +137,7 @@ def _infer(
         plan, alignment = infer_plan(native, inputs, only), inputs.alignment
     if alignment is not None:
         summary["runtime_evidence"] = {"torch": torch_version(), **alignment.to_json()}
-    return plan
+    return plan, observed
 
 
 def _installed_or_same(native: NativeFunctions) -> NativeFunctions:
@@ -220,19 +207,27 @@ class Targets:
         return Output(self.display(source, source.name), source, target, before, after)
 
 
-def _coverage(native: NativeFunctions, plan: Plan, result: YamlResult) -> dict[str, int | float]:
-    """How much of the written yaml is typed: entries with a tensor slot, and tensor slots.
+def _coverage(native: NativeFunctions, plan: Plan, result: YamlResult, observed: frozenset[str]) -> dict:
+    """How much of the written yaml is typed: entries with a tensor slot, and tensor slots; the untyped
+    entries by reason (``migrate.infer.untyped_reasons``; without samples, as when a --plan is applied,
+    none counts as observed).
 
     Computed from the input and what the writer did to it, without reading the output again.
     """
+    from migrate.infer import untyped_reasons
+
     written = {o.name for o in result.outcomes if o.status == WRITTEN}
     planned = {o.name: o for o in plan.overloads if o.name in written}
     with_slots = [e for e in native.entries if e.schema.tensor_slots]
     typed_entries = typed_slots = 0
+    typed = set()
     for entry in with_slots:
         binds = [v.binds for v in planned[entry.name].variables] if entry.name in planned else list(entry.schema.variables().values())
         typed_entries += bool(binds)
         typed_slots += sum(len(b) for b in binds)
+        if binds:
+            typed.add(entry.name)
+    untyped = untyped_reasons(native, typed, observed)
     slots = sum(len(e.schema.tensor_slots) for e in with_slots)
     return {
         "entries_with_tensor_slots": len(with_slots),
@@ -241,6 +236,8 @@ def _coverage(native: NativeFunctions, plan: Plan, result: YamlResult) -> dict[s
         "tensor_slots": slots,
         "tensor_slots_typed": typed_slots,
         "slot_share": round(typed_slots / slots, 4) if slots else 0.0,
+        "untyped_by_reason": {reason: len(names) for reason, names in untyped.items()},
+        "untyped": {reason: list(names) for reason, names in untyped.items()},
     }
 
 
@@ -265,13 +262,14 @@ def _spelling(native: NativeFunctions, plan: Plan, result: YamlResult) -> dict[s
     }
 
 
-def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int) -> dict:
+def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int, observed: frozenset[str]) -> dict:
     """The run in numbers, for the summary lines and the report."""
     statuses = [o.status for o in result.outcomes]
     constrained, unchanged = statuses.count(WRITTEN), statuses.count(UNCHANGED)
     kinds: dict[str, int] = {}
     for conflict in [c for o in result.outcomes for c in o.conflicts] + list(result.global_conflicts):
         kinds[conflict.kind] = kinds.get(conflict.kind, 0) + 1
+    sources = [{s for v in o.variables for s in v.sources} for o in plan.overloads]  # each variable's sources read once
     return {
         "overloads": {
             "in_scope": scope,
@@ -280,9 +278,9 @@ def _summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int
             "skipped": scope - constrained - unchanged,
             "with_conflicts": sum(1 for o in result.outcomes if o.conflicts),
         },
-        "by_source": {s: n for s in SOURCES if (n := sum(1 for o in plan.overloads if any(s in v.sources for v in o.variables)))},
+        "by_source": {s: n for s in SOURCES if (n := sum(1 for found in sources if s in found))},
         "conflicts": dict(sorted(kinds.items())),
-        "coverage": _coverage(native, plan, result),
+        "coverage": _coverage(native, plan, result, observed),
         "spelling": _spelling(native, plan, result),
         "validation": {"torchgen": "installed", "schemas_unchecked": sorted(native.groups.unchecked)},
     }
@@ -296,6 +294,7 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
         "by source: " + (", ".join(f"{s} {n}" for s, n in summary["by_source"].items()) or "none"),
         f"coverage of the written yaml: {c['entries_typed']} of {c['entries_with_tensor_slots']} entries with tensor slots "
         f"({c['entry_share']:.1%}), {c['tensor_slots_typed']} of {c['tensor_slots']} tensor slots ({c['slot_share']:.1%})",
+        "untyped entries by reason: " + ", ".join(f"{reason} {n}" for reason, n in c["untyped_by_reason"].items()) + " (each listed in --report)",
     ]
     spelling = summary["spelling"]
     lines.append(
@@ -390,7 +389,10 @@ def run(args: argparse.Namespace) -> int:
     for error in torchlib.errors:
         sys.stderr.write(f"dtype-migrate: warning: {error}\n")
     evidence_summary: dict = {}
-    plan = Plan.read(args.plan) if args.plan is not None else _infer(native, args, torchlib, sets_file, selected, evidence_summary)
+    if args.plan is not None:
+        plan, observed = Plan.read(args.plan), frozenset()
+    else:
+        plan, observed = _infer(native, args, torchlib, sets_file, selected, evidence_summary)
     if selected is not None:
         plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
     scope = len(selected) if selected is not None else len(native.entries)
@@ -399,7 +401,7 @@ def run(args: argparse.Namespace) -> int:
     outputs = [targets.output(native_path, native.data, result.native_functions)]
     if result.type_constraints is not None:
         outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))
-    summary = {**_summary(native, plan, result, scope), **evidence_summary, "probe": probe_summary(plan)}
+    summary = {**_summary(native, plan, result, scope, observed), **evidence_summary, "probe": probe_summary(plan)}
     if tree is not None:
         summary["validation"] = {"torchgen": str(tree / "torchgen"), "schemas_unchecked": []}
     if not args.yaml_only:
@@ -473,7 +475,7 @@ def run_export_check(args: argparse.Namespace) -> int:
         }
     else:
         inferring = argparse.Namespace(evidence=EVIDENCE, jobs=args.jobs, cache_dir=args.cache_dir, refresh=False)
-        plan = _infer(native, inferring, torchlib, sets_file, set(registered) if args.op else None, {})
+        plan, _ = _infer(native, inferring, torchlib, sets_file, set(registered) if args.op else None, {})
         declared = {o.name: o.variables for o in plan.overloads}
     result = check(declared, registered, torchlib_root, args.jobs, args.cache_dir, args.refresh)
     conflicts = None

@@ -8,7 +8,10 @@ called directly (each slot keeps its own observed evidence); torchlib fills the 
 nobody observed; dtypes OpInfos declare for other devices widen an observed variable;
 dtypes torchlib's trace-only bodies test a parameter for are attached as evidence; an
 overload's in-place and out= siblings with no evidence of their own take its
-constraints (provenance ``groups``). Disagreements become conflicts.
+constraints (provenance ``groups``), as do alias overloads with none from their target
+(provenance ``aliases``); an overload no sample reached whose composite kernel reads only
+metadata takes the dtypes that kernel accepted (provenance ``kernel``; over torchlib, as
+observations are). Disagreements become conflicts.
 
 OpInfo and probe evidence name slots by the installed torch's schemas; on a file of
 another release ``align_runtime_evidence`` first skips the overloads the file lacks and
@@ -33,22 +36,13 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from migrate.cache import cache_root, read_pickle, write_pickle
+from migrate.evidence.opinfo.aliases import AliasOf, alias_plans
 from migrate.evidence.probe.merge import split_and_joined
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.global_sets import constraints_line
 from migrate.model.named_sets import composed_name, pytorch_spelling
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import (
-    DECLARED,
-    GROUPS,
-    OPINFO,
-    Conflict,
-    Evidence,
-    GlobalSet,
-    OverloadPlan,
-    Plan,
-    Variable,
-)
+from migrate.model.plan import DECLARED, GROUPS, OPINFO, Conflict, Evidence, GlobalSet, OverloadPlan, Plan, Variable
 from migrate.model.schema import TypedSchema
 
 _LETTERS = "TUVWXYZ"
@@ -68,6 +62,8 @@ class Sources:
     torchlib_handled: Mapping[str, tuple[Evidence, ...]] = field(default_factory=dict)  # TorchlibEvidence.handled
     existing_sets: tuple[GlobalSet, ...] = ()  # the target's type_constraints.yaml, in file order
     alignment: Alignment | None = None  # how the installed torch's runtime evidence met the file (align_runtime_evidence)
+    aliases: Mapping[str, AliasOf] = field(default_factory=dict)  # alias overload -> its target (migrate.evidence.opinfo.aliases)
+    kernel: Mapping[str, OverloadPlan] = field(default_factory=dict)  # metadata-reading kernels (migrate.evidence.opinfo.forwards)
 
 
 def _observed(variable: Variable) -> Variable:
@@ -343,8 +339,13 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
         torchlib, opinfo, probe = sources.torchlib.get(name), sources.opinfo.get(name), sources.probe.get(name)
         if torchlib or opinfo or probe:
             merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()))
-    if sources.groups:
-        merged.update(group_siblings(native, merged))
+    for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
+        if not (sources.opinfo.get(name) or sources.probe.get(name)):
+            merged[name] = plan
+    for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
+        merged.update(alias_plans(sources.aliases, merged))
+        if sources.groups:
+            merged.update(group_siblings(native, merged))
     planned = {name: plan for name, plan in merged.items() if plan.variables}
     sets = global_sets(native, planned.values(), sources)
     set_names = {g.dtypes: g.name for g in sets}
@@ -389,3 +390,31 @@ def cached_plan(
         write_pickle(path, stored)
     wanted = [pickle.loads(data) for name, data in stored["overloads"].items() if only is None or name in only]
     return _restricted(stored["sets"], wanted), stored["alignment"]
+
+
+# Why an entry with a tensor slot is left untyped, in the order they are decided.
+NO_CPU_KERNEL = "no-cpu-kernel"  # only CUDA, MPS, quantized, sparse, nested... kernels: CPU samples cannot reach it
+OBSERVED_UNTYPED = "observed-but-untyped"  # samples reached it, yet no variable came of it
+NO_STRUCTURE = "no-structure-ties-it"  # another overload of its operator is typed, but no group or alias ties this one to it
+NO_SAMPLE = "no-sample-reaches-it"  # no sample reached it nor anything tied to it
+UNTYPED_REASONS = (NO_CPU_KERNEL, OBSERVED_UNTYPED, NO_STRUCTURE, NO_SAMPLE)
+
+
+def untyped_reasons(native: NativeFunctions, typed: set[str], observed: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Each untyped entry with a tensor slot under its reason (``UNTYPED_REASONS``), in file order."""
+    typed_operators = {name.split(".")[0] for name in typed}
+    reasons: dict[str, list[str]] = {reason: [] for reason in UNTYPED_REASONS}
+    for entry in native.entries:
+        if not entry.schema.tensor_slots or entry.name in typed:
+            continue
+        if not native.has_cpu_kernel(entry):
+            reason = NO_CPU_KERNEL
+        elif entry.name in observed:
+            reason = OBSERVED_UNTYPED
+        elif entry.name.split(".")[0] in typed_operators:
+            reason = NO_STRUCTURE
+        else:
+            reason = NO_SAMPLE
+        reasons[reason].append(entry.name)
+    return {reason: tuple(names) for reason, names in reasons.items()}
+

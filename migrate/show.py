@@ -69,6 +69,16 @@ class ShowContext:
         runs = tuple(r for e in catalogue if e.cpu_dtypes and (r := load_cached_run(self.cache_dir, e.opinfo)) is not None)
         return SweepResult(runs, catalogue, SweepStats(len(catalogue), 0, len(runs), sum(r.samples for r in runs), 0.0))
 
+    @functools.cached_property
+    def aliases(self):
+        """Alias overloads and what they stand for, from the cached catalogue and forwards table."""
+        from migrate.evidence.opinfo.aliases import alias_overloads
+        from migrate.evidence.opinfo.forwards import load_forwards
+        from migrate.evidence.opinfo.sweep import sweep_cache_dir
+
+        pairs = {pair for entry in self.sweep.catalogue for pair in entry.aliases}
+        return alias_overloads(self.native, pairs, load_forwards(sweep_cache_dir(self.cache_dir))[0])
+
     def observed(self, overload: str):
         from migrate.evidence.runtime.records import overload_key
 
@@ -166,7 +176,23 @@ def export_section(context: ShowContext, overload: str) -> list[str]:
     return lines
 
 
-SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section, export_section)
+def structure_section(context: ShowContext, overload: str) -> list[str]:
+    """The overloads whose constraints this one takes where it has no evidence of its own (provenance
+    ``aliases`` and ``groups``), each as the yaml declares it, with which of its slots carries which."""
+    lines = []
+    alias = context.aliases.get(overload)
+    if alias is not None:
+        target = context.index.schema(alias.target)
+        lines.append(f"  aliases: {alias.why}: {target if target else alias.target}")
+        lines.append("    " + ", ".join(a if a == t else f"{a} as {t}" for a, t in alias.slots))
+    group = context.native.groups.get(overload) if overload in context.native.by_name else None
+    functional = group.of_kind("functional") if group is not None else ()
+    if functional and overload not in functional:
+        lines.append(f"  groups: a sibling of {context.index.schema(functional[0]) or functional[0]}")
+    return ["structure:"] + lines if lines else ["structure: no alias, not an in-place or out= sibling"]
+
+
+SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section, structure_section, export_section)
 
 
 def run(args) -> int:

@@ -115,7 +115,42 @@ def opinfo_operator_names(op: Any) -> frozenset[str]:
     return frozenset(name.rsplit(".", 1)[-1] for name in names)
 
 
-def opinfo_samples(op: Any, dtype: Any) -> Iterator[Any]:
+def opinfo_aliases(op: Any) -> tuple[tuple[str, str], ...]:
+    """(alias, target) operator names, spelled as ATen names them: ``special.expit`` is ``special_expit``."""
+    target = _attribute(op, "aten_name", "OpInfo.aten_name") or op.name
+    return tuple(sorted((_aten_spelling(alias.name), _aten_spelling(target)) for alias in _attribute(op, "aliases", "OpInfo.aliases")))
+
+
+def _aten_spelling(name: str) -> str:
+    """``torch.special.gammainc`` -> ``special_gammainc``; ``nn.functional.x`` keeps its last part."""
+    name = name.removeprefix("torch.")
+    if name.startswith("nn.functional."):
+        return name.rsplit(".", 1)[-1]
+    return name.replace(".", "_")
+
+
+def opinfo_backward_dtypes(op: Any) -> frozenset[Any]:
+    """The CPU dtypes the OpInfo declares for backward; none when it does not support autograd."""
+    if not _attribute(op, "supports_autograd", "OpInfo.supports_autograd"):
+        return frozenset()
+    return frozenset(_attribute(op, "supported_backward_dtypes", "OpInfo.supported_backward_dtypes")("cpu"))
+
+
+def run_backward(result: Any) -> bool:
+    """Backward from every output that requires grad, with ones as its gradient: autograd calls the ``*_backward`` overloads.
+
+    False when no output requires grad (nothing ran).
+    """
+    import torch
+
+    flat = result if isinstance(result, (tuple, list)) else (result,)
+    outputs = [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None]
+    if outputs:
+        torch.autograd.backward(outputs, [torch.ones_like(t) for t in outputs])
+    return bool(outputs)
+
+
+def opinfo_samples(op: Any, dtype: Any, requires_grad: bool = False) -> Iterator[Any]:
     """The OpInfo's CPU samples of one dtype, generated lazily (samples of big ops are big).
 
     Calls the OpInfo's sample function itself: ``sample_inputs()`` wraps it to crawl the
@@ -123,7 +158,7 @@ def opinfo_samples(op: Any, dtype: Any) -> Iterator[Any]:
     a traceback per device type); in a sweep that is most of the time, for nothing. The
     sweep seeds once per (OpInfo, dtype) instead.
     """
-    return iter(_attribute(op, "sample_inputs_func", "OpInfo.sample_inputs_func")(op, "cpu", dtype, False))
+    return iter(_attribute(op, "sample_inputs_func", "OpInfo.sample_inputs_func")(op, "cpu", dtype, requires_grad))
 
 
 def call_sample(op: Any, sample: Any) -> Any:
@@ -178,6 +213,36 @@ def overload_slots(func: Any) -> OverloadSlots:
     )
     mutates = _attribute(schema, "is_mutable", "FunctionSchema.is_mutable")
     return OverloadSlots(name, arguments, returns, len(schema.returns) > 1, bool(mutates))
+
+
+_COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd")
+
+
+def composite_overloads() -> list[tuple[Any, str]]:
+    """Every ``aten`` overload whose kernel is composite (one for every backend) and that writes to no
+    argument, by name, with its kernel's key: ``CompositeImplicitAutograd`` first."""
+    import torch
+
+    has_kernel = _private("torch._C._dispatch_has_kernel_for_dispatch_key")
+    keys = [(name, _private(f"torch._C.DispatchKey.{name}")) for name in _COMPOSITE_KEYS]
+    found = {}
+    for schema in _private("torch._C._jit_get_all_schemas")():
+        if not schema.name.startswith("aten::") or _attribute(schema, "is_mutable", "FunctionSchema.is_mutable"):
+            continue
+        full = f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+        try:
+            key = next((name for name, key in keys if has_kernel(full, key)), None)
+        except RuntimeError:  # a schema of the JIT's with no operator behind it ('aten::has_torch_function')
+            continue
+        if key is not None:
+            packet = getattr(torch.ops.aten, schema.name.removeprefix("aten::"))
+            found[full] = (getattr(packet, schema.overload_name or "default"), key)
+    return [found[name] for name in sorted(found)]
+
+
+def run_composite_kernel(func: Any, key: str, args: tuple, kwargs: dict) -> Any:
+    """Run the overload's kernel of that composite key: the calls it makes reach the kernel mode."""
+    return _attribute(func, "_op_dk", "OpOverload._op_dk")(_private(f"torch._C.DispatchKey.{key}"), *args, **kwargs)
 
 
 # --- dispatch modes -----------------------------------------------------------------------------

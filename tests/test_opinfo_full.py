@@ -1,4 +1,4 @@
-"""The whole OpInfo sweep, cold, in a temporary cache (about 25 s on 2 cores): the issue's figures on real data."""
+"""The whole OpInfo sweep in the run's own cache (which the full-run tests fill too: one cold sweep per suite at most)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ FLOATS = ["float16", "bfloat16", "float32", "float64"]
 
 
 @pytest.fixture(scope="module")
-def result(tmp_path_factory):
-    return run_sweep(cache_dir=tmp_path_factory.mktemp("opinfo-full"), progress=False)
+def result():
+    return run_sweep(progress=False)
 
 
 @pytest.fixture(scope="module")

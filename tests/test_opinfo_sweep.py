@@ -307,3 +307,13 @@ def test_op_spellings_select_overloads_as_the_command_line_means_them():
     recorded = ["aten::sum", "aten::sum.dim_IntList", "aten::add.Tensor", "aten::add.out", "aten::where.self", "prims::where"]
     assert [name for name in recorded if matches(name)] == ["aten::sum", "aten::add.Tensor", "aten::where.self"]
     assert operators == {"sum", "add", "where"}
+
+
+def test_backward_runs_once_per_dtype_the_opinfo_declares_for_backward(result):
+    conv = OpInfoId("nn.functional.conv1d")
+    backward = [o for o in result.observations if o.opinfo == conv and o.overload == "aten::convolution_backward"]
+    forward = [o for o in result.observations if o.opinfo == conv and o.overload == "aten::convolution"]
+    assert sorted({o.sample_dtype.name for o in backward}) == sorted(FLOATS + ["complex64", "complex128"])  # not int64
+    for dtype in FLOATS:  # one sample's backward: one call, while every sample runs forward
+        assert sum(o.count for o in backward if o.sample_dtype.name == dtype) == 1
+        assert sum(o.count for o in forward if o.sample_dtype.name == dtype) > 1

@@ -21,7 +21,7 @@ from typing import Any
 from migrate.check.checker import Declarations, Violation, checking
 from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue
 from migrate.evidence.opinfo.worker import call_samples, find_opinfo, samples_by_dtype
-from migrate.evidence.runtime.records import CALL_RAISED, NO_CPU_DTYPES, SAMPLE_INPUTS_RAISED, CatalogueEntry, Failure, OpInfoId
+from migrate.evidence.runtime.records import BACKWARD_RAISED, CALL_RAISED, NO_CPU_DTYPES, SAMPLE_INPUTS_RAISED, CatalogueEntry, Failure, OpInfoId
 from migrate.evidence.runtime.workers import DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
 from migrate.model.dtypes import DType
 
@@ -187,7 +187,7 @@ def report(result: VerifyResult, path: Path) -> str:
         lines.append("failures (samples that did not run or raised; they do not change the exit code):")
         for failure in sorted(result.failures, key=lambda f: (f.opinfo, f.kind, f.reason)):
             dtypes = f" [{', '.join(map(str, failure.dtypes))}]" if failure.dtypes else ""
-            count = f" ({failure.count} samples)" if failure.kind in (CALL_RAISED, SAMPLE_INPUTS_RAISED) else ""
+            count = f" ({failure.count} samples)" if failure.kind in (CALL_RAISED, BACKWARD_RAISED, SAMPLE_INPUTS_RAISED) else ""
             lines.append(f"  {failure.opinfo}: {failure.kind}: {failure.reason}{dtypes}{count}")
     return "\n".join(lines) + "\n"
 

@@ -200,10 +200,30 @@ class NativeFunctions:
         """Each autogen-only overload name, mapped to the entry that declares it."""
         return {name: entry for entry in self.entries for name in self.autogen_names(entry) if name not in self.by_name}
 
+    def has_cpu_kernel(self, entry: Entry) -> bool:
+        """Whether CPU calls can reach a kernel of the entry: no ``dispatch:`` (CompositeImplicitAutograd), a
+        CPU or composite key, or a ``structured_delegate:`` that has one; not when only CUDA, MPS, quantized,
+        sparse, nested or other backends' keys are listed."""
+        fields = self.fields(entry)
+        delegate = fields.get("structured_delegate")
+        if isinstance(delegate, str) and delegate in self.by_name and delegate != entry.name:
+            return self.has_cpu_kernel(self.by_name[delegate])
+        dispatch = fields.get("dispatch")
+        if not isinstance(dispatch, dict):
+            return True
+        keys = {key.strip() for keys in dispatch for key in str(keys).split(",")}
+        return bool(keys & _CPU_REACHING_KEYS)
+
     @functools.cached_property
     def groups(self) -> OverloadGroups:
         """Every overload's group (torchgen's grouping: one signature, functional/in-place/out=/mutable kinds)."""
         return OverloadGroups(self)
+
+
+_CPU_REACHING_KEYS = frozenset(
+    {"CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "Math", "DefaultBackend"}
+)
+"""Dispatch keys whose kernel a call on CPU tensors can reach (torchgen's names; Math and DefaultBackend are their old spellings)."""
 
 
 def close_matches(name: str, names) -> str:

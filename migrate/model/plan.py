@@ -24,9 +24,11 @@ TORCHLIB = "torchlib"  # annotations of onnxscript's torchlib functions
 OPINFO = "opinfo"  # dtypes observed while running OpInfo samples
 DECLARED = "declared"  # dtypes OpInfos declare for other devices, never observed here
 GROUPS = "groups"  # taken from an in-place/out= sibling of the same group
+ALIASES = "aliases"  # taken from the overload an alias stands for (OpInfo alias lists, kernels forwarding to another)
 PROBE = "probe"  # dtypes ATen accepted when called directly
+KERNEL = "kernel"  # dtypes a composite kernel that reads only metadata accepted, run on meta tensors
 HAND = "hand"  # written by a person in the yaml
-SOURCES = (TORCHLIB, OPINFO, DECLARED, GROUPS, PROBE, HAND)
+SOURCES = (TORCHLIB, OPINFO, DECLARED, GROUPS, ALIASES, PROBE, KERNEL, HAND)
 
 
 def _dtypes_json(dtypes: tuple[DType, ...]) -> list[str]:

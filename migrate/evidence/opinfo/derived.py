@@ -18,6 +18,7 @@ from pathlib import Path
 
 from migrate.cache import cache_root, read_pickle, write_pickle
 from migrate.evidence.opinfo import observations as observations_module
+from migrate.evidence.opinfo.forwards import Forward, MetadataKernel, load_forwards
 from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue, run_sweep, sweep_cache_dir
 from migrate.evidence.probe import merge as probe_module
 from migrate.evidence.runtime import records as records_module
@@ -35,6 +36,9 @@ class OpInfoEvidence:
     observed: frozenset[str]  # overloads ('add.Tensor') some OpInfo called
     failures: tuple[str, ...]
     stats: SweepStats
+    aliases: tuple[tuple[str, str], ...] = ()  # (alias, target) operator names from the OpInfo alias lists
+    forwards: tuple[Forward, ...] = ()  # overloads whose kernel is one call of another
+    kernels: tuple[MetadataKernel, ...] = ()  # overloads whose kernel reads only metadata
 
 
 def _key(sweep_dir: Path, names: list[str]) -> str:
@@ -120,7 +124,9 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     if not summary_path.exists():
         write_pickle(summary_path, SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples))
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
-    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats)
+    aliases = tuple(sorted({pair for e in load_catalogue(state.cache_dir) for pair in e.aliases}))
+    forwards, kernels = load_forwards(sweep_cache_dir(state.cache_dir))
+    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels)
 
 
 def opinfo_evidence(jobs: int | None, cache_dir: Path | None, refresh: bool, only: set[str] | None) -> OpInfoEvidence:

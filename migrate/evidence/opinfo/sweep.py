@@ -71,7 +71,8 @@ def _overload_matcher(requested: Iterable[str]) -> tuple[Callable[[str], bool], 
 
 
 def sweep_cache_dir(cache_dir: Path | str | None) -> Path:
-    return cache_root(cache_dir) / "opinfo" / torch_private.torch_version()
+    """Per torch version and cache format: a run decides what to sweep by which files exist, so a new format must start empty."""
+    return cache_root(cache_dir) / "opinfo" / f"{torch_private.torch_version()}-format{FORMAT}"
 
 
 def _read_json(path: Path) -> Any:
@@ -142,7 +143,7 @@ def run_sweep(
         )
     to_run = [entry for entry in catalogue if entry.cpu_dtypes and (refresh or cached.get(entry.opinfo) is None)]
     fresh = {}
-    for run in _runs(to_run, jobs, timeout, progress, record=True, probe=True):
+    for run in _runs(to_run, jobs, timeout, progress, record=True, probe=True, backward=True):
         if run.complete:  # stored at once: an interrupted sweep keeps what it finished
             _store_json(sweep_cache_dir(cache_dir) / run.opinfo.file_name, run.to_json())
         fresh[run.opinfo] = run
@@ -167,21 +168,29 @@ def run_opinfos(
     progress: bool | None = None,
     record: bool = True,
     probe: bool = True,
+    backward: bool = True,
 ) -> list[OpInfoRun]:
     """Run OpInfos' samples in workers, no cache involved.
 
-    ``probe=False`` skips probing, ``record=False`` runs the samples bare (both: the benchmarks' baselines).
+    ``probe=False`` skips probing, ``record=False`` runs the samples bare, ``backward=False`` runs no
+    backward (the benchmarks' baselines).
     """
     entries = list(entries)
     order = {entry.opinfo: index for index, entry in enumerate(entries)}
-    return sorted(_runs(entries, jobs, timeout, progress, record, probe), key=lambda run: order[run.opinfo])
+    return sorted(_runs(entries, jobs, timeout, progress, record, probe, backward), key=lambda run: order[run.opinfo])
 
 
 def _runs(
-    entries: list[CatalogueEntry], jobs: int | None, timeout: float, progress: bool | None, record: bool, probe: bool
+    entries: list[CatalogueEntry],
+    jobs: int | None,
+    timeout: float,
+    progress: bool | None,
+    record: bool,
+    probe: bool,
+    backward: bool,
 ) -> Iterator[OpInfoRun]:
     """Each OpInfo's run as soon as its worker ends (not in catalogue order)."""
-    work = [Job(opinfo_reports, (entry.opinfo, record, record and probe), str(entry.opinfo)) for entry in entries]
+    work = [Job(opinfo_reports, (entry.opinfo, record, record and probe, backward), str(entry.opinfo)) for entry in entries]
     for outcome in run_in_workers(work, jobs, timeout, progress):
         yield _run_from_outcome(outcome.job.argument[0], outcome)
 

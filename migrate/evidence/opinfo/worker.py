@@ -16,6 +16,7 @@ from typing import Any
 
 from migrate import torch_private
 from migrate.evidence.runtime.records import (
+    BACKWARD_RAISED,
     CALL_RAISED,
     SAMPLE_INPUTS_RAISED,
     CatalogueEntry,
@@ -38,6 +39,7 @@ def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
             _canonical(torch_private.opinfo_cpu_dtypes(op)),
             tuple(sorted((device, _canonical(d)) for device, d in torch_private.opinfo_declared_dtypes(op).items())),
             tuple(sorted(torch_private.opinfo_operator_names(op))),
+            torch_private.opinfo_aliases(op),
         )
         entries.append(entry.to_json())
     yield entries
@@ -69,12 +71,17 @@ def find_opinfo(opinfo: OpInfoId) -> Any:
 
 
 def samples_by_dtype(
-    op: Any, opinfo: OpInfoId, only: str | None = None
+    op: Any, opinfo: OpInfoId, only: str | None = None, backward: bool = True
 ) -> Iterator[tuple[str, list[Any], Counter[tuple[str, str]]]]:
     """Per CPU dtype (or only the one named), in canonical order and seeded as every run of the OpInfo is:
-    its samples, and the errors making them."""
+    its samples, and the errors making them.
+
+    For the dtypes the OpInfo declares for backward, the samples require grad (``call_samples`` runs backward
+    once); ``backward=False`` makes none require it (the benchmark's forward-only baseline).
+    """
     from migrate.evidence.runtime import recorders
 
+    with_grad = torch_private.opinfo_backward_dtypes(op) if backward else frozenset()
     for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: interned_dtype(recorders.dtype_name(d)).sort_key):
         name = recorders.dtype_name(dtype)
         if only is not None and name != only:
@@ -83,30 +90,43 @@ def samples_by_dtype(
         errors: Counter[tuple[str, str]] = Counter()
         samples: list[Any] = []
         try:
-            samples.extend(torch_private.opinfo_samples(op, dtype))
+            samples.extend(torch_private.opinfo_samples(op, dtype, dtype in with_grad))
         except Exception as exc:  # making the samples failed; those made before still run
             errors[SAMPLE_INPUTS_RAISED, one_line(exc)] += 1
         yield name, samples, errors
 
 
 def call_samples(op: Any, samples: list[Any], errors: Counter[tuple[str, str]]) -> None:
-    """Run each sample; one the op refuses is counted in ``errors`` and the rest still run."""
+    """Run each sample, and backward from the first whose outputs require grad; one the op refuses is counted
+    in ``errors`` and the rest still run.
+
+    One backward per dtype: a backward pass costs about as much as all of the dtype's forward calls, and the
+    first sample already reaches the op's backward kernels. No double backward.
+    """
+    backward_pending = True
     for sample in samples:
         try:
-            torch_private.call_sample(op, sample)
+            result = torch_private.call_sample(op, sample)
         except Exception as exc:
             errors[CALL_RAISED, one_line(exc)] += 1
+            continue
+        if backward_pending:
+            try:
+                backward_pending = not torch_private.run_backward(result)
+            except Exception as exc:
+                errors[BACKWARD_RAISED, one_line(exc)] += 1
+                backward_pending = False
 
 
-def opinfo_reports(argument: tuple[OpInfoId, bool, bool]) -> Iterator[dict[str, Any]]:
+def opinfo_reports(argument: tuple[OpInfoId, bool, bool, bool]) -> Iterator[dict[str, Any]]:
     """The OpInfo job: one report per CPU dtype, with the samples run, the observations and the errors; then the probes."""
     from migrate.evidence.probe import worker as probing
     from migrate.evidence.runtime import recorders
 
-    opinfo, record, probe = argument
+    opinfo, record, probe, backward = argument
     op = find_opinfo(opinfo)
     capture = recorders.CallCapture(probing.budget(op)) if probe else None
-    for name, samples, errors in samples_by_dtype(op, opinfo):
+    for name, samples, errors in samples_by_dtype(op, opinfo, backward=backward):
         if capture is not None:
             capture.sample_dtype = name
         # All samples are made first, then run under the recorders, entered once: entering

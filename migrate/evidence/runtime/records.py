@@ -15,12 +15,13 @@ from typing import Any, Union
 
 from migrate.model.dtypes import DType
 
-FORMAT = 4  # of the cache files; a file of another format is a miss
+FORMAT = 7  # of the cache files; a file of another format is a miss
 
 # Failure kinds.
 NO_CPU_DTYPES = "no-cpu-dtypes"  # the OpInfo declares no CPU dtypes: nothing to run
 SAMPLE_INPUTS_RAISED = "sample-inputs-raised"  # making the samples of a dtype raised
 CALL_RAISED = "call-raised"  # running a sample raised
+BACKWARD_RAISED = "backward-raised"  # running backward from a sample's outputs raised
 PROBE_TIMEOUT = "probe-timeout"  # a probe call ran over its own timeout (the samples had all run)
 PROBE_CRASH = "probe-crash"  # the worker died while probing (the samples had all run)
 
@@ -120,6 +121,7 @@ class CatalogueEntry:
     cpu_dtypes: tuple[DType, ...]
     declared: tuple[tuple[str, tuple[DType, ...]], ...]  # (device, dtypes) for devices other than the CPU
     operator_names: tuple[str, ...]  # names it is about: a cold `ops=` filter selects by these
+    aliases: tuple[tuple[str, str], ...] = ()  # (alias, target) operator names from the OpInfo's alias list
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -128,6 +130,7 @@ class CatalogueEntry:
             "cpu": [d.name for d in self.cpu_dtypes],
             "declared": {device: [d.name for d in dtypes] for device, dtypes in self.declared},
             "operators": list(self.operator_names),
+            "aliases": [list(pair) for pair in self.aliases],
         }
 
     @classmethod
@@ -137,6 +140,7 @@ class CatalogueEntry:
             tuple(map(interned_dtype, obj["cpu"])),
             tuple((device, tuple(map(interned_dtype, names))) for device, names in obj["declared"].items()),
             tuple(obj["operators"]),
+            tuple((alias, target) for alias, target in obj["aliases"]),
         )
 
 

@@ -1,0 +1,72 @@
+"""Alias overloads take the constraints of the overload they stand for (provenance ``aliases``).
+
+An alias such as ``clip`` or ``__and__.Tensor`` is CompositeImplicitAutograd: it forwards to
+``clamp`` or ``bitwise_and.Tensor`` before the kernels the recorders see, so samples never
+show it. Two tables derived from torch, never hand-listed, tie it to its target, slot by slot:
+the OpInfo alias lists (read by the catalogue; overloads pair by overload name and equal tensor
+slots), and the kernels that are one call of another overload (``migrate.evidence.opinfo.forwards``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from migrate.evidence.opinfo.forwards import Forward
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import ALIASES, Evidence, OverloadPlan, Variable
+
+
+@dataclass(frozen=True)
+class AliasOf:
+    """The overload an alias stands for, and which of its slots carries each of the alias's."""
+
+    target: str
+    slots: tuple[tuple[str, str], ...]  # (alias slot, target slot)
+    why: str  # 'alias of clamp (OpInfo alias list)', 'forwards to clamp.Tensor'
+
+
+def _tensor_slots(native: NativeFunctions, name: str) -> tuple[str, ...]:
+    return tuple(s.name for s in native.by_name[name].schema.slots if s.is_tensor)
+
+
+def alias_overloads(native: NativeFunctions, pairs: Iterable[tuple[str, str]], forwards: Iterable[Forward] = ()) -> dict[str, AliasOf]:
+    """Alias overload -> what it stands for: OpInfo alias pairs ('clip' -> 'clamp', every overload of
+    equal tensor slots), then overloads forwarding to another; both overloads in the yaml."""
+    aliases: dict[str, AliasOf] = {}
+    by_operator: dict[str, list[str]] = {}
+    for name in native.by_name:
+        by_operator.setdefault(name.partition(".")[0], []).append(name)
+    for alias, target in sorted(set(pairs)):
+        for name in by_operator.get(alias, ()):
+            overload = name.partition(".")[2]
+            wanted = f"{target}.{overload}" if overload else target
+            if wanted in native.by_name and (slots := _tensor_slots(native, name)) == _tensor_slots(native, wanted):
+                aliases.setdefault(name, AliasOf(wanted, tuple(zip(slots, slots)), f"alias of {wanted} (OpInfo alias list)"))
+    for forward in sorted(forwards, key=lambda f: f.overload):
+        if forward.overload in native.by_name and forward.target in native.by_name:
+            known = set(_tensor_slots(native, forward.overload)), set(_tensor_slots(native, forward.target))
+            if all(a in known[0] and t in known[1] for a, t in forward.slots):
+                aliases.setdefault(forward.overload, AliasOf(forward.target, forward.slots, f"forwards to {forward.target}"))
+    return aliases
+
+
+def alias_plans(aliases: Mapping[str, AliasOf], plans: Mapping[str, OverloadPlan]) -> dict[str, OverloadPlan]:
+    """Plans for alias overloads with no evidence of their own, from their target's plan, slot by slot.
+
+    An alias slot carried into two of the target's variables would need both: such an alias is left alone.
+    """
+    taken = {}
+    for alias, of in sorted(aliases.items()):
+        plan = plans.get(of.target)
+        if plan is None or not plan.variables or (alias in plans and plans[alias].variables):
+            continue
+        variables = []
+        for variable in plan.variables:
+            binds = tuple(dict.fromkeys(a for a, t in of.slots if t in variable.binds))
+            if binds:
+                variables.append(Variable(variable.name, variable.dtypes, binds, (Evidence(ALIASES, of.why, variable.dtypes, binds),)))
+        bound = [slot for v in variables for slot in v.binds]
+        if variables and len(bound) == len(set(bound)):
+            taken[alias] = OverloadPlan(alias, tuple(variables))
+    return taken

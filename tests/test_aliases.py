@@ -1,0 +1,99 @@
+"""Alias overloads take their target's constraints; pairs come from the OpInfo alias lists torch declares and
+from the kernels that are one call of another overload; the untyped rest has its reasons."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from migrate.evidence.opinfo.aliases import AliasOf, alias_overloads, alias_plans
+from migrate.evidence.opinfo.forwards import Forward, kernel_plans, load_forwards
+from migrate.evidence.opinfo.sweep import load_catalogue
+from migrate.infer import NO_CPU_KERNEL, NO_SAMPLE, NO_STRUCTURE, OBSERVED_UNTYPED, Sources, infer_plan, untyped_reasons
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import ALIASES, KERNEL, OPINFO, Evidence, OverloadPlan, Variable
+from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS
+
+REAL = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+
+
+def test_overloads_pair_by_overload_name_and_tensor_slots():
+    targets = alias_overloads(REAL, [("clip", "clamp"), ("special_expit", "sigmoid"), ("no_such_op", "abs")])
+    assert targets["clip"].target == "clamp" and targets["clip.Tensor"].target == "clamp.Tensor" and targets["clip.out"].target == "clamp.out"
+    assert targets["clip.Tensor"].slots == (("self", "self"), ("min", "min"), ("max", "max"), ("return.0", "return.0"))
+    assert targets["special_expit"].target == "sigmoid"
+    assert not any(name.startswith("no_such_op") for name in targets)
+
+
+def test_an_alias_with_no_evidence_takes_its_target_plan_and_one_with_evidence_keeps_its_own():
+    clamp = OverloadPlan("clamp", (Variable("T", FLOATS, ("self", "return.0"), (Evidence(OPINFO, "test", FLOATS, ("self",)),)),))
+    own = OverloadPlan("clip.Tensor", (Variable("T", FLOATS, ("self",), (Evidence(OPINFO, "test", FLOATS, ("self",)),)),))
+    same = (("self", "self"), ("return.0", "return.0"))
+    taken = alias_plans(
+        {"clip": AliasOf("clamp", same, "alias of clamp"), "clip.Tensor": AliasOf("clamp.Tensor", same, "alias of clamp.Tensor")},
+        {"clamp": clamp, "clip.Tensor": own},
+    )
+    assert set(taken) == {"clip"}
+    (variable,) = taken["clip"].variables
+    assert variable.binds == ("self", "return.0") and variable.sources == (ALIASES,)
+    plan = infer_plan(REAL, Sources({}, {"clamp": clamp}, (), aliases={"clip": AliasOf("clamp", same, "alias of clamp")}), {"clip", "clip_"})
+    assert [o.name for o in plan.overloads] == ["clip", "clip_"]  # the alias's in-place sibling follows it
+
+
+def test_the_catalogue_reads_alias_pairs_from_torch(tmp_path):
+    catalogue = load_catalogue(tmp_path)
+    pairs = {pair for entry in catalogue for pair in entry.aliases}
+    assert ("clip", "clamp") in pairs and ("special_expit", "sigmoid") in pairs
+    stored = json.loads(next(tmp_path.rglob("catalogue.json")).read_text())
+    assert any(["clip", "clamp"] in o["aliases"] for o in stored["opinfos"])
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    """The forwards and metadata-kernel tables, found cold in their own cache folder (a few seconds)."""
+    folder = tmp_path_factory.mktemp("forwards")
+    return folder, load_forwards(folder)
+
+
+def test_kernels_that_are_one_call_of_another_overload_forward_to_it_slot_by_slot(tables):
+    folder, (found, _) = tables
+    forwards = {f.overload: f for f in found}
+    assert forwards["__and__.Tensor"] == Forward("__and__.Tensor", "bitwise_and.Tensor", (("self", "self"), ("other", "other"), ("return.0", "return.0")))
+    assert forwards["special_xlogy.self_scalar"].slots == (("other", "other"), ("return.0", "return.0"))
+    assert forwards["_cast_Float"].target == "_to_copy"  # a float32 tensor is returned as is: another dtype shows the call
+    assert "add.Tensor" not in forwards  # a kernel of its own
+    assert load_forwards(folder)[0] == found  # read from the cache
+    aliases = alias_overloads(REAL, [], forwards.values())
+    assert aliases["__and__.Tensor"].why == "forwards to bitwise_and.Tensor"
+    bitwise = OverloadPlan("bitwise_and.Tensor", (Variable("T", FLOATS, ("self", "other", "return.0"), (Evidence(OPINFO, "test", FLOATS, ("self",)),)),))
+    (variable,) = alias_plans(aliases, {"bitwise_and.Tensor": bitwise})["__and__.Tensor"].variables
+    assert variable.binds == ("self", "other", "return.0") and variable.evidence[0].where == "forwards to bitwise_and.Tensor"
+
+
+def test_an_alias_slot_carried_into_two_target_variables_is_left_alone():
+    target = OverloadPlan("mul.Tensor", (Variable("T", FLOATS, ("self",)), Variable("U", FLOATS, ("other", "return.0"))))
+    aliases = {"square_like": AliasOf("mul.Tensor", (("self", "self"), ("self", "other")), "forwards to mul.Tensor")}
+    assert alias_plans(aliases, {"mul.Tensor": target}) == {}
+
+
+def test_each_untyped_entry_has_its_reason():
+    reasons = untyped_reasons(REAL, {"add.Tensor"}, frozenset({"sub.Tensor"}))
+    where = {name: reason for reason, names in reasons.items() for name in names}
+    assert where["cudnn_convolution"] == NO_CPU_KERNEL  # only a CUDA kernel
+    assert where["linear_backward"] == NO_CPU_KERNEL  # only nested-tensor kernels
+    assert where["sub.Tensor"] == OBSERVED_UNTYPED
+    assert where["add.Scalar"] == NO_STRUCTURE  # add.Tensor is typed; nothing ties add.Scalar to it
+    assert where["_add_relu.Tensor"] == NO_SAMPLE
+    assert "add.Tensor" not in where and "_add_relu.Tensor" in reasons[NO_SAMPLE]
+
+
+def test_a_kernel_that_reads_only_metadata_accepts_what_it_did_not_refuse(tables):
+    _, (_, kernels) = tables
+    found = {k.overload: k for k in kernels}
+    assert found["is_floating_point"].slot == "self" and {"bool", "float32", "complex128", "uint8"} <= set(found["is_floating_point"].dtypes)
+    assert "add.Tensor" not in found and "__and__.Tensor" not in found  # kernels that call others
+    plan = kernel_plans(REAL, kernels)["numel"]
+    (variable,) = plan.variables
+    assert variable.binds == ("self",) and variable.sources == (KERNEL,)
+    assert infer_plan(REAL, Sources({}, {}, (), kernel={"numel": plan}), {"numel"}).overloads[0].variables[0].binds == ("self",)
