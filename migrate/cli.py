@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from migrate.cache import content_key, store
-from migrate.check.torchgen import source_tree_root, validate_with_tree_torchgen
 from migrate.errors import InputError
 from migrate.evidence.probe.merge import probe_summary
 from migrate.evidence.torchlib.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
 from migrate.model.global_sets import GlobalSetsFile, constraints_value
-from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, installed_native_functions, sibling_constraints_path
+from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, installed_native_functions, sibling_constraints_path, source_tree_root
 from migrate.model.plan import SOURCES, Plan
-from migrate.torch_private import torch_version
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult, apply_plan, lower
 from migrate.write.outputs import Output, commit, is_installed_path, print_diff, unified_diff
 
@@ -136,6 +134,8 @@ def _infer(
         inputs = sources()
         plan, alignment = infer_plan(native, inputs, only), inputs.alignment
     if alignment is not None:
+        from migrate.torch_private import torch_version
+
         summary["runtime_evidence"] = {"torch": torch_version(), **alignment.to_json()}
     return plan, observed
 
@@ -384,6 +384,8 @@ def run(args: argparse.Namespace) -> int:
         native.groups.check_all()  # every schema through the installed torchgen, where it knows the type words
     tree = source_tree_root(native_path)
     if tree is not None:  # the tree's own torchgen checks every schema; the installed one only groups overloads
+        from migrate.check.torchgen import validate_with_tree_torchgen
+
         validate_with_tree_torchgen(native, tree)
     torchlib = scan_torchlib(torchlib_root, native, args.cache_dir)
     for error in torchlib.errors:

@@ -15,7 +15,7 @@ import yaml
 
 from migrate.model.declared import declared_variables
 from migrate.model.global_sets import GlobalSetsFile
-from migrate.model.native import NativeFunctions, sibling_constraints_path
+from migrate.model.native import NativeFunctions, sibling_constraints_path, source_tree_root
 from migrate.write.native_functions import lower
 
 
@@ -52,7 +52,6 @@ def _installed_torchgen_fits(native: NativeFunctions, entry) -> None:
         ) from exc
 
 
-TREE_YAML = Path("aten/src/ATen/native/native_functions.yaml")
 
 _TREE_PARSE = """
 import json, sys
@@ -66,15 +65,6 @@ for name, text in json.load(sys.stdin):
         refused.append([name, str(exc)])
 json.dump(refused, sys.stdout)
 """
-
-
-def source_tree_root(path: Path) -> Path | None:
-    """The PyTorch source tree holding the yaml at aten/src/ATen/native/ with torchgen/ at its root, if any."""
-    path = Path(path).resolve()
-    if path.parts[-len(TREE_YAML.parts) :] != TREE_YAML.parts:
-        return None
-    root = path.parents[len(TREE_YAML.parts) - 1]
-    return root if (root / "torchgen" / "model.py").is_file() else None
 
 
 def validate_with_tree_torchgen(native: NativeFunctions, root: Path) -> None:

@@ -41,6 +41,18 @@ def sibling_constraints_path(native_functions: Path) -> Path:
     return native_functions.with_name("type_constraints.yaml")
 
 
+TREE_YAML = Path("aten/src/ATen/native/native_functions.yaml")
+
+
+def source_tree_root(path: Path) -> Path | None:
+    """The PyTorch source tree holding the yaml at aten/src/ATen/native/ with torchgen/ at its root, if any."""
+    path = Path(path).resolve()
+    if path.parts[-len(TREE_YAML.parts) :] != TREE_YAML.parts:
+        return None
+    root = path.parents[len(TREE_YAML.parts) - 1]
+    return root if (root / "torchgen" / "model.py").is_file() else None
+
+
 @dataclass(frozen=True)
 class Entry:
     """One ``- func:`` item: its lines, where its schema text stands, its key indentation."""
