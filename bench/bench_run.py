@@ -16,17 +16,15 @@ import argparse
 import contextlib
 import io
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_yaml import ruamel_round_trip  # noqa: E402
+from bench.bench_yaml import median_of, ruamel_round_trip  # noqa: E402
 from migrate.cli import main as cli  # noqa: E402
 from migrate.model.native import installed_native_functions  # noqa: E402
 
@@ -42,16 +40,6 @@ def run_as_command(*argv: str) -> None:
     with tempfile.TemporaryDirectory() as out:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         subprocess.run([sys.executable, "-m", "migrate", "--out", out, *argv], check=True, env=env, capture_output=True)
-
-
-def median_of(repeat: int, work) -> float:
-    """Median wall time: on a shared machine the minimum flatters, the mean follows the neighbours' load."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
