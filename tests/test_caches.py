@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from migrate.cache import code_digest, content_key
+from migrate.errors import InputError
 from migrate.evidence.torchlib.resolve import installed_torchlib
+from migrate.model.native import NativeFunctions
+from migrate.model.schema import TypedSchema
 from tests.conftest import REAL_NATIVE_FUNCTIONS, run_cli, snapshot
 
 # The OpInfo sweep's cache is keyed by its own files; these runs leave it out to stay fast with an empty cache.
@@ -71,3 +74,25 @@ def test_every_key_holds_the_code_and_each_part_apart():
     assert content_key("ab", "c") != content_key("a", "bc")
     assert content_key(b"x") == content_key("x") != content_key("x", "")
     assert len(code_digest()) == 64
+
+
+def test_a_validated_file_is_read_back_with_its_groups_and_a_broken_one_is_checked_every_time(tmp_path, monkeypatch):
+    monkeypatch.setenv("DTYPE_MIGRATE_CACHE", str(tmp_path / "cache"))
+    data = REAL_NATIVE_FUNCTIONS.read_bytes()
+    fresh = NativeFunctions.parse(data, "native_functions.yaml")
+    assert fresh.validate() == ()
+
+    def no_torchgen(self):
+        raise AssertionError("a validated file went through torchgen again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(TypedSchema, "torchgen", no_torchgen)
+        warm = NativeFunctions.parse(data, "native_functions.yaml")
+        assert warm.validate() == ()
+        assert warm.groups.state() == fresh.groups.state()
+        assert warm.groups["add.out"] == fresh.groups["add.out"]
+
+    broken = data.replace(ACOS.encode(), ACOS.encode() + b"  variants: [function\n")
+    for _ in range(2):
+        with pytest.raises(InputError, match="acos"):
+            NativeFunctions.parse(broken, "native_functions.yaml").validate()

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from migrate.cache import cache_root, read_pickle, write_pickle
+from migrate.cache import cache_root, content_key, read_pickle, write_pickle
 from migrate.errors import InputError
 from migrate.model.schema import SchemaError, TypedSchema
 
@@ -163,10 +163,23 @@ class NativeFunctions:
         """The entry's yaml mapping (parsed on first use); a parse error names file, line and op."""
         return _parse_entry_yaml(self.path, "".join(self.lines[entry.start : entry.end]), entry.start, entry.name)
 
-    def validate(self) -> None:
-        """Parse every entry's yaml, so that broken yaml anywhere in the file is reported."""
-        for entry in self.entries:
-            self.fields(entry)
+    def validate(self) -> tuple[str, ...]:
+        """Parse every entry's yaml and every schema through the installed torchgen (by grouping every family).
+
+        Broken yaml or a schema torchgen refuses anywhere in the file is reported. Returns the overloads whose
+        schema uses type words the installed torchgen does not know. A file checked before by the same code
+        and torch is not checked again: its groups are read from the cache.
+        """
+        cache = cache_root() / "native" / f"{content_key('validated', self.data)}.pickle"
+        stored = read_pickle(cache, tuple)
+        if stored is not None:
+            self.groups.restore(*stored)
+        else:
+            for entry in self.entries:
+                self.fields(entry)
+            self.groups.check_all()
+            write_pickle(cache, self.groups.state())
+        return tuple(sorted(self.groups.unchecked))
 
     def key_span(self, entry: Entry, key: str) -> KeySpan | None:
         """Where a top-level key of the entry and its value stand (block or flow style)."""
@@ -267,12 +280,19 @@ class OverloadGroups:
             self._group_family(_family(name))
         return self._groups.get(name)
 
-    def check_all(self) -> tuple[str, ...]:
-        """Every schema through the installed torchgen (by grouping every family); those it could not check."""
+    def check_all(self) -> None:
+        """Every schema through the installed torchgen, by grouping every family."""
         for family in self._families:
             if not all(e.name in self._groups for e in self._families[family]):
                 self._group_family(family)
-        return tuple(sorted(self.unchecked))
+
+    def state(self) -> tuple[dict[str, OverloadGroup], frozenset[str]]:
+        """Every group and the unchecked overloads, as ``restore`` takes them back."""
+        return dict(self._groups), frozenset(self.unchecked)
+
+    def restore(self, groups: dict[str, OverloadGroup], unchecked: frozenset[str]) -> None:
+        self._groups.update(groups)
+        self.unchecked.update(unchecked)
 
     def __getitem__(self, name: str) -> OverloadGroup:
         group = self.get(name)
