@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from migrate.cli import main
-from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib
+from migrate.evidence.torchlib.resolve import scan_torchlib
 from migrate.model.native import NativeFunctions
 from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, run_cli
 from tests.test_yaml_writer import _comment_owners
