@@ -98,11 +98,12 @@ def _infer(
 
     def sources() -> Sources:
         # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
-        opinfo, probe, aliases, kernel, alignment = {}, {}, {}, {}, None
+        opinfo, probe, aliases, kernel, built, alignment = {}, {}, {}, {}, {}, None
         if state is not None:
             evidence = evidence_of(state)
             opinfo = evidence.opinfo if "opinfo" in args.evidence else {}
             probe = evidence.probe if "probe" in args.evidence else {}
+            built = evidence.schema_calls if "probe" in args.evidence else {}
             if "aliases" in args.evidence:
                 from migrate.evidence.opinfo.aliases import alias_overloads
 
@@ -111,7 +112,7 @@ def _infer(
                 from migrate.evidence.opinfo.forwards import kernel_plans
 
                 kernel = kernel_plans(native, evidence.kernels)
-            (opinfo, probe, kernel), alignment = align_runtime_evidence(native, _installed_or_same(native), opinfo, probe, kernel)
+            (opinfo, probe, kernel, built), alignment = align_runtime_evidence(native, _installed_or_same(native), opinfo, probe, kernel, built)
         return Sources(
             torchlib=torchlib.overloads if use_torchlib else {},
             opinfo=opinfo,
@@ -122,6 +123,7 @@ def _infer(
             existing_sets=sets_file.sets,
             aliases=aliases,
             kernel=kernel,
+            schema_calls=built,
             alignment=alignment,
         )
 

@@ -11,7 +11,10 @@ overload's in-place and out= siblings with no evidence of their own take its
 constraints (provenance ``groups``), as do alias overloads with none from their target
 (provenance ``aliases``); an overload no sample reached whose composite kernel reads only
 metadata takes the dtypes that kernel accepted (provenance ``kernel``; over torchlib, as
-observations are). Disagreements become conflicts.
+observations are). An overload none of these speak for, no alias nor in-place or out=
+sibling, takes what ATen accepted of a call built from its schema
+(``migrate.evidence.probe.schema_calls``) as probe evidence, over torchlib; its siblings and
+aliases then follow it. Disagreements become conflicts.
 
 OpInfo and probe evidence name slots by the installed torch's schemas; on a file of
 another release ``align_runtime_evidence`` first skips the overloads the file lacks and
@@ -64,6 +67,7 @@ class Sources:
     alignment: Alignment | None = None  # how the installed torch's runtime evidence met the file (align_runtime_evidence)
     aliases: Mapping[str, AliasOf] = field(default_factory=dict)  # alias overload -> its target (migrate.evidence.opinfo.aliases)
     kernel: Mapping[str, OverloadPlan] = field(default_factory=dict)  # metadata-reading kernels (migrate.evidence.opinfo.forwards)
+    schema_calls: Mapping[str, OverloadPlan] = field(default_factory=dict)  # probed calls built from schemas (none a sample reached)
 
 
 def _observed(variable: Variable) -> Variable:
@@ -211,8 +215,10 @@ def _set_names(existing: Iterable[GlobalSet], torchlib: Iterable[GlobalSet]) -> 
     names: dict[tuple[DType, ...], str] = {}
     for global_set in existing:
         names.setdefault(global_set.dtypes, global_set.name)
+    taken = {global_set.name for global_set in existing}  # a torchlib TypeVar of a name the file gives another set yields
     for global_set in sorted(torchlib, key=lambda g: (len(g.name), g.name)):
-        names.setdefault(global_set.dtypes, global_set.name)
+        if global_set.name not in taken:
+            names.setdefault(global_set.dtypes, global_set.name)
     return names
 
 
@@ -331,12 +337,28 @@ def align_runtime_evidence(
     return aligned, Alignment(skipped, tuple(remapped))
 
 
+def _tied_by_structure(native: NativeFunctions, sources: Sources) -> set[str]:
+    """Overloads that take another's constraints when they have none of their own: aliases, and in-place and
+    out= siblings of a functional overload. Calls built from their schemas do not speak for them: whether they
+    do must not depend on what else typed them (torchlib's annotations among it, which a run rewrites)."""
+    tied = {name for name in sources.aliases if name in sources.schema_calls}
+    if sources.groups:
+        for name in sources.schema_calls:
+            group = native.groups.get(name) if name in native.by_name else None
+            if group is not None and group.of_kind("functional") and name not in group.of_kind("functional"):
+                tied.add(name)
+    return tied
+
+
 def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[GlobalSet, ...], list[OverloadPlan]]:
     """The global sets, and every overload's plan with its variables named, in file order."""
     names = [e.name for e in native.entries]
+    tied = _tied_by_structure(native, sources)
     merged = {}
     for name in names:
         torchlib, opinfo, probe = sources.torchlib.get(name), sources.opinfo.get(name), sources.probe.get(name)
+        if not (opinfo or probe) and name not in sources.kernel and name not in tied:
+            probe = sources.schema_calls.get(name)  # runtime evidence as a probe's, over torchlib
         if torchlib or opinfo or probe:
             merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()))
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
@@ -396,7 +418,7 @@ def cached_plan(
 NO_CPU_KERNEL = "no-cpu-kernel"  # only CUDA, MPS, quantized, sparse, nested... kernels: CPU samples cannot reach it
 OBSERVED_UNTYPED = "observed-but-untyped"  # samples reached it, yet no variable came of it
 NO_STRUCTURE = "no-structure-ties-it"  # another overload of its operator is typed, but no group or alias ties this one to it
-NO_SAMPLE = "no-sample-reaches-it"  # no sample reached it nor anything tied to it
+NO_SAMPLE = "no-sample-reaches-it"  # no sample reached it nor anything tied to it, and ATen accepted no call built from its schema
 UNTYPED_REASONS = (NO_CPU_KERNEL, OBSERVED_UNTYPED, NO_STRUCTURE, NO_SAMPLE)
 
 

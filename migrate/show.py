@@ -162,6 +162,22 @@ def probe_section(context: ShowContext, overload: str) -> list[str]:
     return ["probe:"] + _variable_lines(context, plan, PROBE)
 
 
+def schema_call_section(context: ShowContext, overload: str) -> list[str]:
+    """What ATen accepted when called with arguments built from the schema (used only where nothing else typed it)."""
+    from migrate.evidence.opinfo.sweep import sweep_cache_dir
+    from migrate.evidence.probe.schema_calls import cached_schema_calls, schema_call_plans
+    from migrate.evidence.runtime.records import overload_key
+    from migrate.model.plan import PROBE
+
+    calls = cached_schema_calls(sweep_cache_dir(context.cache_dir))
+    if calls is None:
+        return ["schema calls: none cached (a run of the tool builds them)"]
+    plan = schema_call_plans(tuple(c for c in calls if overload_key(c.overload) == overload)).get(overload)
+    if plan is None:
+        return ["schema calls: ATen accepted no call built from the schema, or it binds no argument"]
+    return ["schema calls:"] + _variable_lines(context, plan, PROBE)
+
+
 def export_section(context: ShowContext, overload: str) -> list[str]:
     """Each checked dtype's export status (from ``export-check`` results cached for this torch_lib), per cast slots."""
     from migrate.check.export import cached_results, results_dir
@@ -192,7 +208,7 @@ def structure_section(context: ShowContext, overload: str) -> list[str]:
     return ["structure:"] + lines if lines else ["structure: no alias, not an in-place or out= sibling"]
 
 
-SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section, structure_section, export_section)
+SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section, schema_call_section, structure_section, export_section)
 
 
 def run(args) -> int:

@@ -240,6 +240,30 @@ def composite_overloads() -> list[tuple[Any, str]]:
     return [found[name] for name in sorted(found)]
 
 
+_CPU_REACHING_KEYS = ("CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+
+
+def cpu_overloads() -> list[Any]:
+    """Every ``aten`` overload with a kernel a CPU call reaches (the CPU's own or a composite one), by name."""
+    import torch
+
+    has_kernel = _private("torch._C._dispatch_has_kernel_for_dispatch_key")
+    keys = [_private(f"torch._C.DispatchKey.{name}") for name in _CPU_REACHING_KEYS]
+    found = {}
+    for schema in _private("torch._C._jit_get_all_schemas")():
+        if not schema.name.startswith("aten::"):
+            continue
+        full = f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name
+        try:
+            reached = any(has_kernel(full, key) for key in keys)
+        except RuntimeError:  # a schema of the JIT's with no operator behind it
+            continue
+        if reached:
+            packet = getattr(torch.ops.aten, schema.name.removeprefix("aten::"))
+            found[full] = getattr(packet, schema.overload_name or "default")
+    return [found[name] for name in sorted(found)]
+
+
 def run_composite_kernel(func: Any, key: str, args: tuple, kwargs: dict) -> Any:
     """Run the overload's kernel of that composite key: the calls it makes reach the kernel mode."""
     return _attribute(func, "_op_dk", "OpOverload._op_dk")(_private(f"torch._C.DispatchKey.{key}"), *args, **kwargs)

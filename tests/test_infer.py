@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from migrate.infer import Sources, group_siblings, infer_plan, merge_overload, name_variables
+from migrate.infer import Sources, _set_names, group_siblings, infer_plan, merge_overload, name_variables
 from migrate.model.dtypes import named
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import DECLARED, GROUPS, OPINFO, TORCHLIB, Evidence, GlobalSet, OverloadPlan, Variable
@@ -119,3 +119,10 @@ def test_a_rare_set_is_named_when_its_inline_list_would_make_the_line_too_long()
     (where,) = plan.overloads
     line = constraints_line(REAL.by_name["where.self"].key_indent, where.variables, sets)
     assert plan.global_sets and (line is None or len(line) <= LINE_LIMIT)
+
+
+def test_a_torchlib_name_the_target_file_gives_another_set_names_nothing():
+    """A second run: the file's TAny is not torchlib's; two sets of one name would make the file ambiguous."""
+    existing = (GlobalSet("TAny", named("float32")),)
+    torchlib = (GlobalSet("TAny", FLOATS), GlobalSet("TFloat", FLOATS))
+    assert _set_names(existing, torchlib) == {named("float32"): "TAny", FLOATS: "TFloat"}

@@ -13,7 +13,7 @@ on its own observations, so they decide as a full run does.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrate.cache import cache_root, read_pickle, write_pickle
@@ -21,6 +21,7 @@ from migrate.evidence.opinfo import observations as observations_module
 from migrate.evidence.opinfo.forwards import Forward, MetadataKernel, load_forwards
 from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue, run_sweep, sweep_cache_dir
 from migrate.evidence.probe import merge as probe_module
+from migrate.evidence.probe import schema_calls as schema_calls_module
 from migrate.evidence.runtime import records as records_module
 from migrate.evidence.runtime import variables as variables_module
 from migrate.evidence.runtime.records import SweepResult, SweepStats
@@ -39,12 +40,13 @@ class OpInfoEvidence:
     aliases: tuple[tuple[str, str], ...] = ()  # (alias, target) operator names from the OpInfo alias lists
     forwards: tuple[Forward, ...] = ()  # overloads whose kernel is one call of another
     kernels: tuple[MetadataKernel, ...] = ()  # overloads whose kernel reads only metadata
+    schema_calls: dict[str, OverloadPlan] = field(default_factory=dict)  # calls built from schemas, of overloads no sample reached
 
 
 def _key(sweep_dir: Path, names: list[str]) -> str:
     """The state of the sweep cache and of the deriving code, as one digest."""
     digest = hashlib.sha256()
-    for module in (records_module, variables_module, observations_module, probe_module):
+    for module in (records_module, variables_module, observations_module, probe_module, schema_calls_module):
         digest.update(Path(module.__file__).read_bytes())
     for name in sorted(names):
         stat = (sweep_dir / name).stat()
@@ -73,6 +75,7 @@ class SweepState:
     present: int  # OpInfos with a cached run
     key: str  # of the cache's state and the deriving code (see _key)
     cache_dir: Path | None
+    jobs: int | None = None  # workers for what the cache still lacks (the calls built from schemas)
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ def sweep_state(jobs: int | None, cache_dir: Path | None, refresh: bool, only: s
     if refresh or not all((sweep_dir / e.opinfo.file_name).exists() for e in wanted):
         ran = run_sweep(jobs=jobs, cache_dir=cache_dir, refresh=refresh, ops=sorted(only) if only is not None else None).stats.ran
     present = [e.opinfo.file_name for e in wanted if (sweep_dir / e.opinfo.file_name).exists()]
-    return SweepState(len(catalogue), ran, len(present), _key(sweep_dir, present), cache_dir)
+    return SweepState(len(catalogue), ran, len(present), _key(sweep_dir, present), cache_dir, jobs)
 
 
 def _paths(state: SweepState) -> tuple[Path, Path]:
@@ -126,7 +129,9 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
     aliases = tuple(sorted({pair for e in load_catalogue(state.cache_dir) for pair in e.aliases}))
     forwards, kernels = load_forwards(sweep_cache_dir(state.cache_dir))
-    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels)
+    built = schema_calls_module.schema_call_plans(schema_calls_module.load_schema_calls(sweep_cache_dir(state.cache_dir), state.jobs))
+    built = {name: plan for name, plan in built.items() if name not in evidence.observed}  # samples speak for the rest
+    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, built)
 
 
 def opinfo_evidence(jobs: int | None, cache_dir: Path | None, refresh: bool, only: set[str] | None) -> OpInfoEvidence:

@@ -165,8 +165,6 @@ def _slots(name: str, arguments: dict[str, Any], call: tuple, result: Any) -> Fo
 
 def _metadata_kernel(func: Any, key: str) -> MetadataKernel | None:
     """What a kernel of one tensor argument accepts, if it makes no call for any dtype."""
-    import torch
-
     from migrate.evidence.probe.worker import dtype_universe
     from migrate.evidence.runtime.recorders import dtype_name
 

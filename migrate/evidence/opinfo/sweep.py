@@ -40,7 +40,6 @@ from migrate.evidence.runtime.records import (
     Observation,
     OpInfoId,
     OpInfoRun,
-    Probe,
     ProbedCall,
     SweepResult,
     SweepStats,
@@ -212,7 +211,7 @@ def _run_from_outcome(opinfo: OpInfoId, outcome: JobOutcome) -> OpInfoRun:
             probing = report["probing"]
             continue
         if "probed" in report:
-            probed.append(_probed_call(opinfo, report["probed"]))
+            probed.append(ProbedCall.from_report(opinfo, report["probed"]))
             probing = ""
             continue
         if "probe_seconds" in report:
@@ -249,15 +248,3 @@ def _run_from_outcome(opinfo: OpInfoId, outcome: JobOutcome) -> OpInfoRun:
         probe_seconds,
     )
 
-
-def _probed_call(opinfo: OpInfoId, report: dict[str, Any]) -> ProbedCall:
-    probes = tuple(
-        Probe(
-            tuple(cast),
-            tuple((interned_dtype(d), tuple(map(load, returns))) for d, returns in accepted),
-            tuple((interned_dtype(d), message) for d, message in rejected),
-        )
-        for cast, accepted, rejected in report["probes"]
-    )
-    slots = tuple((name, load(dtypes)) for name, dtypes in report["slots"])
-    return ProbedCall(report["overload"], slots, opinfo, interned_dtype(report["sample"]), report["direct"], probes, report["again"])

@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from migrate.evidence.runtime.records import MIXED, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
+from migrate.evidence.runtime.records import MIXED, SCHEMA_BUILT, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
 from migrate.evidence.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import DECLARED, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
@@ -214,10 +214,13 @@ def _spelled(dtypes: object) -> str:
 
 
 def _sources(gathered: _Gathered) -> str:
+    calls = len(gathered.calls)
+    counted = f"({calls} call{'s' if calls > 1 else ''})"
+    if list(gathered.opinfos) == [SCHEMA_BUILT]:
+        return f"a call built from the schema {counted}"
     names = [str(opinfo) for opinfo in gathered.opinfos]
     more = f" and {len(names) - _OPINFOS_NAMED} more" if len(names) > _OPINFOS_NAMED else ""
-    calls = len(gathered.calls)
-    return f"OpInfo {', '.join(names[:_OPINFOS_NAMED])}{more} ({calls} call{'s' if calls > 1 else ''})"
+    return f"OpInfo {', '.join(names[:_OPINFOS_NAMED])}{more} {counted}"
 
 
 def _made(gathered: _Gathered, where: str, order: dict[str, int]) -> Evidence:

@@ -229,7 +229,7 @@ def _groups(original: dict[int, torch.dtype | None]) -> list[tuple[int, ...]]:
 
 
 @contextlib.contextmanager
-def _bounded() -> Iterator[None]:
+def bounded() -> Iterator[None]:
     """SIGALRM ends the worker (its default action), and the address space may grow by MEMORY_HEADROOM only."""
     previous_alarm = signal.signal(signal.SIGALRM, signal.SIG_DFL)
     previous_limit = resource.getrlimit(resource.RLIMIT_AS)
@@ -255,7 +255,7 @@ def probe_reports(calls: Iterable[CapturedCall], label: str, timeout: float) -> 
     ``label`` (the OpInfo) and each call's position make the seeds, so results do not depend on the worker.
     """
     started = time.process_time()
-    with _bounded():
+    with bounded():
         for number, call in enumerate(calls):
             yield {"probing": describe(call)}
             yield {"probed": probe_call(call, f"{label}\0{number}", timeout)}

@@ -78,14 +78,14 @@ class CapturedCall:
     sample_dtype: str
 
 
-def _cloned(value: Any) -> Any:
+def cloned(value: Any) -> Any:
     """A value with every tensor in it replaced by a detached copy (probes must not touch the sample's tensors)."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
     if isinstance(value, (list, tuple)):
-        return type(value)(_cloned(v) for v in value)
+        return type(value)(cloned(v) for v in value)
     if isinstance(value, dict):
-        return {key: _cloned(v) for key, v in value.items()}
+        return {key: cloned(v) for key, v in value.items()}
     return value
 
 
@@ -124,7 +124,7 @@ class CallCapture:
         if (key, inputs) in self._signatures:
             return None
         try:
-            return _cloned(args), _cloned(kwargs)
+            return cloned(args), cloned(kwargs)
         except Exception:  # a tensor that cannot be copied (an exotic layout): not probed
             return None
 
@@ -136,7 +136,7 @@ class CallCapture:
         args, kwargs = call
         if not slots.mutates:
             try:
-                args, kwargs = _cloned(args), _cloned(kwargs)
+                args, kwargs = cloned(args), cloned(kwargs)
             except Exception:  # a tensor that cannot be copied: not probed
                 return
         self._signatures.add((key, inputs))

@@ -55,6 +55,9 @@ class OpInfoId:
         return re.sub(r"[^A-Za-z0-9_.-]", "_", str(self)) + f"-{digest}.json"
 
 
+SCHEMA_BUILT = OpInfoId("<schema>")  # stands for the OpInfo of a call built from the schema (migrate.evidence.probe.schema_calls)
+
+
 @dataclass(frozen=True)
 class Observation:
     """Calls of one overload with one dtype per tensor slot, from one OpInfo's samples of one dtype."""
@@ -87,6 +90,20 @@ class ProbedCall:
     direct: bool
     probes: tuple[Probe, ...]
     refused_again: str = ""  # why the unmodified call failed when made again; then nothing was probed
+
+    @classmethod
+    def from_report(cls, opinfo: OpInfoId, report: dict[str, Any]) -> ProbedCall:
+        """The call as a probing worker reports it (``migrate.evidence.probe.worker.probe_call``)."""
+        probes = tuple(
+            Probe(
+                tuple(cast),
+                tuple((interned_dtype(d), tuple(map(load, returns))) for d, returns in accepted),
+                tuple((interned_dtype(d), message) for d, message in rejected),
+            )
+            for cast, accepted, rejected in report["probes"]
+        )
+        slots = tuple((name, load(dtypes)) for name, dtypes in report["slots"])
+        return cls(report["overload"], slots, opinfo, interned_dtype(report["sample"]), report["direct"], probes, report["again"])
 
     def accepted_rows(self) -> Iterator[tuple[SlotDTypes, ...]]:
         """Each slot's dtype in each accepted probe: cast slots at the probe's dtype, returns as returned."""

@@ -1,0 +1,272 @@
+"""Probing overloads no sample reaches: a call built from the schema, then probed like a recorded one.
+
+Many overloads no OpInfo sample calls still have a CPU kernel: ``special_zeta.self_scalar``
+(the Python API makes the scalar a tensor first), the ``*_copy`` of views, the window
+functions, ``_add_relu``, ``fill_diagonal_``. For each overload of the installed torch
+with a kernel a CPU call reaches and a tensor slot (out= overloads aside: their group
+follows their functional overload), a worker builds arguments from the schema alone:
+small tensors of one shape (2x3 first, then others), ints 1 or 0, int lists of the
+tensor's shape or ``[1]``, optional tensors given or left to their defaults, fillers for
+floats, scalars and bools, the tensors' dtype for a ``ScalarType``, defaults for the rest.
+The tensors take one base dtype (float32, then int64, bool, complex64; for float32 also
+all but one argument given int64, for an overload that wants an index beside its data,
+``_cummax_helper``). For up to ``BASES`` base dtypes, the first combination ATen accepts
+becomes a call that ``migrate.evidence.probe.worker.probe_call`` probes, dtype by dtype,
+as it probes a recorded one. An overload needing an argument of another kind (a string,
+a storage, a dimension name) or refusing every combination is left out.
+
+What this shows is what ATen accepted for such a call: sound where it accepted, and
+possibly narrow where the data was the reason it refused (the same bound as probing a
+recorded call). ``migrate.infer`` therefore uses these plans only for overloads no
+sample, alias, group or metadata kernel speaks for.
+
+The calls depend on the torch release only: the reports are cached in the sweep cache
+folder. Overloads are split into chunks run in parallel workers; a call that ends its
+worker (a crash, a hang past the probe timeout) leaves that overload out, and a new worker
+goes on after it. Seeds come from the overload's name, so the results do not depend on
+the chunking or on ``-j``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import warnings
+import zlib
+from dataclasses import replace
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from migrate import torch_private
+from migrate.cache import store
+from migrate.evidence.probe.merge import probe_plans
+from migrate.evidence.runtime.records import FORMAT, SCHEMA_BUILT, ProbedCall
+from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
+from migrate.model.plan import OverloadPlan
+
+_FILE = "schema_calls.json"
+CHUNK = 40  # overloads per worker job
+BASES = 2  # calls probed per overload, each of another base dtype
+_SHAPES = ((2, 3), (4,), (1, 2, 4, 4), ())
+_BASE_DTYPES = ("float32", "int64", "bool", "complex64")
+_INTS = (1, 0)
+_FILLERS = {"float": 0.5, "Scalar": 1, "number": 1, "bool": False, "SymFloat": 0.5}
+_TENSOR_LISTS = ("List[Tensor]", "List[Optional[Tensor]]", "Optional[List[Tensor]]")
+
+
+def _writes_out(schema: Any) -> bool:
+    return any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
+
+
+def targets() -> list[Any]:
+    """The overloads to build calls for: a CPU-reaching kernel, a tensor slot, not out=."""
+    found = []
+    for func in torch_private.cpu_overloads():
+        slots = torch_private.overload_slots(func)
+        if (slots.arguments or slots.returns) and not _writes_out(func._schema):
+            found.append(func)
+    return found
+
+
+def _tensor(shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.rand(shape, generator=generator, dtype=torch.float32).mul_(2).to(dtype)
+    return torch.randint(0, 2, shape, generator=generator).to(dtype)  # valid indices into any dimension of 2 or more
+
+
+def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None], combination: tuple, seed: int):
+    """Positional and keyword arguments for one combination, or None when an argument cannot be made.
+
+    ``dtypes`` is (the tensors' dtype, another dtype, the tensor argument given that other one).
+    """
+    shape, number, sizes, optional = combination
+    dtype, other, at = dtypes
+    named: dict[str, Any] = {}
+    tensors = 0
+    for index, argument in enumerate(schema.arguments):
+        kind = str(getattr(argument, "real_type", argument.type))  # ScalarType, not the int the JIT holds it as
+        required = argument.default_value is None and not kind.startswith("Optional[")
+        if kind == "Tensor" or (kind == "Optional[Tensor]" and optional):
+            named[argument.name] = _tensor(shape, other if tensors == at else dtype, seed + index)
+            tensors += 1
+        elif kind in _TENSOR_LISTS and (required or optional):
+            chosen = other if tensors == at else dtype
+            named[argument.name] = [_tensor(shape, chosen, seed + index), _tensor(shape, chosen, seed + index + 100)]
+            tensors += 1
+        elif kind in ("int", "SymInt") and required:
+            named[argument.name] = number
+        elif kind in ("List[int]", "List[SymInt]") and required:
+            named[argument.name] = list(shape) if sizes else [number]
+        elif kind in _FILLERS and required:
+            named[argument.name] = _FILLERS[kind]
+        elif kind == "ScalarType" and required:
+            named[argument.name] = dtype
+        elif required:
+            return None
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    given = [i for i, a in enumerate(positional) if a.name in named]
+    args = [named[a.name] if a.name in named else a.default_value for a in positional[: given[-1] + 1 if given else 0]]
+    kwargs = {a.name: named[a.name] for a in schema.arguments if a.kwarg_only and a.name in named}
+    return args, kwargs
+
+
+def _combinations(schema: Any) -> list[tuple[tuple[int, ...], int, bool, bool]]:
+    """(shape, int, int lists as the shape, optional tensors given), varying only what the schema has."""
+    kinds = {str(getattr(a, "real_type", a.type)) for a in schema.arguments}
+    numbers = _INTS if kinds & {"int", "SymInt"} else _INTS[:1]
+    sizes = (True, False) if kinds & {"List[int]", "List[SymInt]"} else (True,)
+    optional = (True, False) if kinds & {"Optional[Tensor]", "Optional[List[Tensor]]", "List[Optional[Tensor]]"} else (True,)
+    return list(itertools.product(_SHAPES, numbers, sizes, optional))
+
+
+def _assignments(slots: Any) -> Iterator[list[tuple[str, int | None]]]:
+    """Per base dtype, the ways to give the tensors dtypes, tried in turn: all of it, then (float32 only) all
+    but one argument given int64, for an overload that wants an index beside its data (``_cummax_helper``)."""
+    tensors = len(slots.arguments)
+    for dtype in _BASE_DTYPES:
+        mixed = range(tensors) if dtype == _BASE_DTYPES[0] and tensors > 1 else ()
+        yield [(dtype, None), *((dtype, at) for at in mixed)]
+
+
+def _built_calls(func: Any, timeout: float) -> list[Any]:
+    """Calls ATen accepts, as CapturedCalls: per base dtype the first combination that works, at most BASES."""
+    import signal
+
+    import torch
+
+    from migrate.evidence.runtime.recorders import CapturedCall, cloned, dtypes_of
+
+    slots = torch_private.overload_slots(func)
+    seed = zlib.crc32(slots.name.encode())
+    combinations = _combinations(func._schema)
+    calls = []
+    for assignments in _assignments(slots):
+        for (dtype_name, at), combination in itertools.product(assignments, combinations):
+            dtypes = (getattr(torch, dtype_name), torch.int64, at)
+            made = _arguments(func._schema, dtypes, combination, seed)
+            if made is None:
+                return calls
+            args, kwargs = made
+            kept = cloned((args, kwargs))
+            torch.manual_seed(seed)
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                out = func(*args, **kwargs)
+            except Exception:
+                continue
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            args, kwargs = kept
+            values = []
+            for position, name, keyword_only, holds_list in slots.arguments:
+                values.append(dtypes_of(kwargs.get(name) if keyword_only or position >= len(args) else args[position], holds_list))
+            outs = out if slots.returns_tuple else (out,)
+            values += [dtypes_of(outs[position], holds_list) for position, _, holds_list in slots.returns]
+            calls.append(CapturedCall(func, slots, tuple(args), kwargs, tuple(values), True, dtype_name))
+            break
+        if len(calls) == BASES:
+            break
+    return calls
+
+
+def schema_call_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    """The job: for each overload named, announced, the probes of the call built for it (if one was)."""
+    from migrate.evidence.probe.worker import PROBE_TIMEOUT, bounded, probe_call
+
+    by_name = {torch_private.overload_slots(f).name: f for f in targets()}
+    with warnings.catch_warnings(), bounded():
+        warnings.simplefilter("ignore")
+        for name in names:
+            yield {"trying": name}
+            for number, call in enumerate(_built_calls(by_name[name], PROBE_TIMEOUT)):
+                yield {"probed": probe_call(call, f"{name}\0{number}", PROBE_TIMEOUT)}
+
+
+def probe_built_calls(names: list[str], jobs: int | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Reports for every overload named, in name order, and those that ended their worker."""
+    chunks = [tuple(names[i : i + CHUNK]) for i in range(0, len(names), CHUNK)]
+    reports: dict[str, list[dict[str, Any]]] = {}
+    lost: list[str] = []
+    while chunks:
+        work = [Job(schema_call_reports, chunk, f"schema calls {chunk[0]}") for chunk in chunks]
+        chunks = []
+        for outcome in run_in_workers(work, jobs=jobs, progress=False, unit="chunk", desc="schema calls"):
+            tried = [r["trying"] for r in outcome.reports if "trying" in r]
+            for report in outcome.reports:
+                if "probed" in report:
+                    reports.setdefault(report["probed"]["overload"], []).append(report["probed"])
+            if outcome.status != DONE:
+                chunk = outcome.job.argument
+                if not tried:
+                    raise torch_private.TorchAPIChanged(f"building calls from schemas failed: {outcome.reason}")
+                lost.append(tried[-1])
+                rest = chunk[chunk.index(tried[-1]) + 1 :]
+                if rest:
+                    chunks.append(rest)
+    return [report for name in sorted(reports) for report in reports[name]], sorted(lost)
+
+
+def cached_schema_calls(sweep_dir: Path) -> tuple[ProbedCall, ...] | None:
+    """The probed calls built from schemas in the sweep cache folder, or None when none of this code are there."""
+    try:
+        cached = json.loads((sweep_dir / _FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(cached, dict) and cached.get("format") == FORMAT and cached.get("code") == _code()):
+        return None
+    return tuple(ProbedCall.from_report(SCHEMA_BUILT, report) for report in cached["reports"])
+
+
+def load_schema_calls(sweep_dir: Path, jobs: int | None) -> tuple[ProbedCall, ...]:
+    """The probed calls built from schemas, from the sweep cache folder, else made in workers and stored."""
+    calls = cached_schema_calls(sweep_dir)
+    if calls is None:
+        reports, lost = probe_built_calls(_target_names(), jobs)
+        cached = {"format": FORMAT, "code": _code(), "reports": reports, "lost": lost}
+        store(sweep_dir / _FILE, json.dumps(cached, separators=(",", ":")).encode())
+        calls = tuple(ProbedCall.from_report(SCHEMA_BUILT, report) for report in reports)
+    return calls
+
+
+def _code() -> str:
+    """This module's digest: calls built by other code are built again."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+def _target_names() -> list[str]:
+    """The targets' names, found in a worker (the parent need not import torch)."""
+    (outcome,) = run_in_workers([Job(_names_report, None, "schema call targets")], jobs=1, progress=False)
+    if outcome.status != DONE:
+        raise torch_private.TorchAPIChanged(f"listing the overloads a CPU call reaches failed: {outcome.reason}")
+    return [name for report in outcome.reports for name in report]
+
+
+def _names_report(_: None) -> Iterator[list[str]]:
+    yield [torch_private.overload_slots(f).name for f in targets()]
+
+
+def schema_call_plans(calls: tuple[ProbedCall, ...]) -> dict[str, OverloadPlan]:
+    """Per overload, the variables its built calls' probes show, over the slots such a call can speak for.
+
+    A return no argument's dtype carried may follow a dtype the call fixed (``dtype=``, a
+    factory's default): what it returned here says nothing of other calls, so it stays free.
+    A list's elements all had one dtype here; whether the overload takes lists of mixed
+    dtypes was never tried, so list slots stay free too.
+    """
+    lists = {(call.overload, name) for call in calls for name, dtypes in call.slots if isinstance(dtypes, tuple)}
+    plans = {}
+    for name, plan in probe_plans(calls).items():
+        variables = []
+        for variable in plan.variables:
+            binds = tuple(slot for slot in variable.binds if (f"aten::{name}", slot) not in lists)
+            if any(not slot.startswith("return.") for slot in binds):
+                evidence = tuple(replace(e, slots=tuple(s for s in e.slots if s in binds)) for e in variable.evidence if set(e.slots) & set(binds))
+                variables.append(replace(variable, binds=binds, evidence=evidence))
+        if variables:
+            plans[name] = OverloadPlan(name, tuple(variables))
+    return plans

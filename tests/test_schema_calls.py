@@ -1,0 +1,83 @@
+"""Overloads no sample reaches are probed through calls built from their schemas; the plans speak only for what
+such a call can show (arguments, not lists), and the run uses them only where nothing else typed the overload."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from migrate.evidence.probe import schema_calls
+from migrate.evidence.probe.schema_calls import probe_built_calls, schema_call_plans
+from migrate.evidence.probe.worker import dtype_universe
+from migrate.evidence.runtime.recorders import dtype_name
+from migrate.evidence.runtime.records import SCHEMA_BUILT, ProbedCall
+from migrate.infer import Sources, infer_plan
+from migrate.model.dtypes import DType, canonical, named
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import GROUPS, OPINFO, PROBE, TORCHLIB, Evidence, OverloadPlan, Variable
+from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS
+
+REAL = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+NAMES = ["aten::_add_relu.Tensor", "aten::_cummax_helper", "aten::_stack", "aten::hann_window", "aten::special_zeta.self_scalar"]
+
+
+@pytest.fixture(scope="module")
+def built():
+    reports, lost = probe_built_calls(NAMES, jobs=2)
+    assert lost == []
+    return reports
+
+
+def plans_of(reports) -> dict[str, OverloadPlan]:
+    return schema_call_plans(tuple(ProbedCall.from_report(SCHEMA_BUILT, r) for r in reports))
+
+
+def test_what_a_built_call_accepts_is_what_aten_accepts_when_called_directly(built):
+    (variable,) = plans_of(built)["special_zeta.self_scalar"].variables
+    accepted = []
+    for dtype in dtype_universe():
+        try:
+            torch.special.zeta(1, torch.rand(2, 3).mul(2).to(dtype))
+        except Exception:
+            continue
+        accepted.append(DType(dtype_name(dtype)))
+    assert variable.binds == ("other",)
+    assert variable.dtypes == canonical(accepted) and len(accepted) < len(dtype_universe())
+    assert {e.source for e in variable.evidence} == {PROBE}
+    assert "a call built from the schema" in variable.evidence[0].where
+
+
+def test_an_index_beside_the_data_is_given_int64_so_the_data_is_not_typed_int64_alone(built):
+    variables = {v.binds: v.dtypes for v in plans_of(built)["_cummax_helper"].variables}
+    assert variables[("indices",)] == named("int64")
+    assert set(named("float32", "float64", "int64")) <= set(variables[("self", "values")])
+
+
+def test_returns_no_argument_carries_and_list_slots_stay_free(built):
+    plans = plans_of(built)
+    assert "hann_window" not in plans  # its one tensor is the factory's return: its dtype was the call's choice
+    assert "_stack" not in plans  # lists of one dtype were tried, never mixed ones
+    returns = {s for v in plans["_add_relu.Tensor"].variables for s in v.binds if s.startswith("return.")}
+    assert returns == set()  # promoted from two arguments cast apart: no argument's dtype alone
+
+
+def test_reports_do_not_depend_on_chunks_or_workers(built, monkeypatch):
+    monkeypatch.setattr(schema_calls, "CHUNK", 2)
+    assert probe_built_calls(NAMES, jobs=1) == (built, [])
+
+
+def test_built_calls_speak_over_torchlib_where_no_sample_reached_and_their_siblings_follow():
+    built = {
+        name: OverloadPlan(name, (Variable("P0", FLOATS, ("other",), (Evidence(PROBE, "built", FLOATS, ("other",)),)),))
+        for name in ("special_zeta.self_scalar", "add.Tensor")
+    }
+    observed = OverloadPlan("add.Tensor", (Variable("T", named("int64"), ("other",), (Evidence(OPINFO, "test", named("int64"), ("other",)),)),))
+    annotated = OverloadPlan("special_zeta.self_scalar", (Variable("F", named("float32"), ("other",), (Evidence(TORCHLIB, "ops", named("float32"), ("other",)),)),))
+    wanted = {"special_zeta.self_scalar", "special_zeta.self_scalar_out", "add.Tensor"}
+    plan = infer_plan(REAL, Sources({"special_zeta.self_scalar": annotated}, {"add.Tensor": observed}, (), schema_calls=built), wanted)
+    by_name = {o.name: o for o in plan.overloads}
+    assert by_name["add.Tensor"].variables[0].dtypes == named("int64")
+    zeta = by_name["special_zeta.self_scalar"]  # over torchlib, as a probe is: what a run rewrites must not decide it
+    assert zeta.variables[0].sources == (PROBE,) and zeta.variables[0].dtypes == FLOATS
+    assert [c.kind for c in zeta.conflicts] == ["export-coverage-gap"]
+    assert by_name["special_zeta.self_scalar_out"].variables[0].sources == (GROUPS,)
