@@ -308,7 +308,10 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
     by = "the installed torchgen" if summary["validation"]["torchgen"] == "installed" else f"the source tree's {summary['validation']['torchgen']}"
     lines.append(f"validation: {by}; {len(unchecked)} schemas with type words it does not know were not checked")
     probe = summary["probe"]
-    lines.append(f"probe: {probe['slots_widened']} slots widened, {probe['variables_split']} variables split, {probe['variables_joined']} joined")
+    lines.append(
+        f"probe: {probe['slots_widened']} slots widened, {probe['variables_split']} variables split, {probe['variables_joined']} joined; "
+        f"{probe['overloads_from_built_calls']} overloads no sample reaches typed by a call built from the schema"
+    )
     if "opinfo" in summary:
         sweep = summary["opinfo"]
         lines.append(

@@ -13,8 +13,10 @@ constraints (provenance ``groups``), as do alias overloads with none from their 
 metadata takes the dtypes that kernel accepted (provenance ``kernel``; over torchlib, as
 observations are). An overload none of these speak for, no alias nor in-place or out=
 sibling, takes what ATen accepted of a call built from its schema
-(``migrate.evidence.probe.schema_calls``) as probe evidence, over torchlib; its siblings and
-aliases then follow it. Disagreements become conflicts.
+(``migrate.evidence.probe.schema_calls``) as probe evidence, widened by torchlib's dtypes at
+its slots (ATen may have refused such a call for its data; a run rewriting torchlib to the
+union changes nothing the next run infers); its siblings and aliases then follow it.
+Disagreements become conflicts.
 
 OpInfo and probe evidence name slots by the installed torch's schemas; on a file of
 another release ``align_runtime_evidence`` first skips the overloads the file lacks and
@@ -129,20 +131,41 @@ def _attach(variables: list[Variable], handled: tuple[Evidence, ...]) -> list[Va
     return attached
 
 
+def _widened_by(variables: list[Variable], torchlib: OverloadPlan) -> list[Variable]:
+    """Each variable with the dtypes (and evidence) of the torchlib variables sharing a slot with it."""
+    widened = []
+    for variable in variables:
+        dtypes, evidence = set(variable.dtypes), list(variable.evidence)
+        for theirs in torchlib.variables:
+            shared = set(theirs.binds) & set(variable.binds)
+            if shared:
+                dtypes.update(theirs.dtypes)
+                evidence += [replace(e, slots=tuple(s for s in e.slots if s in shared)) for e in theirs.evidence if shared & set(e.slots)]
+        widened.append(Variable(variable.name, canonical(dtypes), variable.binds, tuple(evidence)))
+    return widened
+
+
 def merge_overload(
     name: str,
     torchlib: OverloadPlan | None,
     opinfo: OverloadPlan | None,
     probe: OverloadPlan | None = None,
     handled: tuple[Evidence, ...] = (),
+    built: OverloadPlan | None = None,
 ) -> OverloadPlan:
-    """One overload's variables from its sources (names are still the sources' own)."""
+    """One overload's variables from its sources (names are still the sources' own).
+
+    ``built``, for an overload no sample reached, is probed like ``probe``; but ATen may
+    have refused such a call for its data, so torchlib's dtypes at its slots widen it.
+    """
     variables = [_observed(v) for v in opinfo.variables] if opinfo else []
     conflicts = list(opinfo.conflicts) if opinfo else []
     if probe is not None:
         conflicts += split_and_joined(tuple(variables), probe.variables)
         variables = _probed(variables, probe)
         conflicts += probe.conflicts
+    if built is not None:
+        variables = list(built.variables)
     observed_slots = {s for v in variables for s in v.binds}
     for variable in torchlib.variables if torchlib else ():
         overlapping = [v for v in variables if set(v.binds) & set(variable.binds)]
@@ -153,6 +176,8 @@ def merge_overload(
             variables.append(Variable(variable.name, variable.dtypes, rest, evidence))
     if torchlib:
         conflicts += torchlib.conflicts
+        if built is not None:
+            variables = _widened_by(variables, torchlib)
     return OverloadPlan(name, tuple(_attach(variables, handled)), tuple(conflicts))
 
 
@@ -357,10 +382,11 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
     merged = {}
     for name in names:
         torchlib, opinfo, probe = sources.torchlib.get(name), sources.opinfo.get(name), sources.probe.get(name)
+        built = None
         if not (opinfo or probe) and name not in sources.kernel and name not in tied:
-            probe = sources.schema_calls.get(name)  # runtime evidence as a probe's, over torchlib
-        if torchlib or opinfo or probe:
-            merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()))
+            built = sources.schema_calls.get(name)
+        if torchlib or opinfo or probe or built:
+            merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()), built)
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan

@@ -191,7 +191,7 @@ def test_slots_probing_shows_tied_are_joined_first():
     assert [v.binds for v in merged.variables] == [("a", "c"), ("b",)]
     assert sorted(c.kind for c in merged.conflicts) == [JOINED, SPLIT]
     # c, observed at float64 only, was accepted at float32 together with a: widened.
-    assert probe_summary(Plan((), (merged,))) == {"slots_widened": 1, "variables_split": 1, "variables_joined": 1}
+    assert probe_summary(Plan((), (merged,))) == {"slots_widened": 1, "variables_split": 1, "variables_joined": 1, "overloads_from_built_calls": 0}
 
 
 def test_slots_widened_count_slots_with_accepted_dtypes_never_observed():

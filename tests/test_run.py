@@ -98,6 +98,7 @@ def test_coverage_target_and_probe_counts_in_the_summary(migrated):
     summary = json.loads((migrated / "report.json").read_text())["summary"]
     assert summary["coverage"]["entry_share"] >= 0.80
     assert summary["probe"]["slots_widened"] > 0 and summary["probe"]["variables_split"] > 0
+    assert summary["probe"]["overloads_from_built_calls"] > 100
     assert summary["validation"] == {"torchgen": "installed", "schemas_unchecked": []}
     aligned = summary["runtime_evidence"]  # the installed file is the installed torch's: all its evidence maps
     assert (aligned["overloads_skipped"], aligned["overloads_remapped"]) == (0, 0)

@@ -39,6 +39,7 @@ from migrate.model.plan import DECLARED, OPINFO, PROBE, Conflict, Evidence, Over
 
 ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
 REJECTED = ": rejected: "  # precedes ATen's message in the ``where`` of probe evidence for dtypes it refused
+BUILT_CALL = "a call built from the schema"  # in the ``where`` of probe evidence from migrate.evidence.probe.schema_calls
 SPLIT = "probe-split"  # conflict: probing split a variable the observations alone would have declared
 JOINED = "probe-joined"  # conflict: probing joined variables the observations alone would have kept apart
 _OPINFOS_NAMED = 3  # OpInfos named in one piece of evidence; the rest are counted
@@ -217,7 +218,7 @@ def _sources(gathered: _Gathered) -> str:
     calls = len(gathered.calls)
     counted = f"({calls} call{'s' if calls > 1 else ''})"
     if list(gathered.opinfos) == [SCHEMA_BUILT]:
-        return f"a call built from the schema {counted}"
+        return f"{BUILT_CALL} {counted}"
     names = [str(opinfo) for opinfo in gathered.opinfos]
     more = f" and {len(names) - _OPINFOS_NAMED} more" if len(names) > _OPINFOS_NAMED else ""
     return f"OpInfo {', '.join(names[:_OPINFOS_NAMED])}{more} {counted}"
@@ -232,7 +233,8 @@ def probe_summary(plan: Plan) -> dict[str, int]:
     """What probing changed in a plan, read from its evidence and conflicts (so a ``--report`` file gives the same).
 
     Slots widened: observed slots where ATen accepted dtypes that were neither observed
-    nor declared for other devices; variables split and joined: the conflicts saying so.
+    nor declared for other devices; variables split and joined: the conflicts saying so;
+    overloads from built calls: those probing a call built from the schema typed.
     """
     widened = 0
     for overload in plan.overloads:
@@ -244,7 +246,13 @@ def probe_summary(plan: Plan) -> dict[str, int]:
                 probed = {d for e in pieces if e.source == PROBE for d in e.dtypes}
                 widened += bool(observed) and bool(probed - known)
     kinds = [c.kind for overload in plan.overloads for c in overload.conflicts]
-    return {"slots_widened": widened, "variables_split": kinds.count(SPLIT), "variables_joined": kinds.count(JOINED)}
+    built = sum(1 for o in plan.overloads if any(BUILT_CALL in e.where for v in o.variables for e in v.evidence if e.source == PROBE))
+    return {
+        "slots_widened": widened,
+        "variables_split": kinds.count(SPLIT),
+        "variables_joined": kinds.count(JOINED),
+        "overloads_from_built_calls": built,
+    }
 
 
 def split_and_joined(observed: tuple[Variable, ...], probed: tuple[Variable, ...]) -> list[Conflict]:
