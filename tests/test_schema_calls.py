@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from migrate import torch_private
 from migrate.evidence.probe import schema_calls
 from migrate.evidence.probe.schema_calls import probe_built_calls, schema_call_plans
 from migrate.evidence.probe.worker import dtype_universe
@@ -18,7 +19,7 @@ from migrate.model.plan import GROUPS, OPINFO, PROBE, TORCHLIB, Evidence, Overlo
 from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS
 
 REAL = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
-NAMES = ["aten::_add_relu.Tensor", "aten::_cummax_helper", "aten::_stack", "aten::hann_window", "aten::special_zeta.self_scalar"]
+NAMES = ["aten::_add_relu.Tensor", "aten::_cummax_helper", "aten::_stack", "aten::special_zeta.self_scalar"]
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,6 @@ def test_an_index_beside_the_data_is_given_int64_so_the_data_is_not_typed_int64_
 
 def test_returns_no_argument_carries_and_list_slots_stay_free(built):
     plans = plans_of(built)
-    assert "hann_window" not in plans  # its one tensor is the factory's return: its dtype was the call's choice
     assert "_stack" not in plans  # lists of one dtype were tried, never mixed ones
     returns = {s for v in plans["_add_relu.Tensor"].variables for s in v.binds if s.startswith("return.")}
     assert returns == set()  # promoted from two arguments cast apart: no argument's dtype alone
@@ -81,3 +81,10 @@ def test_built_calls_speak_where_no_sample_reached_widened_by_torchlib_and_their
     assert zeta.variables[0].sources == (TORCHLIB, PROBE) and zeta.variables[0].dtypes == canonical(FLOATS + named("int64"))
     assert sorted(c.kind for c in zeta.conflicts) == ["export-coverage-gap", "torchlib-wider"]
     assert by_name["special_zeta.self_scalar_out"].variables[0].sources == (GROUPS,)
+
+
+def test_targets_leave_out_overloads_with_a_dtype_argument_and_out_overloads():
+    names = {torch_private.overload_slots(f).name for f in schema_calls.targets()}
+    assert "aten::sparse_csr_tensor.crow_col_value" not in names  # with dtype=None it accepts float32 values only
+    assert "aten::view_copy.dtype" not in names and "aten::special_zeta.self_scalar_out" not in names
+    assert {"aten::special_zeta.self_scalar", "aten::_cummax_helper", "aten::fill_diagonal_"} <= names

@@ -7,7 +7,9 @@ with a kernel a CPU call reaches and a tensor slot (out= overloads aside: their 
 follows their functional overload), a worker builds arguments from the schema alone:
 small tensors of one shape (2x3 first, then others), ints 1 or 0, int lists of the
 tensor's shape or ``[1]``, optional tensors given or left to their defaults, fillers for
-floats, scalars and bools, the tensors' dtype for a ``ScalarType``, defaults for the rest.
+floats, scalars and bools, defaults for the rest. An overload with a dtype argument
+(``ScalarType``) is left out: what it accepts may follow that argument, which probing
+never varies.
 The tensors take one base dtype (float32, then int64, bool, complex64; for float32 also
 all but one argument given int64, for an overload that wants an index beside its data,
 ``_cummax_helper``). For up to ``BASES`` base dtypes, the first combination ATen accepts
@@ -60,12 +62,19 @@ def _writes_out(schema: Any) -> bool:
     return any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
 
 
+def _takes_a_dtype(schema: Any) -> bool:
+    """A ``ScalarType`` argument (the JIT holds it as an int): what the overload accepts may follow it."""
+    return any("ScalarType" in str(getattr(a, "real_type", a.type)) for a in schema.arguments)
+
+
 def targets() -> list[Any]:
-    """The overloads to build calls for: a CPU-reaching kernel, a tensor slot, not out=."""
+    """The overloads to build calls for: a CPU-reaching kernel, a tensor slot, not out=, no dtype argument
+    (a probe varies tensors, never the dtype a call asks for: ``sparse_csr_tensor`` with ``dtype=None``
+    accepts only float32 values)."""
     found = []
     for func in torch_private.cpu_overloads():
         slots = torch_private.overload_slots(func)
-        if (slots.arguments or slots.returns) and not _writes_out(func._schema):
+        if (slots.arguments or slots.returns) and not _writes_out(func._schema) and not _takes_a_dtype(func._schema):
             found.append(func)
     return found
 
@@ -89,7 +98,7 @@ def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None], combination: tu
     named: dict[str, Any] = {}
     tensors = 0
     for index, argument in enumerate(schema.arguments):
-        kind = str(getattr(argument, "real_type", argument.type))  # ScalarType, not the int the JIT holds it as
+        kind = str(getattr(argument, "real_type", argument.type))  # Layout, not the int the JIT holds it as
         required = argument.default_value is None and not kind.startswith("Optional[")
         if kind == "Tensor" or (kind == "Optional[Tensor]" and optional):
             named[argument.name] = _tensor(shape, other if tensors == at else dtype, seed + index)
@@ -104,8 +113,6 @@ def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None], combination: tu
             named[argument.name] = list(shape) if sizes else [number]
         elif kind in _FILLERS and required:
             named[argument.name] = _FILLERS[kind]
-        elif kind == "ScalarType" and required:
-            named[argument.name] = dtype
         elif required:
             return None
     positional = [a for a in schema.arguments if not a.kwarg_only]
