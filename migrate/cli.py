@@ -321,7 +321,7 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
     aligned = summary.get("runtime_evidence", {})
     if aligned.get("overloads_skipped") or aligned.get("overloads_remapped"):
         lines.append(
-            f"runtime evidence of torch {aligned['torch']}: {aligned['overloads_skipped']} observed overloads the yaml lacks skipped, "
+            f"runtime evidence of torch {aligned['torch']}: {aligned['overloads_skipped']} overloads with runtime evidence the yaml lacks skipped, "
             f"{aligned['overloads_remapped']} whose schema differs keep the evidence that maps by argument name (listed in --report)"
         )
     if "torchlib" in summary:

@@ -302,7 +302,7 @@ class Remapped:
 class Alignment:
     """How the installed torch's runtime evidence met a file of another release."""
 
-    skipped: tuple[str, ...]  # observed overloads the installed torch has and the file lacks
+    skipped: tuple[str, ...]  # overloads with runtime evidence (observed, probed, built calls) the installed torch has and the file lacks
     remapped: tuple[Remapped, ...]
 
     def to_json(self) -> dict:

@@ -139,7 +139,7 @@ def test_runtime_evidence_of_the_installed_torch_meets_the_release(release_run):
     for remapped in aligned["remapped"]:
         bound = {s for v in typed.get(remapped["name"], {"variables": []})["variables"] for s in v["binds"]}
         assert not bound & set(remapped["dropped"])
-    counts = f"{aligned['overloads_skipped']} observed overloads the yaml lacks skipped, {aligned['overloads_remapped']} whose schema differs"
+    counts = f"{aligned['overloads_skipped']} overloads with runtime evidence the yaml lacks skipped, {aligned['overloads_remapped']} whose schema differs"
     assert counts in release_run.stderr
 
 
