@@ -319,20 +319,6 @@ def _slot_shape(schema: TypedSchema) -> tuple[tuple[str, bool], ...]:
     return tuple((s.name, s.is_tensor) for s in schema.slots)
 
 
-def _slots_kept(plan: OverloadPlan, keep: set[str]) -> OverloadPlan:
-    """The plan with only the slots in ``keep``: variables bind them alone, evidence and conflicts speak of no other."""
-    variables = []
-    for variable in plan.variables:
-        binds = tuple(s for s in variable.binds if s in keep)
-        if binds:
-            evidence = tuple(
-                replace(e, slots=tuple(s for s in e.slots if s in keep)) for e in variable.evidence if not e.slots or set(e.slots) & keep
-            )
-            variables.append(replace(variable, binds=binds, evidence=evidence))
-    conflicts = tuple(c for c in plan.conflicts if set(c.slots) <= keep)
-    return OverloadPlan(plan.name, tuple(variables), conflicts)
-
-
 def align_runtime_evidence(
     native: NativeFunctions, installed: NativeFunctions, *sources: Mapping[str, OverloadPlan]
 ) -> tuple[list[dict[str, OverloadPlan]], Alignment]:
@@ -356,7 +342,7 @@ def align_runtime_evidence(
         spoken = {s for plans in sources if name in plans for v in plans[name].variables for s in v.binds}
         remapped.append(Remapped(name, theirs.schema.text, entry.schema.lowered(), tuple(sorted(keep[name])), tuple(sorted(spoken - keep[name]))))
     aligned = [
-        {name: _slots_kept(plan, keep[name]) if name in keep else plan for name, plan in plans.items() if name in native.by_name}
+        {name: plan.kept(keep[name]) if name in keep else plan for name, plan in plans.items() if name in native.by_name}
         for plans in sources
     ]
     return aligned, Alignment(skipped, tuple(remapped))

@@ -215,14 +215,30 @@ def overload_slots(func: Any) -> OverloadSlots:
     return OverloadSlots(name, arguments, returns, len(schema.returns) > 1, bool(mutates))
 
 
+def aten_overload(name: str) -> Any:
+    """'aten::add.Tensor' (or 'aten::add', the default overload) as its OpOverload."""
+    import torch
+
+    operator, _, overload = name.removeprefix("aten::").partition(".")
+    return getattr(getattr(torch.ops.aten, operator), overload or "default")
+
+
+def call_arguments(schema: Any, named: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """A call's positional and keyword arguments from values by name: positional ones up to the last
+    given, defaults where a later one is given, keyword-only ones given by name."""
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    given = [i for i, a in enumerate(positional) if a.name in named]
+    args = [named[a.name] if a.name in named else a.default_value for a in positional[: given[-1] + 1 if given else 0]]
+    kwargs = {a.name: named[a.name] for a in schema.arguments if a.kwarg_only and a.name in named}
+    return args, kwargs
+
+
 _COMPOSITE_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd")
 
 
 def composite_overloads() -> list[tuple[Any, str]]:
     """Every ``aten`` overload whose kernel is composite (one for every backend) and that writes to no
     argument, by name, with its kernel's key: ``CompositeImplicitAutograd`` first."""
-    import torch
-
     has_kernel = _private("torch._C._dispatch_has_kernel_for_dispatch_key")
     keys = [(name, _private(f"torch._C.DispatchKey.{name}")) for name in _COMPOSITE_KEYS]
     found = {}
@@ -235,8 +251,7 @@ def composite_overloads() -> list[tuple[Any, str]]:
         except RuntimeError:  # a schema of the JIT's with no operator behind it ('aten::has_torch_function')
             continue
         if key is not None:
-            packet = getattr(torch.ops.aten, schema.name.removeprefix("aten::"))
-            found[full] = (getattr(packet, schema.overload_name or "default"), key)
+            found[full] = (aten_overload(full), key)
     return [found[name] for name in sorted(found)]
 
 
@@ -245,8 +260,6 @@ _CPU_REACHING_KEYS = ("CPU", "CompositeImplicitAutograd", "CompositeExplicitAuto
 
 def cpu_overloads() -> list[Any]:
     """Every ``aten`` overload with a kernel a CPU call reaches (the CPU's own or a composite one), by name."""
-    import torch
-
     has_kernel = _private("torch._C._dispatch_has_kernel_for_dispatch_key")
     keys = [_private(f"torch._C.DispatchKey.{name}") for name in _CPU_REACHING_KEYS]
     found = {}
@@ -259,8 +272,7 @@ def cpu_overloads() -> list[Any]:
         except RuntimeError:  # a schema of the JIT's with no operator behind it
             continue
         if reached:
-            packet = getattr(torch.ops.aten, schema.name.removeprefix("aten::"))
-            found[full] = getattr(packet, schema.overload_name or "default")
+            found[full] = aten_overload(full)
     return [found[name] for name in sorted(found)]
 
 

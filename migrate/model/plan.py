@@ -10,7 +10,7 @@ The JSON form is what ``--report`` writes and ``--plan`` reads back.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +125,19 @@ class OverloadPlan:
 
     def variable_of(self, slot: str) -> Variable | None:
         return next((v for v in self.variables if slot in v.binds), None)
+
+    def kept(self, keep: set[str]) -> OverloadPlan:
+        """The plan with only the slots in ``keep``: variables bind them alone, evidence and conflicts speak of no other."""
+        variables = []
+        for variable in self.variables:
+            binds = tuple(s for s in variable.binds if s in keep)
+            if binds:
+                evidence = tuple(
+                    replace(e, slots=tuple(s for s in e.slots if s in keep)) for e in variable.evidence if not e.slots or set(e.slots) & keep
+                )
+                variables.append(replace(variable, binds=binds, evidence=evidence))
+        conflicts = tuple(c for c in self.conflicts if set(c.slots) <= keep)
+        return OverloadPlan(self.name, tuple(variables), conflicts)
 
     def to_json(self) -> dict[str, Any]:
         return {

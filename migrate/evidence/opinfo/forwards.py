@@ -85,11 +85,7 @@ def _arguments(schema: Any, dtype: Any, fill_optional: bool) -> tuple[list[Any],
             named[argument.name] = _FILLERS[kind]
         else:
             return None
-    positional = [a for a in schema.arguments if not a.kwarg_only]
-    given = [i for i, a in enumerate(positional) if a.name in named]
-    args = [named[a.name] if a.name in named else a.default_value for a in positional[: given[-1] + 1 if given else 0]]
-    kwargs = {a.name: named[a.name] for a in schema.arguments if a.kwarg_only and a.name in named}
-    return args, kwargs, named
+    return *torch_private.call_arguments(schema, named), named
 
 
 class _Calls:

@@ -36,7 +36,6 @@ import itertools
 import json
 import warnings
 import zlib
-from dataclasses import replace
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,7 @@ from typing import Any
 from migrate import torch_private
 from migrate.cache import store
 from migrate.evidence.probe.merge import probe_plans
-from migrate.evidence.runtime.records import FORMAT, SCHEMA_BUILT, ProbedCall
+from migrate.evidence.runtime.records import FORMAT, SCHEMA_BUILT, ProbedCall, overload_key
 from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
 from migrate.model.plan import OverloadPlan
 
@@ -115,11 +114,7 @@ def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None], combination: tu
             named[argument.name] = _FILLERS[kind]
         elif required:
             return None
-    positional = [a for a in schema.arguments if not a.kwarg_only]
-    given = [i for i, a in enumerate(positional) if a.name in named]
-    args = [named[a.name] if a.name in named else a.default_value for a in positional[: given[-1] + 1 if given else 0]]
-    kwargs = {a.name: named[a.name] for a in schema.arguments if a.kwarg_only and a.name in named}
-    return args, kwargs
+    return torch_private.call_arguments(schema, named)
 
 
 def _combinations(schema: Any) -> list[tuple[tuple[int, ...], int, bool, bool]]:
@@ -146,7 +141,7 @@ def _built_calls(func: Any, timeout: float) -> list[Any]:
 
     import torch
 
-    from migrate.evidence.runtime.recorders import CapturedCall, cloned, dtypes_of
+    from migrate.evidence.runtime.recorders import CapturedCall, cloned, slot_dtypes
 
     slots = torch_private.overload_slots(func)
     seed = zlib.crc32(slots.name.encode())
@@ -169,12 +164,7 @@ def _built_calls(func: Any, timeout: float) -> list[Any]:
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             args, kwargs = kept
-            values = []
-            for position, name, keyword_only, holds_list in slots.arguments:
-                values.append(dtypes_of(kwargs.get(name) if keyword_only or position >= len(args) else args[position], holds_list))
-            outs = out if slots.returns_tuple else (out,)
-            values += [dtypes_of(outs[position], holds_list) for position, _, holds_list in slots.returns]
-            calls.append(CapturedCall(func, slots, tuple(args), kwargs, tuple(values), True, dtype_name))
+            calls.append(CapturedCall(func, slots, tuple(args), kwargs, slot_dtypes(slots, args, kwargs, out), True, dtype_name))
             break
         if len(calls) == BASES:
             break
@@ -185,12 +175,11 @@ def schema_call_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
     """The job: for each overload named, announced, the probes of the call built for it (if one was)."""
     from migrate.evidence.probe.worker import PROBE_TIMEOUT, bounded, probe_call
 
-    by_name = {torch_private.overload_slots(f).name: f for f in targets()}
     with warnings.catch_warnings(), bounded():
         warnings.simplefilter("ignore")
         for name in names:
             yield {"trying": name}
-            for number, call in enumerate(_built_calls(by_name[name], PROBE_TIMEOUT)):
+            for number, call in enumerate(_built_calls(torch_private.aten_overload(name), PROBE_TIMEOUT)):
                 yield {"probed": probe_call(call, f"{name}\0{number}", PROBE_TIMEOUT)}
 
 
@@ -265,15 +254,13 @@ def schema_call_plans(calls: tuple[ProbedCall, ...]) -> dict[str, OverloadPlan]:
     A list's elements all had one dtype here; whether the overload takes lists of mixed
     dtypes was never tried, so list slots stay free too.
     """
-    lists = {(call.overload, name) for call in calls for name, dtypes in call.slots if isinstance(dtypes, tuple)}
+    lists: dict[str, set[str]] = {}  # per overload, its slots that held a list
+    for call in calls:
+        lists.setdefault(overload_key(call.overload), set()).update(name for name, dtypes in call.slots if isinstance(dtypes, tuple))
     plans = {}
     for name, plan in probe_plans(calls).items():
-        variables = []
-        for variable in plan.variables:
-            binds = tuple(slot for slot in variable.binds if (f"aten::{name}", slot) not in lists)
-            if any(not slot.startswith("return.") for slot in binds):
-                evidence = tuple(replace(e, slots=tuple(s for s in e.slots if s in binds)) for e in variable.evidence if set(e.slots) & set(binds))
-                variables.append(replace(variable, binds=binds, evidence=evidence))
+        kept = plan.kept({slot for v in plan.variables for slot in v.binds} - lists[name])
+        variables = tuple(v for v in kept.variables if any(not slot.startswith("return.") for slot in v.binds))
         if variables:
-            plans[name] = OverloadPlan(name, tuple(variables))
+            plans[name] = OverloadPlan(name, variables, kept.conflicts)
     return plans

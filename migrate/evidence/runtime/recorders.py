@@ -78,6 +78,16 @@ class CapturedCall:
     sample_dtype: str
 
 
+def slot_dtypes(slots: torch_private.OverloadSlots, args: tuple | list, kwargs: dict, out: Any) -> tuple[Any, ...]:
+    """Each slot's dtypes in one call (``dtypes_of``): its arguments as given, then its returns."""
+    values = []
+    for position, name, keyword_only, holds_list in slots.arguments:
+        values.append(dtypes_of(kwargs.get(name) if keyword_only or position >= len(args) else args[position], holds_list))
+    outs = out if slots.returns_tuple else (out,)
+    values += [dtypes_of(outs[position], holds_list) for position, _, holds_list in slots.returns]
+    return tuple(values)
+
+
 def cloned(value: Any) -> Any:
     """A value with every tensor in it replaced by a detached copy (probes must not touch the sample's tensors)."""
     if isinstance(value, torch.Tensor):
@@ -276,14 +286,7 @@ class Recording(TwoKeyObserver):
     def add(self, func: Any, args: tuple, kwargs: dict, out: Any, direct: bool, before: tuple | None = None) -> None:
         key = id(func)
         slots = self._slots_of(func)
-        values = []
-        for position, name, keyword_only, holds_list in slots.arguments:
-            value = kwargs.get(name) if keyword_only or position >= len(args) else args[position]
-            values.append(dtypes_of(value, holds_list))
-        outs = out if slots.returns_tuple else (out,)
-        for position, _, holds_list in slots.returns:
-            values.append(dtypes_of(outs[position], holds_list))
-        signature = (key, direct, tuple(values))
+        signature = (key, direct, slot_dtypes(slots, args, kwargs, out))
         self._counts[signature] += 1
         if self._capture is not None and self._counts[signature] == 1:
             call = before if slots.mutates else (args, kwargs)
