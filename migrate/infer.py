@@ -166,6 +166,7 @@ def merge_overload(
         conflicts += probe.conflicts
     if built is not None:
         variables = list(built.variables)
+    from_runtime = len(variables)  # torchlib fills the slots after these
     observed_slots = {s for v in variables for s in v.binds}
     for variable in torchlib.variables if torchlib else ():
         overlapping = [v for v in variables if set(v.binds) & set(variable.binds)]
@@ -177,7 +178,7 @@ def merge_overload(
     if torchlib:
         conflicts += torchlib.conflicts
         if built is not None:
-            variables = _widened_by(variables, torchlib)
+            variables = _widened_by(variables[:from_runtime], torchlib) + variables[from_runtime:]
     return OverloadPlan(name, tuple(_attach(variables, handled)), tuple(conflicts))
 
 

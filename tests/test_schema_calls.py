@@ -72,7 +72,8 @@ def test_built_calls_speak_where_no_sample_reached_widened_by_torchlib_and_their
         for name in ("special_zeta.self_scalar", "add.Tensor")
     }
     observed = OverloadPlan("add.Tensor", (Variable("T", named("int64"), ("other",), (Evidence(OPINFO, "test", named("int64"), ("other",)),)),))
-    annotated = OverloadPlan("special_zeta.self_scalar", (Variable("I", named("int64"), ("other",), (Evidence(TORCHLIB, "ops", named("int64"), ("other",)),)),))
+    torchlib = (Evidence(TORCHLIB, "ops: other", named("int64"), ("other",)), Evidence(TORCHLIB, "ops: return", named("int64"), ("return.0",)))
+    annotated = OverloadPlan("special_zeta.self_scalar", (Variable("I", named("int64"), ("other", "return.0"), torchlib),))
     wanted = {"special_zeta.self_scalar", "special_zeta.self_scalar_out", "add.Tensor"}
     plan = infer_plan(REAL, Sources({"special_zeta.self_scalar": annotated}, {"add.Tensor": observed}, (), schema_calls=built), wanted)
     by_name = {o.name: o for o in plan.overloads}
@@ -80,6 +81,8 @@ def test_built_calls_speak_where_no_sample_reached_widened_by_torchlib_and_their
     zeta = by_name["special_zeta.self_scalar"]  # ATen may have refused the built call for its data: torchlib widens it
     assert zeta.variables[0].sources == (TORCHLIB, PROBE) and zeta.variables[0].dtypes == canonical(FLOATS + named("int64"))
     assert sorted(c.kind for c in zeta.conflicts) == ["export-coverage-gap", "torchlib-wider"]
+    assert zeta.variables[1].binds == ("return.0",) and zeta.variables[1].sources == (TORCHLIB,)  # torchlib fills the rest
+    assert all(len(set(v.evidence)) == len(v.evidence) for v in zeta.variables)  # each piece once
     assert by_name["special_zeta.self_scalar_out"].variables[0].sources == (GROUPS,)
 
 
