@@ -14,7 +14,8 @@ import os
 import statistics
 import time
 
-from migrate.evidence.opinfo.sweep import load_catalogue, run_opinfos
+from migrate.cache import StageCache
+from migrate.evidence.opinfo.sweep import SweepCache, run_opinfos
 from migrate.evidence.runtime.workers import DEFAULT_TIMEOUT
 
 
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per OpInfo")
     args = parser.parse_args(argv)
     jobs = args.jobs or os.cpu_count()
-    entries = [entry for entry in load_catalogue()[: args.limit] if entry.cpu_dtypes]  # also starts the fork server
+    entries = [entry for entry in SweepCache.of(StageCache.at()).catalogue()[: args.limit] if entry.cpu_dtypes]  # also starts the fork server
     print(f"jobs={jobs} OpInfos={len(entries)} repeat={args.repeat}")
     times: dict[bool, list[float]] = {True: [], False: []}
     overloads: dict[bool, int] = {}

@@ -22,6 +22,7 @@ import libcst
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from migrate.cache import StageCache  # noqa: E402
 from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib  # noqa: E402
 from migrate.infer import Sources, infer_plan  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
 
     root = args.torchlib or installed_torchlib()
     native = NativeFunctions.load(args.native_functions or installed_native_functions())
-    evidence = scan_torchlib(root, native, None)
+    stages = StageCache.at()
+    evidence = scan_torchlib(root, native, stages)
     inferred = infer_plan(native, Sources(torchlib=evidence.overloads, opinfo={}, global_sets=evidence.global_sets))
     plans = {"inferred plan": inferred, "all-generated plan": renamed(inferred)}
     files = sorted(p for p in root.rglob("*.py") if p.is_file())
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         times["baseline"].append(_timed(bare))
         for name, plan in plans.items():
             result: list = []
-            times[name].append(_timed(lambda: result.append(rewrite_torchlib(evidence, plan, native, reuse=False))))
+            times[name].append(_timed(lambda: result.append(rewrite_torchlib(evidence, plan, native, stages, reuse=False))))
             changed[name] = len(result[0].files)
     baseline = min(times["baseline"])
     print(f"torchlib: {root} ({len(files)} modules)")

@@ -24,14 +24,16 @@ import tempfile
 import time
 
 from migrate.evidence.opinfo.observations import plans_from_sweep
-from migrate.evidence.opinfo.sweep import load_catalogue, run_opinfos, run_sweep
+from migrate.cache import StageCache
+from migrate.evidence.opinfo.sweep import SweepCache, run_opinfos, run_sweep
 from migrate.evidence.runtime.workers import DEFAULT_TIMEOUT
 
 _LOAD_IN_FRESH_INTERPRETER = """
 import sys, time
 started = time.perf_counter()
-from migrate.evidence.opinfo.sweep import run_sweep
-result = run_sweep(cache_dir=sys.argv[1], ops=sys.argv[3:] or None, limit=int(sys.argv[2]) or None, progress=False)
+from migrate.cache import StageCache
+from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
+result = run_sweep(SweepCache.of(StageCache.at(sys.argv[1])), ops=sys.argv[3:] or None, limit=int(sys.argv[2]) or None, progress=False)
 print(f"{time.perf_counter() - started:.2f} {result.stats.from_cache}")
 """
 
@@ -48,11 +50,11 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-opinfo-") as cache:
         started = time.perf_counter()
-        catalogue = load_catalogue(cache)  # outside the timings below; it also starts the fork server
+        catalogue = SweepCache.of(StageCache.at(cache)).catalogue()  # outside the timings below; it also starts the fork server
         print(f"catalogue: {len(catalogue)} OpInfos read in {time.perf_counter() - started:.1f} s")
 
         started = time.perf_counter()
-        result = run_sweep(jobs=jobs, cache_dir=cache, ops=args.ops, limit=args.limit, timeout=args.timeout)
+        result = run_sweep(SweepCache.of(StageCache.at(cache)), jobs=jobs, ops=args.ops, limit=args.limit, timeout=args.timeout)
         swept = time.perf_counter() - started
         entries = [entry for entry in result.catalogue if entry.cpu_dtypes]
         started = time.perf_counter()
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    failures: {len(result.failures)} in {len({f.opinfo for f in result.failures})} OpInfos")
 
         started = time.perf_counter()
-        warm = run_sweep(cache_dir=cache, ops=args.ops, limit=args.limit, progress=False)
+        warm = run_sweep(SweepCache.of(StageCache.at(cache)), ops=args.ops, limit=args.limit, progress=False)
         loaded = time.perf_counter() - started
         started = time.perf_counter()
         plans = plans_from_sweep(warm)
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-opinfo-op-") as cold:
         started = time.perf_counter()
-        only = run_sweep(jobs=jobs, cache_dir=cold, ops=["scaled_dot_product_attention"], timeout=args.timeout)
+        only = run_sweep(SweepCache.of(StageCache.at(cold)), jobs=jobs, ops=["scaled_dot_product_attention"], timeout=args.timeout)
         took = time.perf_counter() - started
         print(f"(c) ops=['scaled_dot_product_attention'], cold cache: {took:.1f} s (catalogue included; fork server up)")
         print(f"    ran {only.stats.ran} of {len(catalogue)} OpInfos: {', '.join(str(run.opinfo) for run in only.runs)}")

@@ -22,7 +22,8 @@ import tempfile
 import time
 
 from migrate.evidence.opinfo.observations import plans_from_sweep
-from migrate.evidence.opinfo.sweep import load_catalogue, run_opinfos
+from migrate.cache import StageCache
+from migrate.evidence.opinfo.sweep import SweepCache, run_opinfos
 from migrate.evidence.probe.merge import probe_plans_from_sweep, probe_summary
 from migrate.evidence.runtime.records import SweepResult, SweepStats
 from migrate.evidence.runtime.workers import DEFAULT_TIMEOUT
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"jobs={jobs} limit={args.limit} repeat={args.repeat}")
 
     with tempfile.TemporaryDirectory(prefix="bench-probe-") as cache:
-        catalogue = load_catalogue(cache)  # outside the timings; it also starts the fork server
+        catalogue = SweepCache.of(StageCache.at(cache)).catalogue()  # outside the timings; it also starts the fork server
         entries = [entry for entry in catalogue[: args.limit] if entry.cpu_dtypes]
         times: dict[bool, list[float]] = {False: [], True: []}  # keyed by probing or not
         runs = {}

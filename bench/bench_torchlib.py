@@ -16,6 +16,7 @@ from pathlib import Path
 
 import libcst
 
+from migrate.cache import StageCache
 from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib
 from migrate.model.native import NativeFunctions, installed_native_functions
 
@@ -47,9 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         for attempt in range(args.repeat):
             bare.append(_timed(bare_parse))
             cache = Path(scratch) / f"cache-{attempt}"
-            cold.append(_timed(lambda: scan_torchlib(root, native, cache)))
-            warm.append(_timed(lambda: scan_torchlib(root, native, cache)))
-        evidence = scan_torchlib(root, native, Path(scratch) / "cache-0")
+            cold.append(_timed(lambda: scan_torchlib(root, native, StageCache.at(cache))))
+            warm.append(_timed(lambda: scan_torchlib(root, native, StageCache.at(cache))))
+        evidence = scan_torchlib(root, native, StageCache.at(Path(scratch) / "cache-0"))
     assert evidence.cached_files == evidence.files, "the warm scan did not read every module from the cache"
 
     best_bare, best_cold, best_warm = min(bare), min(cold), min(warm)

@@ -1,19 +1,32 @@
-"""Where caches live, and writing one cache file atomically (a crash never leaves half a file)."""
+"""One way to cache a stage: entries keyed by content, under one folder, written atomically.
+
+A stage's key digests the contents of its inputs, the source of the stage's own code (the
+module that computes it and every module of the tool it imports, found statically) and the
+versions of the packages the tool works through. Nothing is versioned by hand: an edit of an
+input or of the code is a new key, never a stale answer. Deleting the folder is always safe.
+"""
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import os
 import pickle
+import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-_SOURCE_FOLDERS = ("migrate", "codemods")
-# Installed packages whose behaviour a derived result depends on: torchgen (in torch) groups overloads,
-# libcst prints the rewritten modules, ruamel.yaml and PyYAML read and write the yaml.
-_PACKAGES = ("torch", "libcst", "ruamel.yaml", "PyYAML")
+_TOP = Path(__file__).resolve().parent.parent
+_OWN_PACKAGES = ("migrate", "codemods")
+# Installed packages whose behaviour a derived result depends on: torch (its OpInfos, kernels and torchgen),
+# libcst prints the rewritten modules, ruamel.yaml and PyYAML read and write the yaml, onnxscript and
+# onnxruntime export and run the export check's models.
+_PACKAGES = ("torch", "libcst", "ruamel.yaml", "PyYAML", "onnxscript", "onnxruntime")
+T = TypeVar("T")
 
 
 def cache_root(override: Path | str | None = None) -> Path:
@@ -39,38 +52,56 @@ def store(path: Path, data: bytes) -> None:
         raise
 
 
-def read_pickle(path: Path, kind: type | None = None) -> Any | None:
-    """A pickled cache entry; None when there is none, or this build cannot read it (its classes moved or changed)."""
-    try:
-        found = pickle.loads(path.read_bytes())
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-        return None
-    return found if kind is None or isinstance(found, kind) else None
+def _module_path(name: str) -> Path | None:
+    base = _TOP.joinpath(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
 
 
-def write_pickle(path: Path, obj: Any) -> None:
-    """Store ``obj`` as a cache entry; an unwritable cache only costs time."""
-    try:
-        store(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
-    except OSError:
-        pass
+def _imported(path: Path, module: str) -> set[str]:
+    """The tool's modules a module imports anywhere in its body (lazy imports too)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {name for name in found if name.split(".")[0] in _OWN_PACKAGES}
 
 
 @functools.cache
-def code_digest() -> str:
-    """The tool's own source and the versions of the packages it works through, as one digest.
+def code_digest(*modules: str) -> str:
+    """The source of ``modules`` and of every module of the tool they import, with the packages' versions.
 
-    Part of the key of every cache of derived results (plans, scans, rewrites), so that
-    new code or a new torch never reads an entry an older one wrote.
+    With no module named: the whole tool's source (for stages that run most of it).
     """
     import importlib.metadata  # here, not at import: only a run that reads a cache pays for it
 
-    digest = hashlib.sha256()
-    top = Path(__file__).resolve().parent.parent
-    for folder in _SOURCE_FOLDERS:
-        for path in sorted((top / folder).rglob("*.py")):
-            digest.update(f"{path.relative_to(top).as_posix()}\0".encode())
-            digest.update(path.read_bytes())
+    if modules:
+        seen: dict[str, Path] = {}
+        todo = list(modules)
+        while todo:
+            name = todo.pop()
+            path = _module_path(name)
+            if name in seen or path is None:
+                continue
+            seen[name] = path
+            todo += sorted(_imported(path, name) - seen.keys())
+        paths = sorted(set(seen.values()))
+    else:
+        paths = sorted(p for package in _OWN_PACKAGES for p in (_TOP / package).rglob("*.py"))
+    digest = hashlib.sha256(f"python {sys.version_info[:2]}\n".encode())
+    for path in paths:
+        digest.update(f"{path.relative_to(_TOP).as_posix()}\0".encode())
+        digest.update(path.read_bytes())
     for package in _PACKAGES:
         try:
             version = importlib.metadata.version(package)
@@ -80,11 +111,64 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
-def content_key(*parts: bytes | str) -> str:
-    """A cache key: the code's digest and every part (input contents, options), unambiguously joined."""
-    digest = hashlib.sha256(code_digest().encode())
+def digest(*parts: bytes | str) -> str:
+    """The parts (input contents, options), unambiguously joined, as one hex digest."""
+    found = hashlib.sha256()
     for part in parts:
         data = part.encode() if isinstance(part, str) else part
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
-    return digest.hexdigest()
+        found.update(len(data).to_bytes(8, "little"))
+        found.update(data)
+    return found.hexdigest()
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage's entries: a folder named by the stage's code digest, one entry per key of inputs."""
+
+    folder: Path
+    progress: Callable[[str], None] | None = None
+
+    def path(self, *inputs: bytes | str, suffix: str = ".pickle") -> Path:
+        """Where the entry of these inputs lives (for stages that store files of their own format)."""
+        return self.folder / (digest(*inputs)[:40] + suffix)
+
+    def read(self, *inputs: bytes | str, kind: type | None = None) -> Any | None:
+        """The pickled entry of these inputs; None when there is none or this build cannot read it."""
+        try:
+            found = pickle.loads(self.path(*inputs).read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return None
+        return found if kind is None or isinstance(found, kind) else None
+
+    def write(self, value: Any, *inputs: bytes | str) -> None:
+        """Store the entry of these inputs; an unwritable cache only costs time."""
+        try:
+            store(self.path(*inputs), pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError:
+            pass
+
+    def get(self, inputs: tuple[bytes | str, ...], compute: Callable[[], T], kind: type | None = None, cold: str = "") -> T:
+        """The entry of these inputs, computed and stored on a miss; ``cold`` says on the progress line what a miss runs."""
+        found = self.read(*inputs, kind=kind)
+        if found is None:
+            if cold and self.progress is not None:
+                self.progress(cold)
+            found = compute()
+            self.write(found, *inputs)
+        return found
+
+
+@dataclass(frozen=True)
+class StageCache:
+    """The run's cache folder (``--cache-dir``, else the default): every stage keeps its entries under it."""
+
+    root: Path
+    progress: Callable[[str], None] | None = None
+
+    @classmethod
+    def at(cls, override: Path | str | None = None, progress: Callable[[str], None] | None = None) -> StageCache:
+        return cls(cache_root(override), progress)
+
+    def stage(self, name: str, *code: str) -> Stage:
+        """The stage ``name``, keyed by the code of the modules named (default: the whole tool)."""
+        return Stage(self.root / name / code_digest(*code)[:16], self.progress)

@@ -37,10 +37,9 @@ from __future__ import annotations
 import pickle
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
-from migrate.cache import cache_root, read_pickle, write_pickle
+from migrate.cache import Stage
 from migrate.evidence.opinfo.aliases import AliasOf, alias_plans
 from migrate.evidence.probe.merge import split_and_joined
 from migrate.model.dtypes import DType, canonical, format_set
@@ -404,25 +403,24 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
 
 
 def cached_plan(
-    native: NativeFunctions, sources: Callable[[], Sources], key: str, cache_dir: Path | str | None, only: set[str] | None = None
+    native: NativeFunctions, sources: Callable[[], Sources], stage: Stage, inputs: tuple[bytes | str, ...], only: set[str] | None = None
 ) -> tuple[Plan, Alignment | None]:
-    """``infer_plan``, read from the cache when the same inputs were inferred from before, with the sources' alignment.
+    """``infer_plan``, read from the stage's cache when the same inputs were inferred from before, with the sources' alignment.
 
-    ``key`` digests every input of the inference (``migrate.cache.content_key``); ``sources`` is
-    called only on a miss. The whole file's inference is stored, each overload's plan pickled
-    apart, so that an ``--op`` run reads only its own overloads (and names sets as a full run does).
+    ``inputs`` are every input of the inference; ``sources`` is called only on a miss. The whole
+    file's inference is stored, each overload's plan pickled apart, so that an ``--op`` run reads
+    only its own overloads (and names sets as a full run does).
     """
-    path = cache_root(cache_dir) / "plans" / f"{key}.pickle"
-    stored = read_pickle(path, dict)
+    stored = stage.read(*inputs, kind=dict)
     if stored is None:
-        inputs = sources()
-        sets, overloads = _named_plans(native, inputs)
+        found = sources()
+        sets, overloads = _named_plans(native, found)
         stored = {
             "sets": sets,
             "overloads": {o.name: pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in overloads},
-            "alignment": inputs.alignment,
+            "alignment": found.alignment,
         }
-        write_pickle(path, stored)
+        stage.write(stored, *inputs)
     wanted = [pickle.loads(data) for name, data in stored["overloads"].items() if only is None or name in only]
     return _restricted(stored["sets"], wanted), stored["alignment"]
 

@@ -13,14 +13,12 @@ dtype lists, every line whole, and the messages of the dtypes ATen refused.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Callable
 
-from migrate.evidence.torchlib.resolve import OverloadIndex, TorchlibEvidence, scan_torchlib
+from migrate.evidence.torchlib.resolve import OverloadIndex, TorchlibEvidence
 from migrate.model.dtypes import DType, canonical, format_set
-from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.named_sets import composed_name
-from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path
+from migrate.pipeline import Session
 
 WIDTH = 200  # characters of a line of the default output
 
@@ -28,18 +26,17 @@ WIDTH = 200  # characters of a line of the default output
 class ShowContext:
     """The inputs of one ``show`` run; each evidence source is computed on first use."""
 
-    def __init__(self, native: NativeFunctions, torchlib_dir: Path | None, cache_dir: Path | None, verbose: bool = False):
-        self.native = native
-        self.index = OverloadIndex(native)
-        self.torchlib_dir = torchlib_dir
-        self.cache_dir = cache_dir
+    def __init__(self, session: Session, verbose: bool = False):
+        self.session = session
+        self.native = session.native
+        self.index = OverloadIndex(self.native)
         self.verbose = verbose
 
     @functools.cached_property
     def set_names(self) -> dict[tuple[DType, ...], str]:
         """Names sets have already: the target's type_constraints.yaml first, then torchlib's TypeVars."""
         names: dict[tuple[DType, ...], str] = {}
-        for global_set in GlobalSetsFile.load(sibling_constraints_path(self.native.path)).sets:
+        for global_set in self.session.sets_file.sets:
             names.setdefault(global_set.dtypes, global_set.name)
         for global_set in sorted(self.torchlib.global_sets, key=lambda g: (len(g.name), g.name)):
             names.setdefault(global_set.dtypes, global_set.name)
@@ -55,18 +52,17 @@ class ShowContext:
     def fit(self, line: str) -> str:
         return line if self.verbose or len(line) <= WIDTH else line[: WIDTH - 1] + "…"
 
-    @functools.cached_property
+    @property
     def torchlib(self) -> TorchlibEvidence:
-        return scan_torchlib(self.torchlib_dir, self.native, self.cache_dir)
+        return self.session.torchlib
 
     @functools.cached_property
     def sweep(self):
         """The OpInfo runs in the cache (show runs nothing: a run of the tool fills the cache)."""
-        from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue
         from migrate.evidence.runtime.records import SweepResult, SweepStats
 
-        catalogue = load_catalogue(self.cache_dir)
-        runs = tuple(r for e in catalogue if e.cpu_dtypes and (r := load_cached_run(self.cache_dir, e.opinfo)) is not None)
+        catalogue, found = self.session.cached_runs()
+        runs = tuple(found.values())
         return SweepResult(runs, catalogue, SweepStats(len(catalogue), 0, len(runs), sum(r.samples for r in runs), 0.0))
 
     @functools.cached_property
@@ -74,10 +70,9 @@ class ShowContext:
         """Alias overloads and what they stand for, from the cached catalogue and forwards table."""
         from migrate.evidence.opinfo.aliases import alias_overloads
         from migrate.evidence.opinfo.forwards import load_forwards
-        from migrate.evidence.opinfo.sweep import sweep_cache_dir
 
         pairs = {pair for entry in self.sweep.catalogue for pair in entry.aliases}
-        return alias_overloads(self.native, pairs, load_forwards(sweep_cache_dir(self.cache_dir))[0])
+        return alias_overloads(self.native, pairs, load_forwards(self.session.cache)[0])
 
     def observed(self, overload: str):
         from migrate.evidence.runtime.records import overload_key
@@ -164,12 +159,11 @@ def probe_section(context: ShowContext, overload: str) -> list[str]:
 
 def schema_call_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted when called with arguments built from the schema (used only where nothing else typed it)."""
-    from migrate.evidence.opinfo.sweep import sweep_cache_dir
     from migrate.evidence.probe.schema_calls import cached_schema_calls, schema_call_plans
     from migrate.evidence.runtime.records import overload_key
     from migrate.model.plan import PROBE
 
-    calls = cached_schema_calls(sweep_cache_dir(context.cache_dir))
+    calls = cached_schema_calls(context.session.cache)
     if calls is None:
         return ["schema calls: none cached (a run of the tool builds them)"]
     plan = schema_call_plans(tuple(c for c in calls if overload_key(c.overload) == overload)).get(overload)
@@ -181,9 +175,8 @@ def schema_call_section(context: ShowContext, overload: str) -> list[str]:
 def export_section(context: ShowContext, overload: str) -> list[str]:
     """Each checked dtype's export status (from ``export-check`` results cached for this torch_lib), per cast slots."""
     from migrate.check.export import cached_results, results_dir
-    from migrate.evidence.torchlib.resolve import installed_torchlib
 
-    results = cached_results(results_dir(context.torchlib_dir or installed_torchlib(), context.cache_dir), overload)
+    results = cached_results(results_dir(context.session.torchlib_root, context.session.cache), overload)
     if results is None:
         return ["export: not checked (run 'dtype-migrate export-check')"]
     lines = ["export:" + (f" {results[0].function}" if results and results[0].function else "")]
@@ -211,11 +204,10 @@ def structure_section(context: ShowContext, overload: str) -> list[str]:
 SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section, schema_call_section, structure_section, export_section)
 
 
-def run(args) -> int:
-    """Print every section for each overload ``args.name`` denotes."""
-    native = NativeFunctions.load(args.native_functions or installed_native_functions())
-    context = ShowContext(native, args.torchlib, args.cache_dir, args.verbose)
-    for number, overload in enumerate(native.overloads_named([args.name], with_autogen=True)):
+def show(session: Session, name: str, verbose: bool = False) -> int:
+    """Print every section for each overload ``name`` denotes."""
+    context = ShowContext(session, verbose)
+    for number, overload in enumerate(context.native.overloads_named([name], with_autogen=True)):
         schema = context.index.schema(overload)
         print(("\n" if number else "") + context.fit(str(schema) if schema else overload))
         for section in SECTIONS:

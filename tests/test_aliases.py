@@ -9,7 +9,8 @@ import pytest
 
 from migrate.evidence.opinfo.aliases import AliasOf, alias_overloads, alias_plans
 from migrate.evidence.opinfo.forwards import Forward, kernel_plans, load_forwards
-from migrate.evidence.opinfo.sweep import load_catalogue
+from migrate.cache import StageCache
+from migrate.evidence.opinfo.sweep import SweepCache
 from migrate.infer import NO_CPU_KERNEL, NO_SAMPLE, NO_STRUCTURE, OBSERVED_UNTYPED, Sources, infer_plan, untyped_reasons
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import ALIASES, KERNEL, OPINFO, Evidence, OverloadPlan, Variable
@@ -42,18 +43,18 @@ def test_an_alias_with_no_evidence_takes_its_target_plan_and_one_with_evidence_k
 
 
 def test_the_catalogue_reads_alias_pairs_from_torch(tmp_path):
-    catalogue = load_catalogue(tmp_path)
+    catalogue = SweepCache.of(StageCache.at(tmp_path)).catalogue()
     pairs = {pair for entry in catalogue for pair in entry.aliases}
     assert ("clip", "clamp") in pairs and ("special_expit", "sigmoid") in pairs
     stored = json.loads(next(tmp_path.rglob("catalogue.json")).read_text())
-    assert any(["clip", "clamp"] in o["aliases"] for o in stored["opinfos"])
+    assert any(["clip", "clamp"] in o["aliases"] for o in stored)
 
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
     """The forwards and metadata-kernel tables, found cold in their own cache folder (a few seconds)."""
     folder = tmp_path_factory.mktemp("forwards")
-    return folder, load_forwards(folder)
+    return folder, load_forwards(StageCache.at(folder))
 
 
 def test_kernels_that_are_one_call_of_another_overload_forward_to_it_slot_by_slot(tables):
@@ -63,7 +64,7 @@ def test_kernels_that_are_one_call_of_another_overload_forward_to_it_slot_by_slo
     assert forwards["special_xlogy.self_scalar"].slots == (("other", "other"), ("return.0", "return.0"))
     assert forwards["_cast_Float"].target == "_to_copy"  # a float32 tensor is returned as is: another dtype shows the call
     assert "add.Tensor" not in forwards  # a kernel of its own
-    assert load_forwards(folder)[0] == found  # read from the cache
+    assert load_forwards(StageCache.at(folder))[0] == found  # read from the cache
     aliases = alias_overloads(REAL, [], forwards.values())
     assert aliases["__and__.Tensor"].why == "forwards to bitwise_and.Tensor"
     bitwise = OverloadPlan("bitwise_and.Tensor", (Variable("T", FLOATS, ("self", "other", "return.0"), (Evidence(OPINFO, "test", FLOATS, ("self",)),)),))

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from migrate.cache import code_digest, content_key
+from migrate.cache import code_digest, digest
 from migrate.errors import InputError
 from migrate.evidence.torchlib.resolve import installed_torchlib
 from migrate.model.native import NativeFunctions
 from migrate.model.schema import TypedSchema
+from migrate.pipeline import Options, Session
 from tests.conftest import REAL_NATIVE_FUNCTIONS, run_cli, snapshot
 
 # The OpInfo sweep's cache is keyed by its own files; these runs leave it out to stay fast with an empty cache.
@@ -55,7 +56,7 @@ def test_a_warm_run_after_an_edit_writes_what_a_run_with_an_empty_cache_writes(e
     before = _run(capfd, work, cache, tmp_path / "before")
     assert _run(capfd, work, cache, tmp_path / "again") == before
     assert {"plans", "rewrites"} <= {p.name for p in cache.iterdir()}
-    assert any((cache / "torchlib" / "evidence").iterdir())
+    assert any((cache / "torchlib-evidence").rglob("*.pickle"))
 
     path, old, new = EDITS[edited]
     text = (work / path).read_text()
@@ -70,29 +71,54 @@ def test_a_warm_run_after_an_edit_writes_what_a_run_with_an_empty_cache_writes(e
     assert _acos_line(_run(capfd, work, cache, tmp_path / "op", "--op", "acos")) == _acos_line(cold)
 
 
-def test_every_key_holds_the_code_and_each_part_apart():
-    assert content_key("ab", "c") != content_key("a", "bc")
-    assert content_key(b"x") == content_key("x") != content_key("x", "")
+def test_every_key_holds_each_part_apart_and_a_stage_its_own_code():
+    assert digest("ab", "c") != digest("a", "bc")
+    assert digest(b"x") == digest("x") != digest("x", "")
     assert len(code_digest()) == 64
+    # A stage's code is its module and every module of the tool it imports, not the whole tool.
+    assert code_digest("migrate.model.native") == code_digest("migrate.model.native", "migrate.model.schema")
+    assert code_digest("migrate.model.native") != code_digest("migrate.evidence.opinfo.worker") != code_digest()
+
+
+def _validated(path: Path, cache: Path) -> NativeFunctions:
+    session = Session(Options(native_functions=path, cache_dir=cache))
+    session.validate()
+    return session.native
 
 
 def test_a_validated_file_is_read_back_with_its_groups_and_a_broken_one_is_checked_every_time(tmp_path, monkeypatch):
-    monkeypatch.setenv("DTYPE_MIGRATE_CACHE", str(tmp_path / "cache"))
     data = REAL_NATIVE_FUNCTIONS.read_bytes()
-    fresh = NativeFunctions.parse(data, "native_functions.yaml")
-    assert fresh.validate() == ()
+    path = tmp_path / "native_functions.yaml"
+    path.write_bytes(data)
+    fresh = _validated(path, tmp_path / "cache")
+    assert not fresh.groups.unchecked
 
     def no_torchgen(self):
         raise AssertionError("a validated file went through torchgen again")
 
     with monkeypatch.context() as patched:
         patched.setattr(TypedSchema, "torchgen", no_torchgen)
-        warm = NativeFunctions.parse(data, "native_functions.yaml")
-        assert warm.validate() == ()
+        warm = _validated(path, tmp_path / "cache")
         assert warm.groups.state() == fresh.groups.state()
         assert warm.groups["add.out"] == fresh.groups["add.out"]
 
-    broken = data.replace(ACOS.encode(), ACOS.encode() + b"  variants: [function\n")
+    path.write_bytes(data.replace(ACOS.encode(), ACOS.encode() + b"  variants: [function\n"))
     for _ in range(2):
         with pytest.raises(InputError, match="acos"):
-            NativeFunctions.parse(broken, "native_functions.yaml").validate()
+            _validated(path, tmp_path / "cache")
+
+
+def test_a_run_with_a_cache_dir_writes_nothing_outside_it(tmp_path, monkeypatch, capfd):
+    """Every stage keeps its entries under the session's cache folder: an empty HOME stays empty."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.delenv("DTYPE_MIGRATE_CACHE", raising=False)
+    cache = tmp_path / "cache"
+    code, _, err = run_cli(capfd, "--cache-dir", cache, *EVIDENCE, "--out", tmp_path / "out")
+    assert code == 0, err
+    code, _, err = run_cli(capfd, "show", "acos", "--cache-dir", cache)
+    assert code == 0, err
+    assert list(home.rglob("*")) == []
+    assert {p.name for p in cache.iterdir()} >= {"native", "validated", "torchlib-facts", "torchlib-evidence", "plans", "rewrites"}

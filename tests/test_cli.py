@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import migrate.pipeline.session as session_module
 from migrate import cli
 from migrate.evidence.torchlib.resolve import installed_torchlib
 from migrate.model.dtypes import named
@@ -179,14 +180,14 @@ def test_unwritable_output_writes_nothing(workdir, capfd):
 
 
 def test_input_changed_on_disk_between_read_and_write(workdir, capfd, monkeypatch):
-    real_apply = cli.apply_plan
+    real_apply = session_module.apply_plan
 
     def apply_then_someone_edits(native, *args, **kwargs):
         result = real_apply(native, *args, **kwargs)
         native.path.write_text(native.path.read_text() + "\n# edited meanwhile\n")
         return result
 
-    monkeypatch.setattr(cli, "apply_plan", apply_then_someone_edits)
+    monkeypatch.setattr(session_module, "apply_plan", apply_then_someone_edits)
     code, _, err = run_cli(capfd, *ARGS)
     assert code == 2 and "changed on disk since it was read" in err and "native_functions.yaml" in err
     assert (workdir / "native_functions.yaml").read_text().endswith("# edited meanwhile\n")

@@ -17,6 +17,7 @@ import pytest
 from codemods.annotations import tensor_core
 from codemods.imports import SplitModule, member_key
 from codemods.typevars import TypeVarSpec
+from migrate.cache import StageCache
 from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import OverloadPlan, Plan
@@ -39,7 +40,8 @@ def plan() -> Plan:
 
 
 def rewrite(root: Path, native: NativeFunctions, plan: Plan, cache: Path, only: set[str] | None = None) -> TorchlibRewrite:
-    return rewrite_torchlib(scan_torchlib(root, native, cache), plan, native, only)
+    stages = StageCache.at(cache)
+    return rewrite_torchlib(scan_torchlib(root, native, stages), plan, native, stages, only)
 
 
 @pytest.fixture(scope="module")

@@ -105,6 +105,7 @@ import importlib.util  # noqa: E402
 import pytest  # noqa: E402
 from filelock import FileLock  # noqa: E402  (a dependency of torch)
 
+from migrate.cache import StageCache  # noqa: E402
 from migrate.evidence.opinfo.derived import opinfo_evidence  # noqa: E402
 from migrate.evidence.torchlib.resolve import scan_torchlib  # noqa: E402
 from migrate.infer import Sources, infer_plan  # noqa: E402
@@ -177,12 +178,13 @@ def _build(shared: Path) -> dict:
     native = NativeFunctions.load(installed_native_functions())
     installed = Path(next(iter(importlib.util.find_spec("onnxscript").submodule_search_locations)))
     results = {}
-    sweep = opinfo_evidence(None, None, False, None)  # the run's own OpInfo and probe evidence (fills a cold cache)
+    sweep = opinfo_evidence(StageCache.at(), None, False, None)  # the run's own OpInfo and probe evidence (fills a cold cache)
     for variant in VARIANTS:
         copy = shared / variant
         shutil.copytree(installed, copy / "onnxscript", ignore=shutil.ignore_patterns("__pycache__"))
         root = copy / "onnxscript" / "function_libs" / "torch_lib"
-        evidence = scan_torchlib(root, native, shared / "cache")
+        stages = StageCache.at(shared / "cache")
+        evidence = scan_torchlib(root, native, stages)
         sources = Sources(
             torchlib=evidence.overloads,
             opinfo=sweep.opinfo,
@@ -192,11 +194,11 @@ def _build(shared: Path) -> dict:
         )
         inferred = infer_plan(native, sources)
         plan = inferred if variant == "inferred" else hand_plan(inferred)
-        rewrite = rewrite_torchlib(evidence, plan, native)
+        rewrite = rewrite_torchlib(evidence, plan, native, stages)
         for path, _, after in rewrite.files:
             (root / path).write_bytes(after)
         probes[variant] = _start_probe(copy)
-        again = rewrite_torchlib(scan_torchlib(root, native, shared / "cache"), plan, native)
+        again = rewrite_torchlib(scan_torchlib(root, native, stages), plan, native, stages)
         plan.write(shared / f"{variant}.plan.json")
         results[variant] = {
             "root": str(root),

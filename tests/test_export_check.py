@@ -15,7 +15,8 @@ import pytest
 
 from migrate.check.export import CONFIRMED, REFUTED, cached_results, results_dir, run_export_check
 from migrate.check.export_worker import EXPORT_ERROR, INVALID_MODEL, MISMATCH, NO_SAMPLE, OK, RUNTIME_ERROR
-from migrate.evidence.opinfo.sweep import run_sweep, sweep_cache_dir
+from migrate.cache import StageCache
+from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.torchlib.resolve import installed_torchlib
 from migrate.model.dtypes import named
 from migrate.model.plan import Variable
@@ -38,9 +39,10 @@ CASES = {
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
     """A cache folder holding a copy of the OpInfo sweep's cache (and no export results)."""
-    run_sweep(ops=[MASK, "sin", "angle", "abs", "scatter_add"])  # fills the user's cache where it is cold
+    installed = SweepCache.of(StageCache.at())
+    run_sweep(installed, ops=[MASK, "sin", "angle", "abs", "scatter_add"])  # fills the user's cache where it is cold
     folder = tmp_path_factory.mktemp("cache")
-    shutil.copytree(sweep_cache_dir(None), sweep_cache_dir(folder))
+    shutil.copytree(installed.folder, SweepCache.of(StageCache.at(folder)).folder)
     return folder
 
 
@@ -53,7 +55,7 @@ def _declared(cases) -> dict[str, tuple[Variable, ...]]:
 
 @pytest.fixture(scope="module")
 def original(cache) -> dict:
-    check = run_export_check(_declared(CASES), {o for o, _, _ in CASES}, installed_torchlib(), jobs=2, cache_dir=cache, refresh=True)
+    check = run_export_check(_declared(CASES), {o for o, _, _ in CASES}, installed_torchlib(), StageCache.at(cache), jobs=2, refresh=True)
     return {(c.overload, c.cast, c.dtype.name): c for c in check.cases}
 
 
@@ -73,7 +75,7 @@ def test_the_exporter_reports_the_function_it_dispatched(original):
 
 def test_a_message_does_not_depend_on_the_cases_exported_with_it(original, cache):
     alone = ("sin", ("self",), "bfloat16")
-    check = run_export_check(_declared([alone]), {"sin"}, installed_torchlib(), jobs=1, cache_dir=cache, refresh=True)
+    check = run_export_check(_declared([alone]), {"sin"}, installed_torchlib(), StageCache.at(cache), jobs=1, refresh=True)
     (result,) = check.cases
     assert result.status == INVALID_MODEL
     assert result.message == original[alone].message
@@ -91,7 +93,7 @@ def test_a_rewritten_torch_lib_exports_sdpa_with_both_masks(cache, tmp_path, cap
     statuses = {(tuple(c["cast"]), c["dtype"]): c["status"] for c in json.loads(report.read_text())["cases"]}
     assert statuses[("attn_mask",), "torch.bool"] == OK
     assert statuses[("attn_mask",), "torch.float32"] == OK
-    assert results_dir(out / "torch_lib", cache) != results_dir(installed_torchlib(), cache)
+    assert results_dir(out / "torch_lib", StageCache.at(cache)) != results_dir(installed_torchlib(), StageCache.at(cache))
 
 
 def test_the_command_prints_a_table_writes_the_report_and_the_run_reads_verdicts(cache, tmp_path, capfd):
@@ -105,7 +107,7 @@ def test_the_command_prints_a_table_writes_the_report_and_the_run_reads_verdicts
     assert {"overload", "function", "dtypes", "status", "message"} <= set(written["cases"][0])
     assert written["summary"]["cases"] == len(written["cases"]) > 10
     assert sum(written["summary"]["by_status"].values()) == len(written["cases"])
-    assert cached_results(results_dir(installed_torchlib(), cache), "sin") is not None
+    assert cached_results(results_dir(installed_torchlib(), StageCache.at(cache)), "sin") is not None
     # The main run marks the coverage gaps of those overloads confirmed or refuted.
     plan_path = tmp_path / "report.json"
     code, _, err = run_cli(capfd, "--dry-run", "--op", "sin", "--op", "angle", "--cache-dir", str(cache), "--report", str(plan_path))

@@ -1,27 +1,34 @@
-"""Derived OpInfo/probe plans are cached by the state of the sweep cache, and equal what they are derived from."""
+"""Derived OpInfo/probe plans are cached by the content of the sweep cache, and equal what they are derived from."""
 
-import os
+from dataclasses import replace
 
-from migrate.evidence.opinfo.derived import _key, opinfo_evidence
+from migrate.cache import StageCache
+from migrate.evidence.opinfo.derived import opinfo_evidence
 from migrate.evidence.opinfo.observations import plans_from_sweep
-from migrate.evidence.opinfo.sweep import load_catalogue, run_sweep, sweep_cache_dir
+from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.probe.merge import probe_plans_from_sweep
 
 
-def test_cached_plans_equal_fresh_ones_and_follow_the_sweep_cache():
-    sweep = run_sweep(progress=False)  # fills the cache if it is cold
-    evidence = opinfo_evidence(None, None, False, None)
+def test_cached_plans_equal_fresh_ones():
+    cache = StageCache.at()
+    sweep = run_sweep(SweepCache.of(cache), progress=False)  # fills the cache if it is cold
+    evidence = opinfo_evidence(cache, None, False, None)
     assert evidence.opinfo == plans_from_sweep(sweep)
     assert evidence.probe == probe_plans_from_sweep(sweep)
     assert evidence.stats.ran == 0 and evidence.stats.from_cache == len(sweep.runs)
 
-    folder = sweep_cache_dir(None)
-    names = [e.opinfo.file_name for e in load_catalogue() if e.cpu_dtypes and (folder / e.opinfo.file_name).exists()]
-    before = _key(folder, names)
-    stat = (folder / names[0]).stat()
-    os.utime(folder / names[0], ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
-    try:
-        assert _key(folder, names) != before
-        assert opinfo_evidence(None, None, False, None).opinfo == evidence.opinfo
-    finally:
-        os.utime(folder / names[0], ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+def test_the_sweep_key_follows_the_content_of_the_cached_runs(tmp_path):
+    """A run stored again with other content gets a new file name, so a new key; the old file goes."""
+    installed = SweepCache.of(StageCache.at())
+    catalogue = installed.catalogue()
+    entry = next(e for e in catalogue if e.cpu_dtypes and e.opinfo in installed.runs([e]))
+    run = installed.run(entry.opinfo)
+    copy = SweepCache.of(StageCache.at(tmp_path))
+    copy.store_run(run)
+    before = copy.key([entry.opinfo])
+    copy.store_run(run)
+    assert copy.key([entry.opinfo]) == before  # the same content: the same name
+    copy.store_run(replace(run, samples=run.samples + 1))
+    assert copy.key([entry.opinfo]) != before
+    assert len(copy.files()) == 1 and copy.run(entry.opinfo).samples == run.samples + 1

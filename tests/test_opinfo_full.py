@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from migrate.evidence.opinfo.observations import plans_from_sweep
-from migrate.evidence.opinfo.sweep import run_sweep
+from migrate.cache import StageCache
+from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.runtime.records import CALL_RAISED, NO_CPU_DTYPES
 from migrate.model.native import NativeFunctions, installed_native_functions
 
@@ -14,7 +15,7 @@ FLOATS = ["float16", "bfloat16", "float32", "float64"]
 
 @pytest.fixture(scope="module")
 def result():
-    return run_sweep(progress=False)
+    return run_sweep(SweepCache.of(StageCache.at()), progress=False)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,8 @@ import pytest
 from migrate import torch_private
 from migrate.evidence.opinfo import sweep
 from migrate.evidence.opinfo.observations import plans_from_sweep
-from migrate.evidence.opinfo.sweep import run_sweep
+from migrate.cache import StageCache
+from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.runtime import workers
 from migrate.evidence.runtime.records import CALL_RAISED, NO_CPU_DTYPES, OpInfoId
 from migrate.evidence.runtime.workers import CRASH, DONE, TIMEOUT, Job, run_in_workers
@@ -38,7 +39,7 @@ SELECTED = [
 def swept(tmp_path_factory):
     """The selected OpInfos' sweep and the cache it filled."""
     cache = tmp_path_factory.mktemp("opinfo-cache")
-    return cache, run_sweep(jobs=2, cache_dir=cache, ops=SELECTED, progress=False)
+    return cache, run_sweep(SweepCache.of(StageCache.at(cache)), jobs=2, ops=SELECTED, progress=False)
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +67,10 @@ def copy_of(cache, tmp_path, with_runs=True):
     if with_runs:
         shutil.copytree(cache, target)
     else:
-        source = sweep.sweep_cache_dir(cache) / "catalogue.json"
-        (sweep.sweep_cache_dir(target)).mkdir(parents=True)
-        shutil.copy(source, sweep.sweep_cache_dir(target) / "catalogue.json")
+        source = SweepCache.of(StageCache.at(cache)).folder / "catalogue.json"
+        folder = SweepCache.of(StageCache.at(target)).folder
+        folder.mkdir(parents=True)
+        shutil.copy(source, folder / "catalogue.json")
     return target
 
 
@@ -138,14 +140,14 @@ def test_declared_dtypes_of_other_devices_are_kept(result):
 
 
 def test_a_rerun_reads_the_cache_and_gives_the_same_result(cache, result):
-    again = run_sweep(jobs=2, cache_dir=cache, ops=SELECTED, progress=False)
+    again = run_sweep(SweepCache.of(StageCache.at(cache)), jobs=2, ops=SELECTED, progress=False)
     assert again.stats.ran == 0 and again.stats.from_cache == 6
     assert again == result
 
 
 def test_refresh_runs_again(cache, result, tmp_path):
     private = copy_of(cache, tmp_path)
-    again = run_sweep(jobs=2, cache_dir=private, ops=["where"], refresh=True, progress=False)
+    again = run_sweep(SweepCache.of(StageCache.at(private)), jobs=2, ops=["where"], refresh=True, progress=False)
     # The where OpInfo by its name; sdpa because its cached run shows it reaching aten::where.self.
     assert [str(run.opinfo) for run in again.runs] == [str(SDPA), "where"]
     assert again.stats.ran == 2 and again.stats.from_cache == 0
@@ -161,13 +163,13 @@ def test_observations_do_not_depend_on_the_number_of_jobs(result):
 
 def test_a_cold_op_filter_runs_only_the_opinfos_of_that_op(cache, tmp_path):
     private = copy_of(cache, tmp_path, with_runs=False)
-    only = run_sweep(jobs=2, cache_dir=private, ops=["aten::scaled_dot_product_attention"], progress=False)
+    only = run_sweep(SweepCache.of(StageCache.at(private)), jobs=2, ops=["aten::scaled_dot_product_attention"], progress=False)
     assert [run.opinfo for run in only.runs] == [SDPA] and only.stats.ran == 1
 
 
 def test_a_warm_op_filter_also_selects_the_opinfos_cached_as_reaching_it(cache, tmp_path):
     private = copy_of(cache, tmp_path)
-    selected = run_sweep(jobs=2, cache_dir=private, ops=["add.Tensor"], progress=False)
+    selected = run_sweep(SweepCache.of(StageCache.at(private)), jobs=2, ops=["add.Tensor"], progress=False)
     chosen = {str(e.opinfo) for e in selected.catalogue}
     assert {"gradient", "nn.functional.conv1d", "add"} <= chosen
     assert "jiterator_unary" not in chosen
@@ -295,11 +297,11 @@ def test_a_crash_is_contained_and_reported_with_its_signal():
 
 def test_a_timed_out_opinfo_is_a_failure_and_is_not_cached(cache, tmp_path):
     private = copy_of(cache, tmp_path, with_runs=False)
-    result = run_sweep(jobs=1, cache_dir=private, ops=["gradient"], timeout=0.01, progress=False)
+    result = run_sweep(SweepCache.of(StageCache.at(private)), jobs=1, ops=["gradient"], timeout=0.01, progress=False)
     (failure,) = result.failures
     assert failure.kind == TIMEOUT and failure.opinfo == OpInfoId("gradient")
     assert not result.runs[0].complete
-    assert sweep.load_cached_run(private, OpInfoId("gradient")) is None
+    assert SweepCache.of(StageCache.at(private)).run(OpInfoId("gradient")) is None
 
 
 def test_op_spellings_select_overloads_as_the_command_line_means_them():

@@ -17,6 +17,7 @@ from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.evidence.probe.merge import ACCEPTED, JOINED, REJECTED, SPLIT, is_rejection, probe_plans_from_sweep, probe_summary
 from migrate.evidence.probe.worker import dtype_universe
 from migrate.evidence.runtime.recorders import dtype_name
+from migrate.cache import StageCache
 from migrate.evidence.torchlib.resolve import scan_torchlib
 from migrate.infer import Sources, infer_plan
 from migrate.model.dtypes import DType, named
@@ -35,12 +36,12 @@ def cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def result(cache):
-    return sweep.run_sweep(jobs=2, cache_dir=cache, ops=OPS, progress=False)
+    return sweep.run_sweep(sweep.SweepCache.of(StageCache.at(cache)), jobs=2, ops=OPS, progress=False)
 
 
 @pytest.fixture(scope="module")
 def plan(result, cache):
-    torchlib = scan_torchlib(None, NATIVE, cache)
+    torchlib = scan_torchlib(None, NATIVE, StageCache.at(cache))
     sources = Sources(
         torchlib.overloads,
         plans_from_sweep(result),
@@ -107,7 +108,7 @@ def test_the_torchlib_body_comparison_is_evidence_with_file_and_line(plan):
     (body,) = [e for e in attn_mask.evidence if e.source == TORCHLIB]
     path, line = body.where.split(" ", 1)[0].rsplit(":", 1)
     assert path == "ops/nn.py" and body.dtypes == named("bool") and body.slots == ("attn_mask",)
-    source = (scan_torchlib(None, NATIVE).root / path).read_text().splitlines()
+    source = (scan_torchlib(None, NATIVE, StageCache.at()).root / path).read_text().splitlines()
     assert "attn_mask.dtype == ir.DataType.BOOL" in source[int(line) - 1]
 
 
@@ -162,7 +163,7 @@ def test_the_summary_counts_what_probing_changed_and_survives_the_report(plan):
 
 
 def test_probing_is_cached_with_the_sweep(cache, result):
-    again = sweep.run_sweep(jobs=2, cache_dir=cache, ops=OPS, progress=False)
+    again = sweep.run_sweep(sweep.SweepCache.of(StageCache.at(cache)), jobs=2, ops=OPS, progress=False)
     assert again.stats.ran == 0 and again == result
     assert all(run.probes for run in again.runs)
 

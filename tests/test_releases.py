@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from migrate.cli import main
+from migrate.cache import StageCache
 from migrate.evidence.torchlib.resolve import scan_torchlib
 from migrate.model.native import NativeFunctions
 from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, run_cli
@@ -258,13 +259,13 @@ def test_compat_on_a_source_tree_without_its_torchgen_says_how_to_get_it(release
 
 def _registrations(folder: Path) -> dict[tuple[str, str], tuple]:
     """Each function's registrations as the scan reads them: names and flags."""
-    scanned = scan_torchlib(folder, NativeFunctions.load(REAL_NATIVE_FUNCTIONS), None)
+    scanned = scan_torchlib(folder, NativeFunctions.load(REAL_NATIVE_FUNCTIONS), StageCache.at())
     return {(r.path, r.function): (r.names, r.complex, r.private, r.trace_only, r.condition) for r in scanned.registrations}
 
 
 def _variant_evidence(folder: Path) -> dict[tuple[str, str, tuple[str, ...]], tuple]:
     """Per overload that several functions register (dtype variants) and per function: the dtypes its annotations give each slot."""
-    scanned = scan_torchlib(folder, NativeFunctions.load(REAL_NATIVE_FUNCTIONS), None)
+    scanned = scan_torchlib(folder, NativeFunctions.load(REAL_NATIVE_FUNCTIONS), StageCache.at())
     found = {}
     for overload, registrations in scanned.by_overload.items():
         if len(registrations) < 2 and not any(r.complex for r in registrations):
@@ -312,7 +313,7 @@ def test_every_dtype_variant_keeps_its_specialisation(older_torchlib):
 
 def _complex_variants(folder: Path) -> dict[tuple, tuple]:
     """complex=True functions' annotations as the scan reads them (their real-view annotations are never rewritten)."""
-    scanned = scan_torchlib(folder, NativeFunctions.load(REAL_NATIVE_FUNCTIONS), None)
+    scanned = scan_torchlib(folder, NativeFunctions.load(REAL_NATIVE_FUNCTIONS), StageCache.at())
     found = {(r.path, r.function, r.names): (r.params, r.returns) for r in scanned.registrations if r.complex}
     assert found
     return found

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate.evidence.opinfo.sweep import run_sweep
+from migrate.cache import StageCache
+from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.runtime.records import overload_key
 from migrate.evidence.torchlib.resolve import installed_torchlib
 from migrate.model.declared import declared_variables
@@ -52,7 +53,7 @@ def test_every_declared_variable_accepts_every_observed_dtype(migrated):
     native = NativeFunctions.load(migrated / "native_functions.yaml")
     sets = GlobalSetsFile.load(sibling_constraints_path(migrated / "native_functions.yaml")).by_name
     declared = {e.name: {s: v for v in declared_variables(native, e, sets) for s in v.binds} for e in native.entries}
-    sweep = run_sweep(progress=False)
+    sweep = run_sweep(SweepCache.of(StageCache.at()), progress=False)
     violations, checked = [], 0
     for observation in sweep.observations:
         variables = declared.get(overload_key(observation.overload) or "", {})

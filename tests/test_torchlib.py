@@ -18,6 +18,7 @@ import libcst
 import pytest
 
 import migrate.evidence.torchlib.scan
+from migrate.cache import StageCache
 from migrate.evidence.torchlib.resolve import OverloadIndex, installed_torchlib, scan_torchlib
 from migrate.model.dtypes import DType, named
 from migrate.model.native import NativeFunctions, installed_native_functions
@@ -35,7 +36,7 @@ def cache_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def evidence(native, cache_dir):
-    return scan_torchlib(installed_torchlib(), native, cache_dir)
+    return scan_torchlib(installed_torchlib(), native, StageCache.at(cache_dir))
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +166,7 @@ def test_unchanged_tree_is_read_from_the_cache(evidence, native, cache_dir, monk
         raise AssertionError("parsed although the cache holds this content")
 
     monkeypatch.setattr(migrate.evidence.torchlib.scan.cst, "parse_module", no_parsing)
-    warm = scan_torchlib(installed_torchlib(), native, cache_dir)
+    warm = scan_torchlib(installed_torchlib(), native, StageCache.at(cache_dir))
     assert warm.cached_files == warm.files == evidence.files
     assert warm.overloads == evidence.overloads
     assert warm.registrations == evidence.registrations
@@ -184,7 +185,7 @@ def test_an_edited_module_alone_is_parsed_again(evidence, native, cache_dir, tmp
         return parse(text, *args, **kwargs)
 
     monkeypatch.setattr(migrate.evidence.torchlib.scan.cst, "parse_module", counting)
-    copy = scan_torchlib(tree, native, cache_dir)
+    copy = scan_torchlib(tree, native, StageCache.at(cache_dir))
     assert len(parsed) == 1 and parsed[0].startswith("# an edit\n")
     assert copy.cached_files == copy.files - 1
     moved = {r.where for r in copy.registrations if r.path == "ops/special.py"}
@@ -197,8 +198,8 @@ def test_the_scan_imports_neither_onnxscript_nor_torch(evidence, cache_dir):
     code = (
         "import sys\n"
         "from migrate.model.native import NativeFunctions, installed_native_functions\n"
-        "from migrate.evidence.torchlib.resolve import scan_torchlib\n"
-        f"evidence = scan_torchlib(None, NativeFunctions.load(installed_native_functions()), {str(cache_dir)!r})\n"
+        "from migrate.cache import StageCache\nfrom migrate.evidence.torchlib.resolve import scan_torchlib\n"
+        f"evidence = scan_torchlib(None, NativeFunctions.load(installed_native_functions()), StageCache.at({str(cache_dir)!r}))\n"
         f"assert len(evidence.overloads) == {len(evidence.overloads)}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('onnxscript', 'torch')))\n"
     )

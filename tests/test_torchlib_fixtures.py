@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import types
 from pathlib import Path
 
 import pytest
 
 from migrate.errors import InputError
+from migrate.cache import StageCache
 from migrate.evidence.torchlib.resolve import scan_torchlib
 from migrate.model.dtypes import COMPLEX, canonical, format_set, named
 from migrate.model.native import NativeFunctions
-from migrate.show import run
+from migrate.pipeline import Options, Session
+from migrate.show import show
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 VARIANTS = FIXTURES / "torchlib_variants"
@@ -30,12 +31,12 @@ def native() -> NativeFunctions:
 
 @pytest.fixture(scope="module")
 def variants(native, tmp_path_factory):
-    return scan_torchlib(VARIANTS, native, tmp_path_factory.mktemp("cache"))
+    return scan_torchlib(VARIANTS, native, StageCache.at(tmp_path_factory.mktemp("cache")))
 
 
 @pytest.fixture(scope="module")
 def malformed(native, tmp_path_factory):
-    return scan_torchlib(MALFORMED, native, tmp_path_factory.mktemp("cache"))
+    return scan_torchlib(MALFORMED, native, StageCache.at(tmp_path_factory.mktemp("cache")))
 
 
 def _line_of(path: Path, text: str) -> int:
@@ -163,8 +164,8 @@ def test_malformed_modules_give_errors_naming_file_and_line_and_the_scan_goes_on
 
 
 def test_show_prints_each_variant_subset(capsys, tmp_path):
-    args = types.SimpleNamespace(name="aten::scaled_dot_product_attention", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path, verbose=True)
-    assert run(args) == 0
+    args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)), "aten::scaled_dot_product_attention", True)
+    assert show(*args) == 0
     out = capsys.readouterr().out
     path = VARIANTS / "ops" / "attention.py"
     line = _line_of(path, "def aten_scaled_dot_product_attention_bool_mask") - 1
@@ -176,21 +177,21 @@ def test_show_prints_each_variant_subset(capsys, tmp_path):
 
 
 def test_show_all_overloads_of_a_name(capsys, tmp_path):
-    args = types.SimpleNamespace(name="add", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path, verbose=False)
-    run(args)
+    args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)), "add", False)
+    show(*args)
     out = capsys.readouterr().out
     assert "add.Tensor(" in out and "add.Scalar(" in out
     assert "aten_add_complex (complex)" in out
 
 
 def test_show_unknown_name_lists_close_matches(tmp_path):
-    args = types.SimpleNamespace(name="aten::scaled_dot_product_atention", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path, verbose=False)
+    args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)), "aten::scaled_dot_product_atention", False)
     with pytest.raises(InputError, match="close matches: scaled_dot_product_attention"):
-        run(args)
+        show(*args)
 
 
 def test_show_names_sets_without_v(capsys, tmp_path):
-    args = types.SimpleNamespace(name="aten::scaled_dot_product_attention", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path, verbose=False)
-    assert run(args) == 0
+    args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)), "aten::scaled_dot_product_attention", False)
+    assert show(*args) == 0
     out = capsys.readouterr().out
     assert "BOOL_or_TFloat TFloatingAndBoolHalfBFloat16: attn_mask" in out and "[torch." not in out

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 
 import pytest
 
-from migrate.check.verify import EXIT_OK, EXIT_VIOLATIONS, run
+from migrate.check.verify import EXIT_OK, EXIT_VIOLATIONS
 from migrate.cli import main
 from migrate.errors import InputError
-from migrate.evidence.opinfo.sweep import load_catalogue
+from migrate.cache import StageCache
+from migrate.evidence.opinfo.sweep import SweepCache
 from tests.conftest import FIXTURES
 
 FIXTURE = FIXTURES / "verify" / "native_functions.yaml"
@@ -20,12 +20,12 @@ FIXTURE = FIXTURES / "verify" / "native_functions.yaml"
 def cache(tmp_path_factory):
     """A cache holding only the OpInfo catalogue: OpInfos are selected by the operators they are about."""
     folder = tmp_path_factory.mktemp("verify-cache")
-    load_catalogue(folder)
+    SweepCache.of(StageCache.at(folder)).catalogue()
     return folder
 
 
 def verify(capfd, cache, native_functions, *ops):
-    code = run(argparse.Namespace(native_functions=native_functions, op=list(ops), jobs=2, cache_dir=cache))
+    code = main(["verify", "--native-functions", str(native_functions), *(a for op in ops for a in ("--op", op)), "-j", "2", "--cache-dir", str(cache)])
     return code, capfd.readouterr().out
 
 

@@ -17,7 +17,6 @@ or refuted (``verdicts``).
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import re
 import time
@@ -27,14 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate.cache import cache_root, store
+from migrate.cache import StageCache, store
 from migrate.check import export_worker
 from migrate.check.export_worker import NO_SAMPLE, OK, STATUSES
 from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import Conflict, Variable
 
-FORMAT = 1  # of the cache files
 JOB_OVERLOADS = 40  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter
 JOB_TIMEOUT = 1200.0  # seconds per worker
 FAILING = tuple(s for s in STATUSES if s not in (OK, NO_SAMPLE))
@@ -141,28 +139,18 @@ def requests(declared: Mapping[str, tuple[Variable, ...]], registered: Iterable[
 # --- the cache -----------------------------------------------------------------------------------
 
 
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "absent"
-
-
 def torchlib_digest(root: Path) -> str:
     """The torch_lib's content: every module's path and bytes."""
-    digest = hashlib.sha256()
+    found = hashlib.sha256()
     for path in sorted(p for p in Path(root).rglob("*.py") if p.is_file()):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+        found.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return found.hexdigest()
 
 
-def results_dir(torchlib: Path, cache_dir: Path | str | None = None) -> Path:
-    """Where the results for this torch_lib live, under the installed torch, onnxscript and onnxruntime."""
-    key = hashlib.sha256()
-    for part in (str(FORMAT), _version("torch"), _version("onnxscript"), _version("onnxruntime"), torchlib_digest(torchlib)):
-        key.update(part.encode() + b"\0")
-    key.update(Path(export_worker.__file__).read_bytes())
-    return cache_root(cache_dir) / "export" / key.hexdigest()[:32]
+def results_dir(torchlib: Path, cache: StageCache) -> Path:
+    """Where the results for this torch_lib live: the ``export`` stage (keyed by the worker's code and the
+    torch, onnxscript and onnxruntime versions), a folder per torch_lib content."""
+    return cache.stage("export", export_worker.__name__).folder / torchlib_digest(torchlib)[:32]
 
 
 def _file(folder: Path, overload: str) -> Path:
@@ -179,7 +167,7 @@ def cached_results(folder: Path, overload: str, cases: tuple[CaseRequest, ...] |
         obj = json.loads(_file(folder, overload).read_bytes())
     except (OSError, ValueError):
         return None
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+    if not isinstance(obj, dict):
         return None
     if cases is not None and obj.get("request") != _request_json(cases):
         return None
@@ -193,15 +181,15 @@ def run_export_check(
     declared: Mapping[str, tuple[Variable, ...]],
     registered: Iterable[str],
     torchlib: Path,
+    cache: StageCache,
     jobs: int | None = None,
-    cache_dir: Path | str | None = None,
     refresh: bool = False,
     progress: bool | None = None,
 ) -> ExportCheck:
     """Check every case of the registered overloads (cached ones read, the rest run in ``jobs`` workers)."""
     started = time.monotonic()
     wanted = requests(declared, registered)
-    folder = results_dir(torchlib, cache_dir)
+    folder = results_dir(torchlib, cache)
     found: dict[str, tuple[CaseResult, ...]] = {}
     for overload, cases in wanted.items():
         cached = None if refresh else cached_results(folder, overload, cases)
@@ -209,29 +197,30 @@ def run_export_check(
             found[overload] = cached
     missing = {overload: cases for overload, cases in wanted.items() if overload not in found}
     if missing:
-        for overload, results, complete in _run(missing, torchlib, jobs, cache_dir, progress):
+        for overload, results, complete in _run(missing, torchlib, jobs, cache, progress):
             found[overload] = results
             if complete:
-                obj = {"format": FORMAT, "request": _request_json(missing[overload]), "cases": [r.to_json() for r in results]}
+                obj = {"request": _request_json(missing[overload]), "cases": [r.to_json() for r in results]}
                 store(_file(folder, overload), json.dumps(obj, separators=(",", ":")).encode())
     cases = tuple(result for overload in wanted for result in found[overload])
     return ExportCheck(cases, Path(torchlib), len(wanted), len(missing), time.monotonic() - started)
 
 
-def _sources(overloads: Iterable[str], cache_dir: Path | str | None) -> dict[str, tuple[tuple[str, str], str]]:
+def _sources(overloads: Iterable[str], cache: StageCache) -> dict[str, tuple[tuple[str, str], str]]:
     """Per overload, the OpInfo (name, variant) and sample dtype whose samples best reach it, from the sweep's cache.
 
     Calls made by the sample's own code first, then an OpInfo about the operator, then
     float32 samples, then the most calls; ties by name (the same choice every run).
     """
-    from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue
+    from migrate.evidence.opinfo.sweep import SweepCache
 
     keys = {("aten::" + o).removesuffix(".default"): o for o in overloads}
     best: dict[str, tuple] = {}
-    for entry in load_catalogue(cache_dir):
-        if not entry.cpu_dtypes:
-            continue
-        run = load_cached_run(cache_dir, entry.opinfo)
+    sweep = SweepCache.of(cache)
+    catalogue = sweep.catalogue()
+    runs = sweep.runs(catalogue)
+    for entry in catalogue:
+        run = runs.get(entry.opinfo)
         if run is None or not (run.overloads & keys.keys()):
             continue
         counts: Counter[tuple[str, DType, bool]] = Counter()
@@ -248,10 +237,10 @@ def _sources(overloads: Iterable[str], cache_dir: Path | str | None) -> dict[str
 
 
 def _run(
-    missing: dict[str, tuple[CaseRequest, ...]], torchlib: Path, jobs: int | None, cache_dir: Path | str | None, progress: bool | None
+    missing: dict[str, tuple[CaseRequest, ...]], torchlib: Path, jobs: int | None, cache: StageCache, progress: bool | None
 ) -> Iterable[tuple[str, tuple[CaseResult, ...], bool]]:
     """Each missing overload's results as its worker ends, and whether they are complete (cacheable)."""
-    sources = _sources(missing, cache_dir)
+    sources = _sources(missing, cache)
     unreached = [overload for overload in missing if overload not in sources]
     for overload in unreached:
         why = "no OpInfo sample in the sweep's cache calls it"
@@ -307,9 +296,9 @@ def verdict(conflict: Conflict, results: Iterable[CaseResult]) -> str:
     return REFUTED if relevant else ""
 
 
-def verdicts(conflicts: Mapping[str, tuple[Conflict, ...]], torchlib: Path, cache_dir: Path | str | None) -> dict[tuple[str, int], str]:
+def verdicts(conflicts: Mapping[str, tuple[Conflict, ...]], torchlib: Path, cache: StageCache) -> dict[tuple[str, int], str]:
     """Per (overload, index of the conflict), the verdict on each export-coverage-gap conflict with cached results."""
-    folder = results_dir(torchlib, cache_dir)
+    folder = results_dir(torchlib, cache)
     found = {}
     for overload, listed in conflicts.items():
         gaps = [(i, c) for i, c in enumerate(listed) if c.kind == COVERAGE_GAP]

@@ -11,19 +11,19 @@ Exit code 3 when any violation was found.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from migrate.check.checker import Declarations, Violation, checking
-from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue
 from migrate.evidence.opinfo.worker import call_samples, find_opinfo, samples_by_dtype
 from migrate.evidence.runtime.records import BACKWARD_RAISED, CALL_RAISED, NO_CPU_DTYPES, SAMPLE_INPUTS_RAISED, CatalogueEntry, Failure, OpInfoId
 from migrate.evidence.runtime.workers import DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
 from migrate.model.dtypes import DType
+
+if TYPE_CHECKING:  # each worker imports this module, and reading yaml is no work of theirs
+    from migrate.model.native import NativeFunctions
 
 EXIT_OK, EXIT_VIOLATIONS = 0, 3
 SOURCES_SHOWN = 5  # OpInfos named under each violation; the rest are counted
@@ -65,40 +65,17 @@ def _violation_order(violation: Violation) -> tuple:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    """The verify command: 0 when no call broke a declaration, 3 when any did; bad input raises InputError."""
-    # Imported here: each worker imports this module, and reading yaml is no work of theirs.
-    from migrate.model.native import NativeFunctions, installed_native_functions
-
-    native = NativeFunctions.load(args.native_functions or installed_native_functions())
+def verify_declarations(
+    native: NativeFunctions, selected: set[str] | None, catalogue: Iterable[CatalogueEntry], jobs: int | None = None
+) -> VerifyResult | None:
+    """The catalogue's OpInfos run under the checker built from the yaml's declarations (of the selected
+    overloads); None when it declares nothing to check."""
     declarations = Declarations.from_native(native)
-    selected = set(native.overloads_named(args.op)) if args.op else None
     if selected is not None:
         declarations = declarations.only(selected)
     if not declarations.overloads:
-        print(f"verify: {native.path} declares no type variable{' for the selected overloads' if args.op else ''}: nothing to check")
-        return EXIT_OK
-    catalogue = load_catalogue(args.cache_dir)
-    if selected is not None:
-        catalogue = _reaching(catalogue, selected, args.cache_dir)
-    result = verify(declarations, catalogue, jobs=args.jobs)
-    sys.stdout.write(report(result, native.path))
-    return EXIT_VIOLATIONS if result.found else EXIT_OK
-
-
-def _reaching(catalogue: Iterable[CatalogueEntry], selected: set[str], cache_dir: Path | None) -> tuple[CatalogueEntry, ...]:
-    """OpInfos about the selected operators by name, or whose cached sweep run called a selected overload."""
-    families = {name.split(".", 1)[0] for name in selected}
-    recorded = {"aten::" + name for name in selected}  # the sweep's spelling: 'aten::add.Tensor', 'aten::add'
-    chosen = []
-    for entry in catalogue:
-        if families & set(entry.operator_names):
-            chosen.append(entry)
-        elif entry.cpu_dtypes:
-            cached = load_cached_run(cache_dir, entry.opinfo)
-            if cached is not None and cached.overloads & recorded:
-                chosen.append(entry)
-    return tuple(chosen)
+        return None
+    return verify(declarations, catalogue, jobs=jobs)
 
 
 def verify(

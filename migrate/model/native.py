@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,13 +17,10 @@ from typing import Any
 
 import yaml
 
-from migrate.cache import cache_root, content_key, read_pickle, write_pickle
 from migrate.errors import InputError
 from migrate.model.schema import SchemaError, TypedSchema
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# The scanned entries of a file are cached by its content; bump when Entry, TypedSchema or Slot change.
-ENTRIES_VERSION = "entries-3"
 _ITEM = re.compile(r"-(?: +|$)")
 _FUNC_KEY = re.compile(r"func:[ \t]*")
 CONSTRAINTS_KEY = "type_constraints"
@@ -117,6 +113,20 @@ def _schema_span(line: str, value_at: int) -> tuple[int, int]:
     return value_at, value_at + len(value)
 
 
+def _lines(data: bytes, path: Path) -> list[str]:
+    try:
+        return data.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError as exc:
+        raise InputError("not UTF-8 text", path) from exc
+
+
+def scan_entries(data: bytes, path: Path | str) -> list[Entry]:
+    """Every ``- func:`` entry of the file's bytes, with its lines and typed schema (what a cache may keep)."""
+    path = Path(path)
+    lines = _lines(data, path)
+    return [_read_entry(path, lines, index, start, stop) for index, (start, stop) in enumerate(top_level_items(lines, path, "'- func:' entries"))]
+
+
 @dataclass
 class NativeFunctions:
     """A native_functions.yaml file: its exact text and its entries."""
@@ -137,21 +147,11 @@ class NativeFunctions:
         return cls.parse(data, path)
 
     @classmethod
-    def parse(cls, data: bytes, path: Path | str) -> NativeFunctions:
+    def parse(cls, data: bytes, path: Path | str, entries: list[Entry] | None = None) -> NativeFunctions:
+        """The file of these bytes; ``entries`` are its scanned entries when a cache holds them (``scan_entries``)."""
         path = Path(path)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError("not UTF-8 text", path) from exc
-        lines = text.splitlines(keepends=True)
-        cache = cache_root() / "native" / f"{hashlib.sha256(ENTRIES_VERSION.encode() + data).hexdigest()}.pickle"
-        entries = read_pickle(cache, list)
-        if entries is None:
-            entries = [
-                _read_entry(path, lines, index, start, stop)
-                for index, (start, stop) in enumerate(top_level_items(lines, path, "'- func:' entries"))
-            ]
-            write_pickle(cache, entries)
+        lines = _lines(data, path)
+        entries = scan_entries(data, path) if entries is None else entries
         by_name: dict[str, Entry] = {}
         for entry in entries:
             if entry.name in by_name:
@@ -167,18 +167,11 @@ class NativeFunctions:
         """Parse every entry's yaml and every schema through the installed torchgen (by grouping every family).
 
         Broken yaml or a schema torchgen refuses anywhere in the file is reported. Returns the overloads whose
-        schema uses type words the installed torchgen does not know. A file checked before by the same code
-        and torch is not checked again: its groups are read from the cache.
+        schema uses type words the installed torchgen does not know.
         """
-        cache = cache_root() / "native" / f"{content_key('validated', self.data)}.pickle"
-        stored = read_pickle(cache, tuple)
-        if stored is not None:
-            self.groups.restore(*stored)
-        else:
-            for entry in self.entries:
-                self.fields(entry)
-            self.groups.check_all()
-            write_pickle(cache, self.groups.state())
+        for entry in self.entries:
+            self.fields(entry)
+        self.groups.check_all()
         return tuple(sorted(self.groups.unchecked))
 
     def key_span(self, entry: Entry, key: str) -> KeySpan | None:

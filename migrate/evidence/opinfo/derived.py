@@ -2,28 +2,24 @@
 
 Building plans from every cached observation and probe takes seconds, reading the
 runs alone half a second; yet they change only when a sweep writes its cache. So the
-derived plans are cached under a key made of the run files' names, sizes and
-modification times, the code that derives them, and the torch version; a warm run
-reads one file, or only the small summary beside it when the plan inferred from them is
-cached too (``sweep_state`` gives the key, ``sweep_summary`` and ``evidence_of`` read).
+derived plans are a stage of their own, keyed by the content of the cached runs (their
+files' names carry their digests: ``SweepCache.key``) and the code that derives them; a
+warm run reads one file, or only the small summary beside it when the plan inferred from
+them is cached too (``sweep_state`` gives the key, ``sweep_summary`` and ``evidence_of`` read).
 ``--op`` runs use the same full plans, restricted: each overload's plan depends only
 on its own observations, so they decide as a full run does.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from migrate.cache import cache_root, read_pickle, write_pickle
+from migrate.cache import Stage, StageCache
 from migrate.evidence.opinfo import observations as observations_module
 from migrate.evidence.opinfo.forwards import Forward, MetadataKernel, load_forwards
-from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue, run_sweep, sweep_cache_dir
+from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.probe import merge as probe_module
 from migrate.evidence.probe import schema_calls as schema_calls_module
-from migrate.evidence.runtime import records as records_module
-from migrate.evidence.runtime import variables as variables_module
 from migrate.evidence.runtime.records import SweepResult, SweepStats
 from migrate.model.plan import OverloadPlan
 
@@ -43,17 +39,6 @@ class OpInfoEvidence:
     schema_calls: dict[str, OverloadPlan] = field(default_factory=dict)  # calls built from schemas, of overloads no sample reached
 
 
-def _key(sweep_dir: Path, names: list[str]) -> str:
-    """The state of the sweep cache and of the deriving code, as one digest."""
-    digest = hashlib.sha256()
-    for module in (records_module, variables_module, observations_module, probe_module, schema_calls_module):
-        digest.update(Path(module.__file__).read_bytes())
-    for name in sorted(names):
-        stat = (sweep_dir / name).stat()
-        digest.update(f"{name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
-
-
 def _derive(sweep: SweepResult) -> OpInfoEvidence:
     observations = sweep.observations
     observed = frozenset(k for o in observations if (k := observations_module.overload_key(o.overload)) is not None)
@@ -68,14 +53,18 @@ def _derive(sweep: SweepResult) -> OpInfoEvidence:
 
 @dataclass(frozen=True)
 class SweepState:
-    """The sweep cache once a run has filled what it lacked: what it holds, and a digest of that."""
+    """The sweep cache once a run has filled what it lacked: what it holds, and a content key of that."""
 
     opinfos: int  # in the catalogue
     ran: int  # OpInfos this run swept
     present: int  # OpInfos with a cached run
-    key: str  # of the cache's state and the deriving code (see _key)
-    cache_dir: Path | None
+    key: str  # of the cached runs' contents (SweepCache.key)
+    cache: StageCache
     jobs: int | None = None  # workers for what the cache still lacks (the calls built from schemas)
+
+    @property
+    def sweep(self) -> SweepCache:
+        return SweepCache.of(self.cache)
 
 
 @dataclass(frozen=True)
@@ -87,26 +76,29 @@ class SweepSummary:
     samples: int
 
 
-def sweep_state(jobs: int | None, cache_dir: Path | None, refresh: bool, only: set[str] | None) -> SweepState:
+def sweep_state(cache: StageCache, jobs: int | None, refresh: bool, only: set[str] | None) -> SweepState:
     """Run what the sweep cache lacks (with ``only``: the OpInfos reaching those overloads)."""
-    catalogue = load_catalogue(cache_dir)
-    wanted = [e for e in catalogue if e.cpu_dtypes]
-    sweep_dir = sweep_cache_dir(cache_dir)
+    sweep = SweepCache.of(cache)
+    wanted = [e.opinfo for e in sweep.catalogue() if e.cpu_dtypes]
+    files = sweep.files()
     ran = 0
-    if refresh or not all((sweep_dir / e.opinfo.file_name).exists() for e in wanted):
-        ran = run_sweep(jobs=jobs, cache_dir=cache_dir, refresh=refresh, ops=sorted(only) if only is not None else None).stats.ran
-    present = [e.opinfo.file_name for e in wanted if (sweep_dir / e.opinfo.file_name).exists()]
-    return SweepState(len(catalogue), ran, len(present), _key(sweep_dir, present), cache_dir, jobs)
+    if refresh or not all(o.file_stem in files for o in wanted):
+        if sweep.stage.progress is not None:
+            sweep.stage.progress("running the OpInfo samples the cache lacks, in workers")
+        ran = run_sweep(sweep, jobs=jobs, refresh=refresh, ops=sorted(only) if only is not None else None).stats.ran
+        files = sweep.files()
+    present = [o for o in wanted if o.file_stem in files]
+    return SweepState(len(sweep.catalogue()), ran, len(present), sweep.key(present), cache, jobs)
 
 
-def _paths(state: SweepState) -> tuple[Path, Path]:
-    folder = cache_root(state.cache_dir) / "derived"
-    return folder / f"{state.key}.pickle", folder / f"{state.key}.summary.pickle"
+def _derived(state: SweepState) -> tuple[Stage, Stage]:
+    """The derived plans, and their summary apart, keyed by the runs' contents and the deriving code."""
+    return state.cache.stage("derived", __name__), state.cache.stage("derived-summary", __name__)
 
 
 def sweep_summary(state: SweepState) -> SweepSummary:
     """The observed overloads and failures of the cached runs (derived once, with the plans)."""
-    summary = read_pickle(_paths(state)[1], SweepSummary)
+    summary = _derived(state)[1].read(state.key, kind=SweepSummary)
     if summary is None:
         evidence = evidence_of(state)
         summary = SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples)
@@ -115,25 +107,25 @@ def sweep_summary(state: SweepState) -> SweepSummary:
 
 def evidence_of(state: SweepState) -> OpInfoEvidence:
     """The per-overload plans of the cached runs: derived when the cache changed, else read."""
-    derived_path, summary_path = _paths(state)
-    evidence = read_pickle(derived_path, OpInfoEvidence)
+    derived, summaries = _derived(state)
+    evidence = derived.read(state.key, kind=OpInfoEvidence)
     if evidence is None:
-        catalogue = load_catalogue(state.cache_dir)
-        wanted = [e for e in catalogue if e.cpu_dtypes]
-        runs = tuple(r for e in wanted if (r := load_cached_run(state.cache_dir, e.opinfo)) is not None)
+        sweep = state.sweep
+        catalogue = sweep.catalogue()
+        runs = tuple(sweep.runs(catalogue).values())
         stats = SweepStats(len(catalogue), state.ran, len(runs) - state.ran, sum(r.samples for r in runs), 0.0)
         evidence = _derive(SweepResult(runs, catalogue, stats))
-        write_pickle(derived_path, evidence)
-    if not summary_path.exists():
-        write_pickle(summary_path, SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples))
+        derived.write(evidence, state.key)
+    if summaries.read(state.key, kind=SweepSummary) is None:
+        summaries.write(SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples), state.key)
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
-    aliases = tuple(sorted({pair for e in load_catalogue(state.cache_dir) for pair in e.aliases}))
-    forwards, kernels = load_forwards(sweep_cache_dir(state.cache_dir))
-    built = schema_calls_module.schema_call_plans(schema_calls_module.load_schema_calls(sweep_cache_dir(state.cache_dir), state.jobs))
+    aliases = tuple(sorted({pair for e in state.sweep.catalogue() for pair in e.aliases}))
+    forwards, kernels = load_forwards(state.cache)
+    built = schema_calls_module.schema_call_plans(schema_calls_module.load_schema_calls(state.cache, state.jobs))
     built = {name: plan for name, plan in built.items() if name not in evidence.observed}  # samples speak for the rest
     return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, built)
 
 
-def opinfo_evidence(jobs: int | None, cache_dir: Path | None, refresh: bool, only: set[str] | None) -> OpInfoEvidence:
+def opinfo_evidence(cache: StageCache, jobs: int | None, refresh: bool, only: set[str] | None) -> OpInfoEvidence:
     """Run what the sweep cache lacks (with ``only``: the OpInfos reaching those overloads), then the plans."""
-    return evidence_of(sweep_state(jobs, cache_dir, refresh, only))
+    return evidence_of(sweep_state(cache, jobs, refresh, only))

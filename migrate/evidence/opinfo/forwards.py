@@ -13,27 +13,23 @@ A kernel of one tensor argument that makes no call at all (``is_floating_point``
 ``dim``) reads only its tensor's metadata: it is run for a tensor of every dtype, and the
 dtypes it raised for none of are what that argument accepts (provenance ``kernel``).
 
-The tables depend only on the torch release: they are cached in the sweep cache folder. A
+The tables depend only on the torch release and this code: they are cached as the ``forwards`` stage. A
 kernel that crashes its worker is left out, and a new worker goes on after it.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from migrate import torch_private
-from migrate.cache import store
-from migrate.evidence.runtime.records import FORMAT
+from migrate.cache import StageCache
 from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
 from migrate.model.dtypes import named
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import KERNEL, Evidence, OverloadPlan, Variable
 
-_FILE = "forwards.json"
 _FILLERS = {"int": 1, "SymInt": 1, "float": 1.0, "bool": False, "Scalar": 1, "number": 1, "List[int]": [1], "List[SymInt]": [1]}
 """Values for required non-tensor arguments: small, valid for most kernels; an overload needing others is left out."""
 _TENSOR_DTYPES = ("float32", "int64", "bool")  # tried in turn: a kernel may refuse one
@@ -203,29 +199,26 @@ def forward_reports(after: str) -> Iterator[dict[str, Any]]:
             yield {"metadata": [kernel.overload, kernel.slot, list(kernel.dtypes)]}
 
 
-def load_forwards(sweep_dir: Path) -> tuple[tuple[Forward, ...], tuple[MetadataKernel, ...]]:
-    """The tables from the sweep cache folder, else found in workers (one after each that crashed) and stored."""
-    path = sweep_dir / _FILE
-    try:
-        cached = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        cached = None
-    if not (isinstance(cached, dict) and cached.get("format") == FORMAT):
-        found, metadata, after = [], [], ""
-        while True:
-            (outcome,) = run_in_workers([Job(forward_reports, after, "forwards")], jobs=1, progress=False)
-            found += [r["forward"] for r in outcome.reports if "forward" in r]
-            metadata += [r["metadata"] for r in outcome.reports if "metadata" in r]
-            tried = [r["trying"] for r in outcome.reports if "trying" in r]
-            if outcome.status == DONE:
-                break
-            if not tried:
-                raise torch_private.TorchAPIChanged(f"finding the overloads that forward to others failed: {outcome.reason}")
-            after = tried[-1]  # the kernel that ended the worker: the next worker starts after it
-        cached = {"format": FORMAT, "forwards": found, "metadata": metadata}
-        store(path, json.dumps(cached, separators=(",", ":")).encode())
-    forwards = tuple(Forward(overload, target, tuple((a, b) for a, b in slots)) for overload, target, slots in cached["forwards"])
-    kernels = tuple(MetadataKernel(overload, slot, tuple(dtypes)) for overload, slot, dtypes in cached["metadata"])
+def load_forwards(cache: StageCache) -> tuple[tuple[Forward, ...], tuple[MetadataKernel, ...]]:
+    """The tables from the ``forwards`` stage (keyed by this module's code and torch's version), else found in
+    workers (one after each that crashed) and stored."""
+    return cache.stage("forwards", __name__).get((), _find_forwards, tuple, cold="finding the kernels that forward to another overload, in workers (once)")
+
+
+def _find_forwards() -> tuple[tuple[Forward, ...], tuple[MetadataKernel, ...]]:
+    found, metadata, after = [], [], ""
+    while True:
+        (outcome,) = run_in_workers([Job(forward_reports, after, "forwards")], jobs=1, progress=False)
+        found += [r["forward"] for r in outcome.reports if "forward" in r]
+        metadata += [r["metadata"] for r in outcome.reports if "metadata" in r]
+        tried = [r["trying"] for r in outcome.reports if "trying" in r]
+        if outcome.status == DONE:
+            break
+        if not tried:
+            raise torch_private.TorchAPIChanged(f"finding the overloads that forward to others failed: {outcome.reason}")
+        after = tried[-1]  # the kernel that ended the worker: the next worker starts after it
+    forwards = tuple(Forward(overload, target, tuple((a, b) for a, b in slots)) for overload, target, slots in found)
+    kernels = tuple(MetadataKernel(overload, slot, tuple(dtypes)) for overload, slot, dtypes in metadata)
     return forwards, kernels
 
 

@@ -13,10 +13,12 @@ tensor slots cast to other dtypes, to learn what ATen accepts beyond what was sa
 A probe that crashes or hangs ends the worker after its observations were reported;
 that is recorded as a probe failure and the run still counts as complete.
 
-Only complete runs are cached, one JSON file per OpInfo under
-``<cache>/opinfo/<torch version>/``, next to a catalogue of the OpInfos (their dtypes,
-the dtypes they declare for other devices, the operator names they are about), so a
-warm run imports neither the OpInfo database nor the recorders.
+Only complete runs are cached, one JSON file per OpInfo in the ``opinfo`` stage's folder
+(keyed by the worker's code and torch's version), next to a catalogue of the OpInfos (their
+dtypes, the dtypes they declare for other devices, the operator names they are about), so a
+warm run imports neither the OpInfo database nor the recorders. Each run file's name ends
+with the digest of its content, so the names of the files present are a content key of what
+the cache holds (``SweepCache.key``).
 """
 
 
@@ -25,14 +27,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from migrate import torch_private
-from migrate.cache import cache_root, store
+from migrate.cache import Stage, StageCache, digest, store
 from migrate.evidence.opinfo.worker import catalogue_reports, opinfo_reports
 from migrate.evidence.runtime.records import (
-    FORMAT,
     PROBE_CRASH,
     PROBE_TIMEOUT,
     CatalogueEntry,
@@ -69,11 +71,6 @@ def _overload_matcher(requested: Iterable[str]) -> tuple[Callable[[str], bool], 
     return matches, {name.split(".", 1)[0] for name in exact | families}
 
 
-def sweep_cache_dir(cache_dir: Path | str | None) -> Path:
-    """Per torch version and cache format: a run decides what to sweep by which files exist, so a new format must start empty."""
-    return cache_root(cache_dir) / "opinfo" / f"{torch_private.torch_version()}-format{FORMAT}"
-
-
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_bytes())
@@ -81,39 +78,82 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _store_json(path: Path, obj: Any) -> None:
-    store(path, json.dumps(obj, separators=(",", ":")).encode())
+@dataclass(frozen=True)
+class SweepCache:
+    """The sweep stage's folder: the catalogue, and each OpInfo's run in a file named by the OpInfo and the
+    digest of the file's content."""
 
+    stage: Stage
 
-def load_catalogue(cache_dir: Path | str | None = None, refresh: bool = False) -> tuple[CatalogueEntry, ...]:
-    """Every OpInfo of the installed torch: from the cache, else read in a worker (and the recorders checked)."""
-    path = sweep_cache_dir(cache_dir) / "catalogue.json"
-    cached = None if refresh else _read_json(path)
-    if not (isinstance(cached, dict) and cached.get("format") == FORMAT):
-        (outcome,) = run_in_workers([Job(catalogue_reports, None, "catalogue")], jobs=1, progress=False)
-        if outcome.status != DONE:
-            raise torch_private.TorchAPIChanged(f"reading the OpInfo database failed: {outcome.reason}")
-        cached = {"format": FORMAT, "opinfos": outcome.reports[0]}
-        _store_json(path, cached)
-    return tuple(CatalogueEntry.from_json(obj) for obj in cached["opinfos"])
+    @classmethod
+    def of(cls, cache: StageCache) -> SweepCache:
+        """Keyed by the code the workers run (the OpInfo worker and all it imports) and torch's version."""
+        return cls(cache.stage("opinfo", "migrate.evidence.opinfo.worker"))
 
+    @property
+    def folder(self) -> Path:
+        return self.stage.folder
 
-def load_cached_run(cache_dir: Path | str | None, opinfo: OpInfoId) -> OpInfoRun | None:
-    """The OpInfo's cached run; None when there is none, or it is of another format or unreadable (a miss)."""
-    obj = _read_json(sweep_cache_dir(cache_dir) / opinfo.file_name)
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        return None
-    if (obj.get("name"), obj.get("variant")) != (opinfo.name, opinfo.variant):
-        return None
-    try:
-        return OpInfoRun.from_json(obj)
-    except (KeyError, TypeError, ValueError):
-        return None
+    def files(self) -> dict[str, Path]:
+        """The run files present, by OpInfo file stem (``OpInfoId.file_stem``)."""
+        try:
+            names = [entry.name for entry in self.folder.iterdir() if entry.name.endswith(".json")]
+        except OSError:
+            return {}
+        return {name.rsplit(".", 2)[0]: self.folder / name for name in sorted(names) if name.count(".") >= 2}
+
+    def key(self, present: Iterable[OpInfoId]) -> str:
+        """A content key of these OpInfos' cached runs: their files' names carry their contents' digests."""
+        files = self.files()
+        return digest(*sorted(files[o.file_stem].name for o in present if o.file_stem in files))
+
+    def catalogue(self, refresh: bool = False) -> tuple[CatalogueEntry, ...]:
+        """Every OpInfo of the installed torch: from the cache, else read in a worker (and the recorders checked)."""
+        path = self.folder / "catalogue.json"
+        cached = None if refresh else _read_json(path)
+        if not isinstance(cached, list):
+            if self.stage.progress is not None:
+                self.stage.progress("reading the OpInfo database in a worker (once per torch and code)")
+            (outcome,) = run_in_workers([Job(catalogue_reports, None, "catalogue")], jobs=1, progress=False)
+            if outcome.status != DONE:
+                raise torch_private.TorchAPIChanged(f"reading the OpInfo database failed: {outcome.reason}")
+            cached = outcome.reports[0]
+            store(path, json.dumps(cached, separators=(",", ":")).encode())
+        return tuple(CatalogueEntry.from_json(obj) for obj in cached)
+
+    def run(self, opinfo: OpInfoId, files: dict[str, Path] | None = None) -> OpInfoRun | None:
+        """The OpInfo's cached run; None when there is none, or it is unreadable (a miss)."""
+        path = (self.files() if files is None else files).get(opinfo.file_stem)
+        obj = _read_json(path) if path is not None else None
+        if not isinstance(obj, dict) or (obj.get("name"), obj.get("variant")) != (opinfo.name, opinfo.variant):
+            return None
+        try:
+            return OpInfoRun.from_json(obj)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def runs(self, catalogue: Iterable[CatalogueEntry]) -> dict[OpInfoId, OpInfoRun]:
+        """The cached runs of the catalogue's OpInfos with CPU dtypes, in catalogue order."""
+        files = self.files()
+        found = {}
+        for entry in catalogue:
+            if entry.cpu_dtypes and (run := self.run(entry.opinfo, files)) is not None:
+                found[entry.opinfo] = run
+        return found
+
+    def store_run(self, run: OpInfoRun) -> None:
+        """Store a complete run, replacing the OpInfo's earlier file."""
+        data = json.dumps(run.to_json(), separators=(",", ":")).encode()
+        old = self.files().get(run.opinfo.file_stem)
+        path = self.folder / f"{run.opinfo.file_stem}.{digest(data)[:16]}.json"
+        store(path, data)
+        if old is not None and old != path:
+            old.unlink(missing_ok=True)
 
 
 def run_sweep(
+    cache: SweepCache,
     jobs: int | None = None,
-    cache_dir: Path | str | None = None,
     refresh: bool = False,
     ops: Iterable[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
@@ -130,8 +170,8 @@ def run_sweep(
     ``limit`` keeps only the first N OpInfos of the catalogue (benchmarks and tests).
     """
     started = time.monotonic()
-    catalogue = load_catalogue(cache_dir, refresh)[:limit]
-    cached = {entry.opinfo: load_cached_run(cache_dir, entry.opinfo) for entry in catalogue if entry.cpu_dtypes}
+    catalogue = cache.catalogue(refresh)[:limit]
+    cached = cache.runs(catalogue)
     if ops is not None:
         matches, families = _overload_matcher(ops)
         catalogue = tuple(
@@ -144,7 +184,7 @@ def run_sweep(
     fresh = {}
     for run in _runs(to_run, jobs, timeout, progress, record=True, probe=True, backward=True):
         if run.complete:  # stored at once: an interrupted sweep keeps what it finished
-            _store_json(sweep_cache_dir(cache_dir) / run.opinfo.file_name, run.to_json())
+            cache.store_run(run)
         fresh[run.opinfo] = run
     runs = tuple(fresh.get(e.opinfo) or cached[e.opinfo] for e in catalogue if e.cpu_dtypes)
     stats = SweepStats(

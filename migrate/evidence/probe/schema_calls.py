@@ -31,23 +31,19 @@ the chunking or on ``-j``.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import warnings
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from migrate import torch_private
-from migrate.cache import store
+from migrate.cache import Stage, StageCache
 from migrate.evidence.probe.merge import probe_plans
-from migrate.evidence.runtime.records import FORMAT, SCHEMA_BUILT, ProbedCall, overload_key
+from migrate.evidence.runtime.records import SCHEMA_BUILT, ProbedCall, overload_key
 from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
 from migrate.model.plan import OverloadPlan
 
-_FILE = "schema_calls.json"
 CHUNK = 40  # overloads per worker job
 BASES = 2  # calls probed per overload, each of another base dtype
 _SHAPES = ((2, 3), (4,), (1, 2, 4, 4), ())
@@ -207,31 +203,21 @@ def probe_built_calls(names: list[str], jobs: int | None) -> tuple[list[dict[str
     return [report for name in sorted(reports) for report in reports[name]], sorted(lost)
 
 
-def cached_schema_calls(sweep_dir: Path) -> tuple[ProbedCall, ...] | None:
-    """The probed calls built from schemas in the sweep cache folder, or None when none of this code are there."""
-    try:
-        cached = json.loads((sweep_dir / _FILE).read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not (isinstance(cached, dict) and cached.get("format") == FORMAT and cached.get("code") == _code()):
-        return None
-    return tuple(ProbedCall.from_report(SCHEMA_BUILT, report) for report in cached["reports"])
+def _stage(cache: StageCache) -> Stage:
+    """Keyed by this module's code (calls built by other code are built again) and torch's version."""
+    return cache.stage("schema-calls", __name__)
 
 
-def load_schema_calls(sweep_dir: Path, jobs: int | None) -> tuple[ProbedCall, ...]:
-    """The probed calls built from schemas, from the sweep cache folder, else made in workers and stored."""
-    calls = cached_schema_calls(sweep_dir)
-    if calls is None:
-        reports, lost = probe_built_calls(_target_names(), jobs)
-        cached = {"format": FORMAT, "code": _code(), "reports": reports, "lost": lost}
-        store(sweep_dir / _FILE, json.dumps(cached, separators=(",", ":")).encode())
-        calls = tuple(ProbedCall.from_report(SCHEMA_BUILT, report) for report in reports)
-    return calls
+def cached_schema_calls(cache: StageCache) -> tuple[ProbedCall, ...] | None:
+    """The probed calls built from schemas, or None when this code has not built them yet."""
+    reports = _stage(cache).read(kind=list)
+    return None if reports is None else tuple(ProbedCall.from_report(SCHEMA_BUILT, report) for report in reports)
 
 
-def _code() -> str:
-    """This module's digest: calls built by other code are built again."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+def load_schema_calls(cache: StageCache, jobs: int | None) -> tuple[ProbedCall, ...]:
+    """The probed calls built from schemas, from the cache, else made in workers and stored."""
+    reports = _stage(cache).get((), lambda: probe_built_calls(_target_names(), jobs)[0], list, cold="building calls from schemas, in workers (once)")
+    return tuple(ProbedCall.from_report(SCHEMA_BUILT, report) for report in reports)
 
 
 def _target_names() -> list[str]:

@@ -15,7 +15,6 @@ from typing import Any, Union
 
 from migrate.model.dtypes import DType
 
-FORMAT = 7  # of the cache files; a file of another format is a miss
 
 # Failure kinds.
 NO_CPU_DTYPES = "no-cpu-dtypes"  # the OpInfo declares no CPU dtypes: nothing to run
@@ -49,10 +48,10 @@ class OpInfoId:
         return f"{self.name}.{self.variant}" if self.variant else self.name
 
     @property
-    def file_name(self) -> str:
-        """A file name unique to this OpInfo, readable, safe on every file system."""
+    def file_stem(self) -> str:
+        """A file name stem unique to this OpInfo, readable, safe on every file system, with no dot."""
         digest = hashlib.sha256(f"{self.name}\0{self.variant}".encode()).hexdigest()[:10]
-        return re.sub(r"[^A-Za-z0-9_.-]", "_", str(self)) + f"-{digest}.json"
+        return re.sub(r"[^A-Za-z0-9_-]", "_", str(self)) + f"-{digest}"
 
 
 SCHEMA_BUILT = OpInfoId("<schema>")  # stands for the OpInfo of a call built from the schema (migrate.evidence.probe.schema_calls)
@@ -202,7 +201,6 @@ class OpInfoRun:
             dtypes = [dump(d) for _, d in call.slots]
             probed.append([call.overload, call.sample_dtype.name, int(call.direct), dtypes, call.refused_again, probes])
         return {
-            "format": FORMAT,
             "name": self.opinfo.name,
             "variant": self.opinfo.variant,
             "samples": self.samples,

@@ -8,10 +8,10 @@ without importing libcst, which only the scan needs.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Union
 
-from migrate.cache import cache_root
+from migrate.cache import Stage, StageCache
+
 
 # -- type expressions: annotations as plain data ------------------------------------------------
 
@@ -151,5 +151,6 @@ class ModuleFacts:
     problems: tuple[ScanProblem, ...]
 
 
-def facts_cache_dir(cache_dir: Path | str | None) -> Path:
-    return cache_root(cache_dir) / "torchlib"
+def facts_stage(cache: StageCache) -> Stage:
+    """Each module's facts, keyed by its bytes and the scan's code."""
+    return cache.stage("torchlib-facts", "migrate.evidence.torchlib.scan")

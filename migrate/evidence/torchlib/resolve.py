@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from migrate.cache import content_key, read_pickle, write_pickle
+from migrate.cache import Stage, StageCache
 from migrate.errors import InputError
 from migrate.evidence.torchlib.facts import (
     BitOr,
@@ -41,7 +41,7 @@ from migrate.evidence.torchlib.facts import (
     Subscript,
     TypeExpr,
     TypeVarCall,
-    facts_cache_dir,
+    facts_stage,
 )
 from migrate.model.dtypes import COMPLEX, DType, canonical
 from migrate.model.native import Entry, NativeFunctions
@@ -458,15 +458,15 @@ def _global_sets(
     return [s for s, _ in sorted(sets.values(), key=lambda item: item[0].name)], errors
 
 
-def scan_torchlib(
-    torchlib_dir: Path | str | None, native: NativeFunctions, cache_dir: Path | str | None = None
-) -> TorchlibEvidence:
-    """Scan every module under ``torchlib_dir`` (default: the installed one) into per-overload evidence."""
+def scan_torchlib(torchlib_dir: Path | str | None, native: NativeFunctions, cache: StageCache) -> TorchlibEvidence:
+    """Scan every module under ``torchlib_dir`` (default: the installed one) into per-overload evidence.
+
+    Cached in two stages: each module's facts by its bytes, and the whole evidence by the tree and the yaml.
+    """
     root = Path(torchlib_dir) if torchlib_dir is not None else installed_torchlib()
     paths = sorted(p for p in root.rglob("*.py") if p.is_file())
     if not paths:
         raise InputError("no Python modules to scan", root)
-    cache = facts_cache_dir(cache_dir)
     contents: dict[Path, bytes] = {}
     errors: list[InputError] = []
     for path in paths:
@@ -475,20 +475,21 @@ def scan_torchlib(
         except OSError as exc:
             errors.append(InputError(f"cannot read: {exc.strerror}", path))
     # The whole evidence of this tree against this yaml, when both were scanned before (by content).
-    key = content_key(str(root), native.data, *(p.relative_to(root).as_posix() for p in contents), *contents.values())
-    whole = read_pickle(cache / "evidence" / f"{key}.pickle", TorchlibEvidence)
+    stage = cache.stage("torchlib-evidence")
+    inputs = (str(root), native.data, *(p.relative_to(root).as_posix() for p in contents), *contents.values())
+    whole = stage.read(*inputs, kind=TorchlibEvidence)
     if whole is not None and not errors:
         return replace(whole, cached_files=whole.files)
-    evidence = _scan(root, paths, contents, errors, native, cache)
+    evidence = _scan(root, paths, contents, errors, native, facts_stage(cache))
     if errors:
         return evidence
-    evidence = replace(evidence, key=key)
-    write_pickle(cache / "evidence" / f"{key}.pickle", evidence)
+    evidence = replace(evidence, key=stage.path(*inputs).stem)
+    stage.write(evidence, *inputs)
     return evidence
 
 
 def _scan(
-    root: Path, paths: list[Path], contents: dict[Path, bytes], errors: list[InputError], native: NativeFunctions, cache: Path
+    root: Path, paths: list[Path], contents: dict[Path, bytes], errors: list[InputError], native: NativeFunctions, facts: Stage
 ) -> TorchlibEvidence:
     # libcst loads only here, when the whole evidence is not cached
     from migrate.evidence.torchlib.scan import module_facts
@@ -498,13 +499,13 @@ def _scan(
     errors = list(errors)
     for path, data in contents.items():
         relative = path.relative_to(root)
-        facts, hit = module_facts(data, cache)
+        found, hit = module_facts(data, facts)
         cached += hit
         module = _module_name(relative)
-        modules[module] = (relative.as_posix(), facts)
+        modules[module] = (relative.as_posix(), found)
         if relative.name == "__init__.py":
             packages.add(module)
-        errors.extend(InputError(p.message, path, p.line, p.op) for p in facts.problems)
+        errors.extend(InputError(p.message, path, p.line, p.op) for p in found.problems)
     types = TypeResolver({m: f for m, (_, f) in modules.items()}, frozenset(packages))
     global_sets, set_errors = _global_sets(root, modules, types)
 

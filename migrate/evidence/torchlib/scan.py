@@ -23,16 +23,14 @@ indented no deeper than the def), not from the tree, for the same reason.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import re
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from migrate.cache import read_pickle, write_pickle
+from migrate.cache import Stage
 from migrate.evidence.torchlib.facts import (
     BitOr,
     Definition,
@@ -49,8 +47,6 @@ from migrate.evidence.torchlib.facts import (
     TypeVarCall,
 )
 
-SCAN_VERSION = "torchlib-scan-3"
-"""Part of every cache key: change it whenever the facts or their meaning change."""
 
 _QUALIFIED_NAME = re.compile(r"[A-Za-z0-9_]+::[A-Za-z0-9_]+(\.[A-Za-z0-9._]+)?")
 _FLAGS = ("complex", "private", "trace_only")
@@ -410,12 +406,11 @@ def scan_module(data: bytes) -> ModuleFacts:
     )
 
 
-def module_facts(data: bytes, cache: Path) -> tuple[ModuleFacts, bool]:
-    """The module's facts, from the cache when this exact content was scanned before; and whether it was."""
-    entry = cache / (hashlib.sha256(SCAN_VERSION.encode() + b"\0" + data).hexdigest() + ".pickle")
-    facts = read_pickle(entry, ModuleFacts)
+def module_facts(data: bytes, stage: Stage) -> tuple[ModuleFacts, bool]:
+    """The module's facts, from the stage's cache when this exact content was scanned before; and whether it was."""
+    facts = stage.read(data, kind=ModuleFacts)
     if facts is not None:
         return facts, True
     facts = scan_module(data)
-    write_pickle(entry, facts)
+    stage.write(facts, data)
     return facts, False

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from migrate.cache import cache_root, content_key, read_pickle, write_pickle
+from migrate.cache import StageCache
 from migrate.errors import InputError
 from migrate.evidence.torchlib.resolve import TorchlibEvidence
 from migrate.model.dtypes import DType
@@ -120,8 +120,8 @@ def rewrite_torchlib(
     evidence: TorchlibEvidence,
     plan: Plan,
     native: NativeFunctions,
+    cache: StageCache,
     only: set[str] | None = None,
-    cache_dir: Path | str | None = None,
     reuse: bool = True,
 ) -> TorchlibRewrite:
     """Apply ``plan`` to the torchlib tree the evidence was scanned from (``only``: those overloads' functions).
@@ -131,17 +131,14 @@ def rewrite_torchlib(
     says to write and ``only``: a run whose inputs did not change parses no module
     (``reuse=False`` does the work regardless, for benchmarks).
     """
-    path = None
-    if evidence.key and reuse:
-        key = content_key("rewrite", evidence.key, _written_form(plan), ",".join(sorted(only)) if only is not None else "\0all")
-        path = cache_root(cache_dir) / "rewrites" / f"{key}.pickle"
-        cached = read_pickle(path, TorchlibRewrite)
-        if cached is not None:
-            return cached
+    stage = cache.stage("rewrites")
+    inputs = (evidence.key, _written_form(plan), ",".join(sorted(only)) if only is not None else "\0all")
+    if evidence.key and reuse and (cached := stage.read(*inputs, kind=TorchlibRewrite)) is not None:
+        return cached
     with _without_cyclic_gc():
-        rewrite = _rewrite(evidence, plan, native, only, cache_dir)
-    if path is not None:
-        write_pickle(path, rewrite)
+        rewrite = _rewrite(evidence, plan, native, only, cache)
+    if evidence.key:
+        stage.write(rewrite, *inputs)
     return rewrite
 
 
@@ -159,13 +156,13 @@ def _written_form(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache_dir) -> TorchlibRewrite:
+def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache: StageCache) -> TorchlibRewrite:
     from migrate.write.torchlib.apply import Applier
     from migrate.write.torchlib.decide import NOTE_KINDS, Planner
     from migrate.write.torchlib.naming import ModuleWork, Namer
     from migrate.write.torchlib.tree import TorchlibTree
 
-    tree = TorchlibTree(Path(evidence.root), cache_dir)
+    tree = TorchlibTree(Path(evidence.root), cache)
     if not tree.modules:
         raise InputError("no Python modules to rewrite", evidence.root)
     planner = Planner(tree, evidence, plan, native, only)

@@ -13,7 +13,8 @@ from pathlib import Path
 import libcst as cst
 
 from codemods.module_index import ModuleIndex
-from migrate.evidence.torchlib.facts import ModuleFacts, Ref, facts_cache_dir
+from migrate.cache import StageCache
+from migrate.evidence.torchlib.facts import ModuleFacts, Ref, facts_stage
 from migrate.evidence.torchlib.resolve import Constraint, TypeResolver
 from migrate.evidence.torchlib.scan import module_facts, type_expr
 
@@ -60,14 +61,14 @@ def _package_of(root: Path) -> str:
 class TorchlibTree:
     """Every module of a torchlib tree, parsed once, with a resolver for their annotations."""
 
-    def __init__(self, root: Path, cache_dir: Path | str | None):
+    def __init__(self, root: Path, cache: StageCache):
         self.root = root
         self.modules: dict[str, TorchlibModule] = {}
-        cache = facts_cache_dir(cache_dir)
+        facts_cache = facts_stage(cache)
         for path in sorted(p for p in root.rglob("*.py") if p.is_file()):
             relative = path.relative_to(root)
             data = path.read_bytes()
-            facts, _ = module_facts(data, cache)  # a module with a syntax error has no facts, nothing to rewrite
+            facts, _ = module_facts(data, facts_cache)  # a module with a syntax error has no facts, nothing to rewrite
             self.modules[relative.as_posix()] = TorchlibModule(relative.as_posix(), _module_name(relative), data, facts)
         packages = frozenset(m.name for m in self.modules.values() if m.path.endswith("__init__.py"))
         self.types = TypeResolver({m.name: m.facts for m in self.modules.values()}, packages)
