@@ -83,7 +83,7 @@ def _infer(
     use_torchlib = "torchlib" in args.evidence
     state, observed = None, frozenset()
     if {"opinfo", "probe", "aliases", "kernel"} & set(args.evidence):
-        from migrate.evidence.opinfo.derived import evidence_of, sweep_state, sweep_summary
+        from migrate.evidence.derived import evidence_of, sweep_state, sweep_summary
 
         state = sweep_state(args.jobs, args.cache_dir, args.refresh, only)
         swept = sweep_summary(state)

@@ -105,7 +105,7 @@ import importlib.util  # noqa: E402
 import pytest  # noqa: E402
 from filelock import FileLock  # noqa: E402  (a dependency of torch)
 
-from migrate.evidence.opinfo.derived import opinfo_evidence  # noqa: E402
+from migrate.evidence.derived import opinfo_evidence  # noqa: E402
 from migrate.evidence.torchlib.resolve import scan_torchlib  # noqa: E402
 from migrate.infer import Sources, infer_plan  # noqa: E402
 from migrate.model.dtypes import DType, canonical, named  # noqa: E402

@@ -2,7 +2,7 @@
 
 import os
 
-from migrate.evidence.opinfo.derived import _key, opinfo_evidence
+from migrate.evidence.derived import _key, opinfo_evidence
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.evidence.opinfo.sweep import load_catalogue, run_sweep, sweep_cache_dir
 from migrate.evidence.probe.merge import probe_plans_from_sweep

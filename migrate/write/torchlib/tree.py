@@ -12,10 +12,10 @@ from pathlib import Path
 
 import libcst as cst
 
-from codemods.module_index import ModuleIndex
 from migrate.evidence.torchlib.facts import ModuleFacts, Ref, facts_cache_dir
 from migrate.evidence.torchlib.resolve import Constraint, TypeResolver
 from migrate.evidence.torchlib.scan import module_facts, type_expr
+from migrate.write.torchlib.module_index import ModuleIndex
 
 TENSOR_TYPING = "tensor_typing"
 """The torchlib module that holds the global TypeVars."""
