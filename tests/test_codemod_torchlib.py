@@ -114,6 +114,8 @@ from migrate.model.plan import HAND, Evidence, GlobalSet, OverloadPlan, Plan, Va
 from migrate.write.torchlib.decide import DROPPED_NON_ONNX, GLOBAL_SET, KEPT_NARROWER, UNION  # noqa: E402
 from migrate.write.torchlib.rewrite import rewrite_torchlib  # noqa: E402
 
+pytestmark = pytest.mark.slow  # full runs, exports and onnxruntime
+
 VARIANTS = ("inferred", "hand")
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 

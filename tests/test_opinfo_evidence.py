@@ -2,12 +2,15 @@
 
 import os
 
+import pytest
+
 from migrate.evidence.derived import _key, opinfo_evidence
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.evidence.opinfo.sweep import load_catalogue, run_sweep, sweep_cache_dir
 from migrate.evidence.probe.merge import probe_plans_from_sweep
 
 
+@pytest.mark.slow  # derives the plans of the whole sweep, twice
 def test_cached_plans_equal_fresh_ones_and_follow_the_sweep_cache():
     sweep = run_sweep(progress=False)  # fills the cache if it is cold
     evidence = opinfo_evidence(None, None, False, None)

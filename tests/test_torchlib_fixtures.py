@@ -162,6 +162,7 @@ def test_malformed_modules_give_errors_naming_file_and_line_and_the_scan_goes_on
     assert [(g.name, g.dtypes) for g in malformed.global_sets] == [("TFloat", named("float16"))]
 
 
+@pytest.mark.slow  # show reads the run's evidence into an empty cache
 def test_show_prints_each_variant_subset(capsys, tmp_path):
     args = types.SimpleNamespace(name="aten::scaled_dot_product_attention", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path, verbose=True)
     assert run(args) == 0
@@ -175,6 +176,7 @@ def test_show_prints_each_variant_subset(capsys, tmp_path):
     assert "scaled_dot_product_attention.out(" in out  # the autogen overload, which torchlib does not register
 
 
+@pytest.mark.slow  # show reads the run's evidence into an empty cache
 def test_show_all_overloads_of_a_name(capsys, tmp_path):
     args = types.SimpleNamespace(name="add", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path, verbose=False)
     run(args)
@@ -189,6 +191,7 @@ def test_show_unknown_name_lists_close_matches(tmp_path):
         run(args)
 
 
+@pytest.mark.slow  # show reads the run's evidence into an empty cache
 def test_show_names_sets_without_v(capsys, tmp_path):
     args = types.SimpleNamespace(name="aten::scaled_dot_product_attention", native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path, verbose=False)
     assert run(args) == 0

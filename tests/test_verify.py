@@ -13,6 +13,8 @@ from migrate.errors import InputError
 from migrate.evidence.opinfo.sweep import load_catalogue
 from tests.conftest import FIXTURES
 
+pytestmark = pytest.mark.slow  # OpInfo samples under the checker, in workers
+
 FIXTURE = FIXTURES / "verify" / "native_functions.yaml"
 
 
