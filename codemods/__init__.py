@@ -10,6 +10,6 @@ other byte:
 - ``typevars.TypeVarBlock``: the marked block of TypeVar definitions in ``tensor_typing.py``;
 - ``imports.update_imports``: ``AddImportsVisitor``/``RemoveImportsVisitor`` on a module's head.
 
-``toplevel`` holds the walk they share (never into a function body) and
-``module_index`` what the decisions are made from.
+``toplevel`` holds the walk they share (never into a function body). Like libcst's
+codemods they are plain transformers: this package imports nothing of ``migrate``.
 """

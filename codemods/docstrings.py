@@ -11,7 +11,6 @@ from typing import Mapping
 
 import libcst as cst
 
-from codemods.module_index import docstring_node
 from codemods.toplevel import DefKey, TopLevelTransformer
 
 
@@ -37,3 +36,15 @@ class DocstringRewriter(TopLevelTransformer):
         expr = statement.body[0]  # type: ignore[attr-defined]
         new_statement = statement.with_changes(body=[expr.with_changes(value=literal.with_changes(value=value))])
         return node.with_changes(body=node.body.with_changes(body=[new_statement, *node.body.body[1:]]))
+
+
+def docstring_node(node: cst.FunctionDef) -> cst.SimpleString | None:
+    """The function's docstring literal, when its body opens with one plain string statement."""
+    body = node.body
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return None
+    first = body.body[0]
+    if not (isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 and isinstance(first.body[0], cst.Expr)):
+        return None
+    value = first.body[0].value
+    return value if isinstance(value, cst.SimpleString) else None

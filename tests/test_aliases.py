@@ -42,6 +42,7 @@ def test_an_alias_with_no_evidence_takes_its_target_plan_and_one_with_evidence_k
     assert [o.name for o in plan.overloads] == ["clip", "clip_"]  # the alias's in-place sibling follows it
 
 
+@pytest.mark.slow  # reads OpInfos in a worker, into an empty cache
 def test_the_catalogue_reads_alias_pairs_from_torch(tmp_path):
     catalogue = SweepCache.of(StageCache.at(tmp_path)).catalogue()
     pairs = {pair for entry in catalogue for pair in entry.aliases}
@@ -57,6 +58,7 @@ def tables(tmp_path_factory):
     return folder, load_forwards(StageCache.at(folder))
 
 
+@pytest.mark.slow  # finds the tables in a worker, into an empty cache
 def test_kernels_that_are_one_call_of_another_overload_forward_to_it_slot_by_slot(tables):
     folder, (found, _) = tables
     forwards = {f.overload: f for f in found}
@@ -89,6 +91,7 @@ def test_each_untyped_entry_has_its_reason():
     assert "add.Tensor" not in where and "_add_relu.Tensor" in reasons[NO_SAMPLE]
 
 
+@pytest.mark.slow  # finds the tables in a worker, into an empty cache
 def test_a_kernel_that_reads_only_metadata_accepts_what_it_did_not_refuse(tables):
     _, (_, kernels) = tables
     found = {k.overload: k for k in kernels}

@@ -50,6 +50,7 @@ def _acos_line(outputs: dict[str, bytes]) -> str:
     return next(line for line in outputs["native_functions.yaml"].decode().splitlines() if line.startswith("- func: acos("))
 
 
+@pytest.mark.slow  # full runs, with a cold cache and a warm one
 @pytest.mark.parametrize("edited", sorted(EDITS))
 def test_a_warm_run_after_an_edit_writes_what_a_run_with_an_empty_cache_writes(edited, work, tmp_path, capfd):
     cache = tmp_path / "cache"

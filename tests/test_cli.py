@@ -33,6 +33,7 @@ def workdir(tmp_path, real_copy, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # rewrites the whole torchlib copy, twice or more
 def test_dry_run_writes_nothing_and_its_diff_applies_to_the_bytes_of_the_real_run(workdir, capfd, tmp_path_factory):
     before = snapshot(workdir)
     code, diff, err = run_cli(capfd, *ARGS, "--dry-run")
@@ -54,6 +55,7 @@ def test_dry_run_writes_nothing_and_its_diff_applies_to_the_bytes_of_the_real_ru
     assert snapshot(copy) == {k: v for k, v in snapshot(workdir).items() if k != "plan.json"}
 
 
+@pytest.mark.slow  # rewrites the whole torchlib copy, twice or more
 def test_check_exits_1_while_changes_are_pending_and_0_after(workdir, capfd):
     args = ARGS
     before = snapshot(workdir)

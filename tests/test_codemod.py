@@ -248,6 +248,7 @@ def test_import_members_sort_as_isort_does():
     assert sorted(names, key=member_key) == ["BOOL", "COMPLEX64", "COMPLEX128", "INT8", "INT16", "IntType", "TFloat", "graph"]
 
 
+@pytest.mark.slow  # parses every installed torchlib module
 def test_splitting_a_module_prints_it_byte_for_byte():
     """Head and rest are printed apart; together they are the module, for every installed torchlib module."""
     for path in sorted(installed_torchlib().rglob("*.py")):

@@ -106,7 +106,7 @@ import pytest  # noqa: E402
 from filelock import FileLock  # noqa: E402  (a dependency of torch)
 
 from migrate.cache import StageCache  # noqa: E402
-from migrate.evidence.opinfo.derived import opinfo_evidence  # noqa: E402
+from migrate.evidence.derived import opinfo_evidence  # noqa: E402
 from migrate.evidence.torchlib.resolve import scan_torchlib  # noqa: E402
 from migrate.infer import Sources, infer_plan  # noqa: E402
 from migrate.model.dtypes import DType, canonical, named  # noqa: E402
@@ -114,6 +114,8 @@ from migrate.model.native import NativeFunctions, installed_native_functions  # 
 from migrate.model.plan import HAND, Evidence, GlobalSet, OverloadPlan, Plan, Variable  # noqa: E402
 from migrate.write.torchlib.decide import DROPPED_NON_ONNX, GLOBAL_SET, KEPT_NARROWER, UNION  # noqa: E402
 from migrate.write.torchlib.rewrite import rewrite_torchlib  # noqa: E402
+
+pytestmark = pytest.mark.slow  # full runs, exports and onnxruntime
 
 VARIANTS = ("inferred", "hand")
 FLOATS = ("float16", "bfloat16", "float32", "float64")

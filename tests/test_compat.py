@@ -15,6 +15,7 @@ from migrate.model.native import NativeFunctions
 from tests.conftest import REAL_NATIVE_FUNCTIONS
 
 
+@pytest.mark.slow  # a full real run
 def test_torchgen_model_of_the_migrated_real_file_equals_the_original(tmp_path, capfd):
     out = tmp_path / "out"
     assert main(["--out", str(out)]) == 0

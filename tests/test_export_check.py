@@ -22,6 +22,8 @@ from migrate.model.dtypes import named
 from migrate.model.plan import Variable
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.slow  # exports and onnxruntime
+
 MASK = "scaled_dot_product_attention"
 # Each status from a real export of the installed torch_lib (onnxscript 0.7.2, torch 2.13, onnxruntime 1.23):
 CASES = {

@@ -2,13 +2,16 @@
 
 from dataclasses import replace
 
+import pytest
+
 from migrate.cache import StageCache
-from migrate.evidence.opinfo.derived import opinfo_evidence
+from migrate.evidence.derived import opinfo_evidence
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.probe.merge import probe_plans_from_sweep
 
 
+@pytest.mark.slow  # derives the plans of the whole sweep
 def test_cached_plans_equal_fresh_ones():
     cache = StageCache.at()
     sweep = run_sweep(SweepCache.of(cache), progress=False)  # fills the cache if it is cold

@@ -10,6 +10,8 @@ from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.runtime.records import CALL_RAISED, NO_CPU_DTYPES
 from migrate.model.native import NativeFunctions, installed_native_functions
 
+pytestmark = pytest.mark.slow  # the whole OpInfo sweep
+
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 
 

@@ -22,6 +22,8 @@ from migrate.evidence.runtime import workers
 from migrate.evidence.runtime.records import CALL_RAISED, NO_CPU_DTYPES, OpInfoId
 from migrate.evidence.runtime.workers import CRASH, DONE, TIMEOUT, Job, run_in_workers
 
+pytestmark = pytest.mark.slow  # OpInfo sweeps in workers, into a cold cache
+
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 SDPA = OpInfoId("nn.functional.scaled_dot_product_attention")
 SELECTED = [

@@ -24,6 +24,8 @@ from migrate.model.dtypes import DType, named
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import OPINFO, PROBE, TORCHLIB, Plan
 
+pytestmark = pytest.mark.slow  # a cold OpInfo sweep with probing
+
 OPS = ["scaled_dot_product_attention", "where", "add"]
 FLOATS = named("float16", "bfloat16", "float32", "float64")
 NATIVE = NativeFunctions.load(installed_native_functions())

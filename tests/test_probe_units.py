@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
 import torch
 
 from migrate.evidence.opinfo import sweep
@@ -57,6 +58,7 @@ def fake_opinfo(kind):
     yield from probing.probe_reports(calls, "fake", timeout=1.0)
 
 
+@pytest.mark.slow  # probes in a worker process
 def test_a_probe_over_its_timeout_ends_the_worker_and_the_run_keeps_everything_before():
     started = time.monotonic()
     (outcome,) = run_in_workers([Job(fake_opinfo, "hang", "fake")], jobs=1, progress=False)
@@ -68,6 +70,7 @@ def test_a_probe_over_its_timeout_ends_the_worker_and_the_run_keeps_everything_b
     assert [call.overload for call in run.probes] == ["aten::fine"]
 
 
+@pytest.mark.slow  # probes in a worker process
 def test_a_probe_that_crashes_is_contained_in_its_worker_and_recorded():
     work = [Job(fake_opinfo, "abort", "fake"), Job(fake_opinfo, "hang", "other")]
     outcomes = {o.job.label: o for o in run_in_workers(work, jobs=2, progress=False)}

@@ -26,6 +26,8 @@ from migrate.model.native import NativeFunctions
 from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, run_cli
 from tests.test_yaml_writer import _comment_owners
 
+pytestmark = pytest.mark.slow  # full runs on other releases' files
+
 ROOT = Path(__file__).resolve().parent.parent
 OLD_TORCH, RECENT_TORCH, OLD_ONNXSCRIPT = "2.5.1", "2.9.1", "0.1.0"
 PACKAGED = Path("torchgen/packaged/ATen/native")

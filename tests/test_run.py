@@ -18,6 +18,8 @@ from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, run_cli, snapshot
 
+pytestmark = pytest.mark.slow  # full real runs
+
 
 @pytest.fixture(scope="module")
 def migrated(tmp_path_factory) -> Path:

@@ -33,6 +33,7 @@ def plans_of(reports) -> dict[str, OverloadPlan]:
     return schema_call_plans(tuple(ProbedCall.from_report(SCHEMA_BUILT, r) for r in reports))
 
 
+@pytest.mark.slow  # built calls, in workers
 def test_what_a_built_call_accepts_is_what_aten_accepts_when_called_directly(built):
     (variable,) = plans_of(built)["special_zeta.self_scalar"].variables
     accepted = []
@@ -48,12 +49,14 @@ def test_what_a_built_call_accepts_is_what_aten_accepts_when_called_directly(bui
     assert "a call built from the schema" in variable.evidence[0].where
 
 
+@pytest.mark.slow  # built calls, in workers
 def test_an_index_beside_the_data_is_given_int64_so_the_data_is_not_typed_int64_alone(built):
     variables = {v.binds: v.dtypes for v in plans_of(built)["_cummax_helper"].variables}
     assert variables[("indices",)] == named("int64")
     assert set(named("float32", "float64", "int64")) <= set(variables[("self", "values")])
 
 
+@pytest.mark.slow  # built calls, in workers
 def test_returns_no_argument_carries_and_list_slots_stay_free(built):
     plans = plans_of(built)
     assert "_stack" not in plans  # lists of one dtype were tried, never mixed ones
@@ -61,6 +64,7 @@ def test_returns_no_argument_carries_and_list_slots_stay_free(built):
     assert returns == set()  # promoted from two arguments cast apart: no argument's dtype alone
 
 
+@pytest.mark.slow  # built calls, in workers
 def test_reports_do_not_depend_on_chunks_or_workers(built, monkeypatch):
     monkeypatch.setattr(schema_calls, "CHUNK", 2)
     assert probe_built_calls(NAMES, jobs=1) == (built, [])

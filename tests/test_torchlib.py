@@ -23,6 +23,8 @@ from migrate.evidence.torchlib.resolve import OverloadIndex, installed_torchlib,
 from migrate.model.dtypes import DType, named
 from migrate.model.native import NativeFunctions, installed_native_functions
 
+pytestmark = pytest.mark.slow  # a cold scan of the installed torchlib, and importing it
+
 
 @pytest.fixture(scope="module")
 def native() -> NativeFunctions:

@@ -163,6 +163,7 @@ def test_malformed_modules_give_errors_naming_file_and_line_and_the_scan_goes_on
     assert [(g.name, g.dtypes) for g in malformed.global_sets] == [("TFloat", named("float16"))]
 
 
+@pytest.mark.slow  # show reads the run's evidence into an empty cache
 def test_show_prints_each_variant_subset(capsys, tmp_path):
     args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)), "aten::scaled_dot_product_attention", True)
     assert show(*args) == 0
@@ -176,6 +177,7 @@ def test_show_prints_each_variant_subset(capsys, tmp_path):
     assert "scaled_dot_product_attention.out(" in out  # the autogen overload, which torchlib does not register
 
 
+@pytest.mark.slow  # show reads the run's evidence into an empty cache
 def test_show_all_overloads_of_a_name(capsys, tmp_path):
     args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)), "add", False)
     show(*args)
@@ -190,6 +192,7 @@ def test_show_unknown_name_lists_close_matches(tmp_path):
         show(*args)
 
 
+@pytest.mark.slow  # show reads the run's evidence into an empty cache
 def test_show_names_sets_without_v(capsys, tmp_path):
     args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)), "aten::scaled_dot_product_attention", False)
     assert show(*args) == 0

@@ -12,6 +12,8 @@ from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache
 from tests.conftest import FIXTURES
 
+pytestmark = pytest.mark.slow  # OpInfo samples under the checker, in workers
+
 FIXTURE = FIXTURES / "verify" / "native_functions.yaml"
 
 

@@ -7,6 +7,8 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from migrate.model.dtypes import named
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
@@ -93,6 +95,7 @@ def test_every_comment_stays_above_the_same_operator(real_copy):
     assert after == before
 
 
+@pytest.mark.slow  # PyTorch's lint round trip of the whole real yaml
 def test_written_file_survives_thelint_round_trip(real_copy):
     assert lint_round_trip(real_copy.read_text()) == real_copy.read_text()
     result = _apply(real_copy, all_slots_plan(NativeFunctions.load(real_copy)))

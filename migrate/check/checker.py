@@ -1,7 +1,7 @@
 """Runtime dtype checking: every ATen call validated against the type variables its overload declares.
 
-``checking(path)`` puts two dispatch modes at the keys the recorders use
-(``migrate.evidence.runtime.recorders``): one on the PreDispatch key sees each call made from Python
+``checking(path)`` puts the two dispatch modes the recorders use (``migrate.dispatch``)
+at their keys: one on the PreDispatch key sees each call made from Python
 at its own name, CompositeImplicitAutograd overloads included, before it decomposes;
 one on the Python key sees every call that reaches a kernel, the parts of those
 decompositions included. A call both see is checked once. For each call of an
@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from migrate import torch_private
+from migrate.dispatch import TwoKeyObserver
 from migrate.errors import InputError
-from migrate.evidence.runtime.recorders import TwoKeyObserver
 from migrate.model.dtypes import DType, format_set
 
 if TYPE_CHECKING:

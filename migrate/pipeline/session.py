@@ -25,7 +25,7 @@ from migrate.write.native_functions import KEPT, YamlResult, apply_plan
 from migrate.write.outputs import Output, is_installed_path
 
 if TYPE_CHECKING:  # loaded only by the stages that need them
-    from migrate.evidence.opinfo.derived import SweepState
+    from migrate.evidence.derived import SweepState
     from migrate.evidence.runtime.records import CatalogueEntry, OpInfoId, OpInfoRun
     from migrate.check.export import ExportCheck
     from migrate.evidence.torchlib.resolve import TorchlibEvidence
@@ -163,7 +163,7 @@ class Session:
         None when no runtime evidence is asked for."""
         if not _RUNTIME_EVIDENCE & set(self.options.evidence):
             return None
-        from migrate.evidence.opinfo.derived import sweep_state
+        from migrate.evidence.derived import sweep_state
 
         return sweep_state(self.cache, self.options.jobs, self.options.refresh, self.selected)
 
@@ -198,7 +198,7 @@ class Session:
         summary: dict = {}
         state, observed = self.sweep, frozenset()
         if state is not None:
-            from migrate.evidence.opinfo.derived import sweep_summary
+            from migrate.evidence.derived import sweep_summary
 
             swept = sweep_summary(state)
             observed = swept.observed
@@ -239,7 +239,7 @@ class Session:
         """The runtime sources' plans (OpInfo, probe, aliases, kernel, built calls), aligned to the file's schemas."""
         if self.sweep is None:
             return {"opinfo": {}}
-        from migrate.evidence.opinfo.derived import evidence_of
+        from migrate.evidence.derived import evidence_of
         from migrate.infer import align_runtime_evidence
 
         evidence, wanted = evidence_of(self.sweep), self.options.evidence

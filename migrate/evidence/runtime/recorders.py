@@ -1,4 +1,4 @@
-"""Two dispatch-mode recorders that see the dtypes of every ATen overload a piece of code calls.
+"""Two recorders on ``migrate.dispatch``'s modes that see the dtypes of every ATen overload a piece of code calls.
 
 A mode on the Python key sees the overloads that reach a kernel; an overload with
 only a CompositeImplicitAutograd kernel (``linear``, ``scaled_dot_product_attention``)
@@ -23,13 +23,14 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Union
 
 import torch
 
 from migrate import torch_private
+from migrate.dispatch import TwoKeyObserver
 
 SlotDType = Union[str, tuple[Union[str, None], ...], None]
 """A slot's dtype in one call: a dtype name ('float32'), a list's element dtype names
@@ -185,51 +186,6 @@ def _argument(args: tuple, kwargs: dict, slot: tuple[int, str, bool, bool]) -> A
     return kwargs.get(name) if keyword_only or position >= len(args) else args[position]
 
 
-class TwoKeyObserver:
-    """What the recorders and the checker share: a mode on each key forwarding to them, the
-    PreDispatch handlers memoised per overload (and forgotten afterwards: another
-    PreDispatch mode may be pushed next), and the kernel call under a direct call known
-    as that same call, so that a call both keys see counts once.
-
-    Subclasses define ``direct_call(func, args, kwargs)`` and ``kernel_call(func, args, kwargs)``.
-    """
-
-    def __init__(self) -> None:
-        self._running_direct: Any = None  # the overload a direct call is running right now
-        self._memoised: list[Any] = []
-        self._kernel_mode = KernelMode(self)
-        self._pre_dispatch_mode = PreDispatchMode(self)
-
-    @contextlib.contextmanager
-    def _modes_active(self) -> Iterator[None]:
-        with self._kernel_mode, torch_private.pre_dispatch_mode_active(self._pre_dispatch_mode):
-            yield
-
-    def _forget_handlers(self) -> None:
-        torch_private.forget_pre_dispatch_handlers(self._memoised)
-        self._memoised.clear()
-
-    def run_direct(self, func: Any, args: tuple, kwargs: dict) -> Any:
-        """Run a direct call as a plain run would, marked so that its kernel call is known as the same call."""
-        self._running_direct = func
-        try:
-            return torch_private.plain_dispatch(func, args, kwargs)
-        finally:
-            self._running_direct = None
-
-    def first_direct_call(self, func: Any, args: tuple, kwargs: dict, mode: Any) -> Any:
-        """A direct call that came through torch's handling of ``mode``; later ones of ``func`` skip it."""
-        torch_private.memoise_pre_dispatch_handler(func, mode, self.direct_call)
-        self._memoised.append(func)
-        return self.direct_call(func, args, kwargs)
-
-    def is_the_direct_call(self, func: Any) -> bool:
-        """Whether a kernel call is the direct call running right now (already seen above); asked once per kernel call."""
-        seen = self._running_direct is func
-        self._running_direct = None
-        return seen
-
-
 class Recording(TwoKeyObserver):
     """Counts of calls per (overload, dtype of each slot, direct or not), made while ``active()``.
 
@@ -309,34 +265,6 @@ def _named(value: Any) -> SlotDType:
     if isinstance(value, tuple):
         return tuple(None if d is None else dtype_name(d) for d in value)
     return dtype_name(value)
-
-
-class KernelMode(torch_private.kernel_mode_base()):
-    """On the Python key: every call that reaches a kernel, including calls from inside other overloads.
-
-    Forwards each call to its owner (a Recording, a Checker): ``owner.kernel_call(func, args, kwargs)``.
-    """
-
-    def __init__(self, owner: Any) -> None:
-        super().__init__()
-        self.owner = owner
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return self.owner.kernel_call(func, args, kwargs or {})
-
-
-class PreDispatchMode(torch_private.pre_dispatch_mode_base()):
-    """On the PreDispatch key: every call made from Python, at its own name, before it decomposes.
-
-    Forwards each call to its owner: ``owner.first_direct_call(func, args, kwargs, mode)``.
-    """
-
-    def __init__(self, owner: Any) -> None:
-        super().__init__()
-        self.owner = owner
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return self.owner.first_direct_call(func, args, kwargs or {}, self)
 
 
 def check_recorders() -> None:

@@ -10,8 +10,8 @@ from codemods.annotations import AnnotationRewriter, tensor_core
 from codemods.docstrings import DocstringRewriter
 from codemods.imports import ImportRequest, SplitModule, update_imports
 from codemods.layout import SignatureLayout
-from codemods.module_index import names_in
 from codemods.typevars import GLOBAL_MARKER, LINE_LENGTH, TypeVarBlock, TypeVarSpec, block_names
+from migrate.write.torchlib.module_index import names_in
 from migrate.write.torchlib.naming import ModuleWork
 from migrate.write.torchlib.tree import TYPING, TorchlibTree
 

@@ -16,13 +16,13 @@ from typing import Iterable
 import libcst as cst
 
 from codemods.annotations import return_annotations, tensor_core
-from codemods.module_index import DefInfo
 from codemods.typevars import TypeVarSpec
 from migrate.evidence.torchlib.resolve import Constraint, TorchlibEvidence
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 from migrate.model.schema import RETURN_PREFIX, SchemaError, TypedSchema
+from migrate.write.torchlib.module_index import DefInfo
 from migrate.write.torchlib.tree import TorchlibModule, TorchlibTree
 
 # Note kinds, in the order the notes are listed.

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import libcst as cst
 
-from codemods.module_index import ModuleIndex
 from migrate.cache import StageCache
 from migrate.evidence.torchlib.facts import ModuleFacts, Ref, facts_stage
 from migrate.evidence.torchlib.resolve import Constraint, TypeResolver
 from migrate.evidence.torchlib.scan import module_facts, type_expr
+from migrate.write.torchlib.module_index import ModuleIndex
 
 TENSOR_TYPING = "tensor_typing"
 """The torchlib module that holds the global TypeVars."""

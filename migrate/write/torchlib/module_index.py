@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from codemods.docstrings import docstring_node
 from codemods.toplevel import DefKey, TopLevelVisitor, callee_name
 from migrate.evidence.torchlib.facts import Definition, Import, ModuleFacts
 from migrate.evidence.torchlib.scan import assigned_type, imports_of
@@ -104,18 +105,6 @@ def read_torch_op(decorator: cst.Decorator) -> TorchOp | None:
                 return None
             flags[flag] = value.value == "True"
     return TorchOp(tuple(names), **flags)  # type: ignore[arg-type]
-
-
-def docstring_node(node: cst.FunctionDef) -> cst.SimpleString | None:
-    """The function's docstring literal, when its body opens with one plain string statement."""
-    body = node.body
-    if not isinstance(body, cst.IndentedBlock) or not body.body:
-        return None
-    first = body.body[0]
-    if not (isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 and isinstance(first.body[0], cst.Expr)):
-        return None
-    value = first.body[0].value
-    return value if isinstance(value, cst.SimpleString) else None
 
 
 def names_in(node: cst.CSTNode | None, into: set[str]) -> None:

@@ -1,4 +1,4 @@
-"""The OpInfo and probe evidence of a run: the sweep, then per-overload plans, cached by the sweep's cache.
+"""The OpInfo and probe evidence of a run, joined: the sweep, then per-overload plans, cached by the sweep's cache.
 
 Building plans from every cached observation and probe takes seconds, reading the
 runs alone half a second; yet they change only when a sweep writes its cache. So the
