@@ -103,13 +103,22 @@ def declared_dtypes(case: Case, variables: tuple[Variable, ...]) -> frozenset[st
 
     A slot with no variable takes any dtype. A given slot bound to the same variable as a
     cast slot pins that variable to its dtype; a given dtype the yaml does not declare
-    makes the whole call undeclared.
+    makes the whole call undeclared. A variable that follows another (a dependent
+    constraint, ``U: [torch.bool, T]``) also takes that variable's dtype in the call:
+    the given one when the case holds it, else any of its own.
     """
     of_slot = {slot: v for v in variables for slot in v.binds}
+    by_name = {v.name: v for v in variables}
+    held = {of_slot[slot].name: dtype for slot, dtype in case.given if slot in of_slot}
 
     def allowed(slot: str) -> frozenset[str]:
         variable = of_slot.get(slot)
-        return frozenset(DTYPES) if variable is None else frozenset(d.name for d in variable.dtypes)
+        if variable is None:
+            return frozenset(DTYPES)
+        dtypes = {d.name for d in variable.dtypes}
+        for other in getattr(variable, "follows", ()):  # the field comes with dependent constraints (issue 23)
+            dtypes |= {held[other]} if other in held else {d.name for d in by_name[other].dtypes}
+        return frozenset(dtypes)
 
     dtypes = frozenset(DTYPES)
     for slot in case.slots:
