@@ -248,6 +248,6 @@ def test_truth_score_on_full_run(migrated):
     result = score(migrated / "native_functions.yaml", truth_verdicts())
     summary = report(result, 15)
     assert result.absent == (), summary
-    assert [(key, dtype) for key, dtype in ISSUE_ROWS if not result.row(key, dtype).agrees] == [], summary
+    assert [(key, dtype) for key, dtype in ISSUE_ROWS if not result.row(key, dtype).agrees] == [], summary  # type: ignore[union-attr]
     assert result.misses == (), summary
     assert result.agreement >= 0.99, summary
