@@ -241,3 +241,16 @@ def test_torchlib_gets_no_typevar_outside_tensor_typing_and_none_of_one_type(mig
         key: bound for key, bound in before.items() if key[0] != "tensor_typing.py"
     }
     assert [name for (_, name), bound in added.items() if bound.isupper()] == []  # BOOL, INT64: never a TypeVar
+
+
+@pytest.mark.slow
+def test_truth_score_on_full_run(migrated):
+    """The written sets against the truth suite (tests/truth): what ATen does on non-empty CPU tensors."""
+    from bench.bench_truth import ISSUE_ROWS, report, score, truth_verdicts
+
+    result = score(migrated / "native_functions.yaml", truth_verdicts())
+    summary = report(result, 15)
+    assert result.absent == (), summary
+    assert [(key, dtype) for key, dtype in ISSUE_ROWS if not result.row(key, dtype).agrees] == [], summary  # type: ignore[union-attr]
+    assert result.misses == (), summary
+    assert result.agreement >= 0.99, summary

@@ -1,0 +1,209 @@
+"""Score a written native_functions.yaml against the truth suite (tests/truth); prints, never asserts.
+
+For every truth case and each of the 21 dtypes, the yaml declares the dtype or not (read with
+its sibling type_constraints.yaml; a slot left plain ``Tensor`` declares every dtype), and
+ATen accepts it or not (the case's verdict). Agreement is the share of (case, dtype) pairs
+where both say the same; a false claim is declared but rejected, a miss accepted but not
+declared. The verdicts depend only on torch and the suite's code, and are cached under the
+cache folder (``truth/``), so scoring again takes a second.
+
+    PYTHONPATH=$PWD python -m bench.bench_truth /tmp/before/out/native_functions.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from migrate.cache import cache_root, read_pickle, write_pickle
+from migrate.model.declared import declared_variables
+from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.native import NativeFunctions, sibling_constraints_path
+from migrate.model.plan import Variable
+from tests.truth.cases import CASES, Case
+from tests.truth.runner import DTYPES, Verdict, run_cases
+
+TRUTH_FOLDER = Path(__file__).resolve().parent.parent / "tests" / "truth"
+
+ISSUE_ROWS: tuple[tuple[str, str], ...] = (
+    ("mm[self mat2]", "bool"),
+    ("clamp[self]", "int64"),
+    ("remainder.Scalar[self]", "float32"),
+    ("gather[index | self=float32]", "uint8"),
+    ("mean[self]", "int64"),
+    ("scaled_dot_product_attention[attn_mask | key=float32, query=float32, value=float32]", "float16"),
+)
+"""The table of issue 23: (case, dtype) pairs a reader checks first."""
+
+
+def truth_verdicts(cache_dir: Path | str | None = None) -> dict[str, dict[str, Verdict]]:
+    """Every case's verdicts, from the cache when torch and the suite's code are unchanged."""
+    import torch
+
+    digest = hashlib.sha256(f"{torch.__version__}\0{' '.join(DTYPES)}\0".encode())
+    for path in sorted(TRUTH_FOLDER.glob("*.py")):
+        digest.update(f"{path.name}\0".encode() + path.read_bytes())
+    path = cache_root(cache_dir) / "truth" / f"verdicts-{digest.hexdigest()}.pickle"
+    found = read_pickle(path, dict)
+    if found is None:
+        found = run_cases()
+        write_pickle(path, found)
+    return found
+
+
+@dataclass(frozen=True)
+class Row:
+    """One case on one dtype: what the yaml declares and what ATen did."""
+
+    case: Case
+    dtype: str
+    declared: bool
+    verdict: Verdict
+
+    @property
+    def agrees(self) -> bool:
+        return self.declared == self.verdict.accepted
+
+
+@dataclass(frozen=True)
+class Score:
+    rows: tuple[Row, ...]
+    absent: tuple[str, ...]  # truth overloads the yaml has no entry for
+
+    @property
+    def agreement(self) -> float:
+        return sum(r.agrees for r in self.rows) / len(self.rows)
+
+    @property
+    def false_claims(self) -> tuple[Row, ...]:
+        return tuple(r for r in self.rows if r.declared and not r.verdict.accepted)
+
+    @property
+    def misses(self) -> tuple[Row, ...]:
+        return tuple(r for r in self.rows if r.verdict.accepted and not r.declared)
+
+    def row(self, case_key: str, dtype: str) -> Row | None:
+        """None when the yaml lacks the case's overload."""
+        return next((r for r in self.rows if r.case.key == case_key and r.dtype == dtype), None)
+
+    def worst(self, count: int) -> list[tuple[str, int]]:
+        """Overloads by their number of disagreements, most first (ties by name)."""
+        wrong: dict[str, int] = defaultdict(int)
+        for r in self.rows:
+            if not r.agrees:
+                wrong[r.case.overload] += 1
+        return sorted(wrong.items(), key=lambda item: (-item[1], item[0]))[:count]
+
+
+def declared_dtypes(case: Case, variables: tuple[Variable, ...]) -> frozenset[str]:
+    """The dtypes the yaml lets the case's slots take together, with its ``given`` slots at their dtypes.
+
+    A slot with no variable takes any dtype. A given slot bound to the same variable as a
+    cast slot pins that variable to its dtype; a given dtype the yaml does not declare
+    makes the whole call undeclared. A variable that follows another (a dependent
+    constraint, ``U: [torch.bool, T]``) also takes that variable's dtype in the call:
+    the given one when the case holds it, else any of its own.
+    """
+    of_slot = {slot: v for v in variables for slot in v.binds}
+    by_name = {v.name: v for v in variables}
+    held = {of_slot[slot].name: dtype for slot, dtype in case.given if slot in of_slot}
+
+    def allowed(slot: str) -> frozenset[str]:
+        variable = of_slot.get(slot)
+        if variable is None:
+            return frozenset(DTYPES)
+        dtypes = {d.name for d in variable.dtypes}
+        for other in getattr(variable, "follows", ()):  # the field comes with dependent constraints (issue 23)
+            dtypes |= {held[other]} if other in held else {d.name for d in by_name[other].dtypes}
+        return frozenset(dtypes)
+
+    dtypes = frozenset(DTYPES)
+    for slot in case.slots:
+        dtypes &= allowed(slot)
+    cast_variables = {of_slot[s].name for s in case.slots if s in of_slot}
+    for slot, dtype in case.given:
+        if dtype not in allowed(slot):
+            return frozenset()
+        if slot in of_slot and of_slot[slot].name in cast_variables:
+            dtypes &= {dtype}
+    return dtypes
+
+
+def score(native_functions: Path, verdicts: dict[str, dict[str, Verdict]], cases: tuple[Case, ...] = CASES) -> Score:
+    native = NativeFunctions.load(native_functions)
+    sets = GlobalSetsFile.load(sibling_constraints_path(Path(native_functions))).by_name
+    rows, absent = [], []
+    for case in cases:
+        entry = native.by_name.get(case.overload)
+        if entry is None:
+            absent.append(case.overload)
+            continue
+        declared = declared_dtypes(case, declared_variables(native, entry, sets))
+        rows += [Row(case, dtype, dtype in declared, verdicts[case.key][dtype]) for dtype in DTYPES]
+    return Score(tuple(rows), tuple(sorted(set(absent))))
+
+
+def _dtype_list(rows) -> str:
+    return ", ".join(r.dtype for r in rows)
+
+
+def report(result: Score, worst: int) -> str:
+    rows = result.rows
+    overloads = {r.case.overload for r in rows}
+    claims, misses = result.false_claims, result.misses
+    lines = [
+        f"truth: {len(rows) // len(DTYPES)} cases on {len(overloads)} overloads x {len(DTYPES)} dtypes = {len(rows)} verdicts"
+        f" ({sum(r.verdict.accepted for r in rows)} accepted)",
+        f"agreement: {100 * result.agreement:.2f}% ({sum(r.agrees for r in rows)}/{len(rows)})",
+        f"false claims (declared, ATen rejects): {len(claims)} on {len({r.case.overload for r in claims})} overloads",
+        f"misses (ATen accepts, not declared): {len(misses)} on {len({r.case.overload for r in misses})} overloads",
+    ]
+    if result.absent:
+        lines.append(f"overloads the yaml lacks: {', '.join(result.absent)}")
+    lines.append(f"worst {worst} overloads (disagreements of {len(DTYPES)} dtypes per case):")
+    for overload, count in result.worst(worst):
+        lines.append(f"  {overload}: {count}")
+        for case in dict.fromkeys(r.case for r in rows if r.case.overload == overload):
+            mine = [r for r in rows if r.case is case]
+            wrong_claims = [r for r in mine if r.declared and not r.verdict.accepted]
+            missed = [r for r in mine if r.verdict.accepted and not r.declared]
+            if wrong_claims:
+                lines.append(f"    {case.key} false claims: {_dtype_list(wrong_claims)}")
+            if missed:
+                lines.append(f"    {case.key} misses: {_dtype_list(missed)}")
+    lines.append("issue 23 table:")
+    for key, dtype in ISSUE_ROWS:
+        row = result.row(key, dtype)
+        if row is None:
+            lines.append(f"  {key} {dtype}: the yaml lacks the overload")
+            continue
+        said = "accepts" if row.verdict.accepted else f"rejects ({row.verdict.message[:90]})"
+        lines.append(f"  {key} {dtype}: declared {'yes' if row.declared else 'no'}; ATen {said}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("native_functions", type=Path, help="a written native_functions.yaml (type_constraints.yaml beside it)")
+    parser.add_argument("--worst", type=int, default=15, help="how many overloads to list by disagreements")
+    parser.add_argument("--cache-dir", default=None, help="cache folder (default: dtype-migrate's)")
+    parser.add_argument("--json", type=Path, default=None, help="also write every disagreement to this file")
+    args = parser.parse_args(argv)
+    result = score(args.native_functions, truth_verdicts(args.cache_dir))
+    print(report(result, args.worst))
+    if args.json is not None:
+        wrong = [
+            {"case": r.case.key, "dtype": r.dtype, "declared": r.declared, "accepted": r.verdict.accepted, "message": r.verdict.message}
+            for r in result.rows
+            if not r.agrees
+        ]
+        args.json.write_text(json.dumps({"agreement": result.agreement, "disagreements": wrong}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,177 @@
+"""The truth suite (tests/truth) and its scorer (bench/bench_truth.py) on a hand-made yaml."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bench.bench_truth as bench_truth
+from bench.bench_truth import ISSUE_ROWS, declared_dtypes, report, score, truth_verdicts
+from migrate.model.declared import declared_variables
+from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.native import NativeFunctions
+from tests.conftest import REAL_NATIVE_FUNCTIONS
+from tests.truth.cases import CASES, Case
+from tests.truth.runner import DTYPES, CaseError, Verdict, verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def truth_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("truth-cache")
+
+
+@pytest.fixture(scope="module")
+def verdicts(truth_cache) -> dict[str, dict[str, Verdict]]:
+    """The suite's verdicts, computed once into a fresh cache folder."""
+    found = truth_verdicts(truth_cache)
+    assert len(list((truth_cache / "truth").glob("verdicts-*.pickle"))) == 1
+    return found
+
+
+def test_suite_covers_the_common_overloads_with_real_tensor_slots():
+    native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+    assert len(DTYPES) == 21
+    assert len({case.overload for case in CASES}) >= 100
+    for case in CASES:
+        entry = native.by_name.get(case.overload)
+        assert entry is not None, case.key
+        for slot in case.slots + tuple(slot for slot, _ in case.given):
+            found = entry.schema.slot(slot)
+            assert found is not None and found.is_tensor and not found.is_return, f"{case.key}: {slot}"
+
+
+def test_every_case_accepts_some_dtype_and_rejects_with_a_message(verdicts):
+    for case in CASES:
+        found = verdicts[case.key]
+        assert any(v.accepted for v in found.values()), case.key
+        assert all(v.message for v in found.values() if not v.accepted), case.key
+
+
+def test_the_issue_table_as_aten_answers_it(verdicts):
+    accepted = {key: {d for d, v in found.items() if v.accepted} for key, found in verdicts.items()}
+    assert "bool" not in accepted["mm[self mat2]"]
+    assert accepted["mm[mat2 | self=float32]"] == {"float32"}
+    assert "int64" in accepted["clamp[self]"]
+    assert "float32" in accepted["remainder.Scalar[self]"]
+    assert accepted["gather[index | self=float32]"] == {"int32", "int64"}
+    assert "int64" in accepted["mean[self]"]
+    assert "bool" not in accepted["relu[self]"]
+    sdpa = "scaled_dot_product_attention[attn_mask | "
+    assert accepted[sdpa + "key=float32, query=float32, value=float32]"] == {"bool", "float32"}
+    assert "float16" in accepted[sdpa + "key=float16, query=float16, value=float16]"]
+
+
+def test_verdicts_are_read_from_the_cache(truth_cache, verdicts, monkeypatch):
+    def refuse():
+        raise AssertionError("the verdicts were computed again")
+
+    monkeypatch.setattr(bench_truth, "run_cases", refuse)
+    assert truth_verdicts(truth_cache) == verdicts
+
+
+def test_a_case_that_casts_a_tensor_it_does_not_name_is_an_error():
+    case = next(c for c in CASES if c.key == "mm[mat2 | self=float32]")
+    unnamed = Case(case.overload, case.slots, case.calls, ())
+    with pytest.raises(CaseError, match="self is neither cast nor given"):
+        verdict(unnamed, "float32")
+
+
+def test_the_suite_runs_without_the_inference_code():
+    code = (
+        "import sys, tests.truth.runner\n"
+        "bad = sorted(m for m in sys.modules if m.startswith(('migrate.evidence', 'migrate.infer')))\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
+
+
+# The scorer on a tiny yaml and hand-made verdicts: every figure below is worked out by hand.
+_NATIVE = """\
+- func: mm(T self, T mat2) -> T
+  type_constraints: {T: [torch.float32, torch.float64]}
+
+- func: gather(Tensor self, int dim, I index, *, bool sparse_grad=False) -> Tensor
+  type_constraints: {I: [torch.uint8, torch.int64]}
+
+- func: clamp(TFloat self, Scalar? min=None, Scalar? max=None) -> TFloat
+"""
+_SETS = """\
+- name: TFloat
+  dtypes: [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+  desc: Floating-point tensors.
+"""
+_ACCEPTED = {
+    "mm[self mat2]": {"int64", "float32", "float64"},
+    "mm[mat2 | self=float32]": {"float32"},
+    "gather[self | index=int64]": set(DTYPES),
+    "gather[index | self=float32]": {"int32", "int64"},
+    "clamp[self]": {"int64", "float32"},
+    "relu[self]": {"float32"},
+}
+
+
+def _tiny(tmp_path: Path, native: str) -> tuple[Path, tuple, dict]:
+    (tmp_path / "native_functions.yaml").write_text(native)
+    (tmp_path / "type_constraints.yaml").write_text(_SETS)
+    cases = tuple(c for c in CASES if c.key in _ACCEPTED)
+    assert len(cases) == len(_ACCEPTED)
+    verdicts = {key: {d: Verdict(d in ok, "" if d in ok else "refused") for d in DTYPES} for key, ok in _ACCEPTED.items()}
+    return tmp_path / "native_functions.yaml", cases, verdicts
+
+
+def test_score_of_a_tiny_yaml(tmp_path):
+    path, cases, verdicts = _tiny(tmp_path, _NATIVE)
+    result = score(path, verdicts, cases)
+    assert result.absent == ("relu",)
+    assert len(result.rows) == 5 * 21
+    assert {(r.case.key, r.dtype) for r in result.false_claims} == {
+        ("gather[index | self=float32]", "uint8"),
+        ("clamp[self]", "float16"),
+        ("clamp[self]", "bfloat16"),
+        ("clamp[self]", "float64"),
+    }
+    assert {(r.case.key, r.dtype) for r in result.misses} == {
+        ("mm[self mat2]", "int64"),
+        ("gather[index | self=float32]", "int32"),
+        ("clamp[self]", "int64"),
+    }
+    assert result.agreement == pytest.approx(98 / 105)
+    assert result.worst(2) == [("clamp", 4), ("gather", 2)]
+
+
+def test_independent_variables_claim_mixed_calls(tmp_path):
+    path, cases, verdicts = _tiny(tmp_path, _NATIVE.replace("mm(T self, T mat2) -> T", "mm(T self, U mat2) -> T").replace(
+        "{T: [torch.float32, torch.float64]}", "{T: [torch.float32, torch.float64], U: [torch.float32, torch.float64]}"
+    ))
+    result = score(path, verdicts, cases)
+    assert [(r.case.key, r.dtype) for r in result.false_claims if r.case.overload == "mm"] == [("mm[mat2 | self=float32]", "float64")]
+
+
+def test_a_given_dtype_the_yaml_does_not_declare_declares_nothing(tmp_path):
+    path, cases, _ = _tiny(tmp_path, _NATIVE)
+    native = NativeFunctions.load(path)
+    sets = GlobalSetsFile.load(tmp_path / "type_constraints.yaml").by_name
+    variables = declared_variables(native, native.by_name["gather"], sets)
+    index_case = next(c for c in cases if c.key == "gather[index | self=float32]")
+    assert declared_dtypes(index_case, variables) == {"uint8", "int64"}
+    self_case = next(c for c in cases if c.key == "gather[self | index=int64]")
+    assert declared_dtypes(self_case, variables) == set(DTYPES)
+    index_at_int32 = Case("gather", ("self",), self_case.calls, (("index", "int32"),))
+    assert declared_dtypes(index_at_int32, variables) == frozenset()
+
+
+def test_the_original_yaml_claims_every_dtype(verdicts, tmp_path):
+    """Plain ``Tensor`` slots declare every dtype: no miss, and every rejection is a false claim."""
+    (tmp_path / "native_functions.yaml").write_bytes(REAL_NATIVE_FUNCTIONS.read_bytes())
+    result = score(tmp_path / "native_functions.yaml", verdicts)
+    assert result.absent == ()
+    assert result.misses == ()
+    assert len(result.false_claims) == sum(not v.accepted for found in verdicts.values() for v in found.values()) > 0
+    text = report(result, 5)
+    for key, dtype in ISSUE_ROWS:
+        assert f"{key} {dtype}: declared yes" in text

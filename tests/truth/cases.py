@@ -1,0 +1,285 @@
+"""Hand-written calls of the ATen overloads real models use most, on small non-empty CPU tensors.
+
+A case names the overload as native_functions.yaml does (``mm``, ``remainder.Scalar``),
+the tensor slots it casts to the dtype under test (schema argument names; slots that ATen
+needs of one dtype are cast together), the other tensor slots it holds at one dtype
+(``given``: the scorer compares with what the yaml declares for that combination), and one
+or more calls built from the dtype. The calls are alternatives: the dtype is accepted if
+any of them runs (``mean(int64 tensor, dtype=torch.float32)`` is a valid call of ``mean``).
+The runner calls ``torch.ops.aten.<name>.<overload>`` itself, so a case never reaches
+another overload through a Python wrapper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+Call = tuple[tuple[Any, ...], dict[str, Any]]
+F32, F16, I64 = torch.float32, torch.float16, torch.int64
+
+
+@dataclass(frozen=True)
+class Case:
+    overload: str  # as native_functions.yaml names it
+    slots: tuple[str, ...]  # cast together to the dtype under test
+    calls: tuple[Callable[[torch.dtype], Call], ...]  # alternatives: accepted if any runs
+    given: tuple[tuple[str, str], ...] = ()  # (slot, dtype name) held fixed in every call
+
+    @property
+    def key(self) -> str:
+        """Unique within the suite: ``gather[index | self=float32]``."""
+        held = ", ".join(f"{slot}={dtype}" for slot, dtype in self.given)
+        return f"{self.overload}[{' '.join(self.slots)}{' | ' + held if held else ''}]"
+
+
+def A(*args: Any, **kwargs: Any) -> Call:
+    return args, kwargs
+
+
+def t(d: torch.dtype, *shape: int) -> torch.Tensor:
+    """Values 1..5 (never zero: integer division and log stay defined), cast from float32."""
+    n = 1
+    for size in shape:
+        n *= size
+    return (torch.arange(n, dtype=torch.float32) % 5 + 1).reshape(shape).to(d)
+
+
+def p(d: torch.dtype, *shape: int) -> torch.Tensor:
+    """Probabilities in (0, 1), for the losses that need them."""
+    return (t(torch.float32, *shape) % 3 + 1).div(4).to(d)
+
+
+def ix(d: torch.dtype, high: int, *shape: int) -> torch.Tensor:
+    """Valid indices below ``high``."""
+    n = 1
+    for size in shape:
+        n *= size
+    return (torch.arange(n, dtype=torch.float32) % high).reshape(shape).to(d)
+
+
+def mask(*shape: int) -> torch.Tensor:
+    return torch.ones(shape, dtype=torch.bool)
+
+
+def c(overload: str, slots: str, *calls: Callable[[torch.dtype], Call], given: dict[str, str] | None = None) -> Case:
+    return Case(overload, tuple(slots.split()), calls, tuple(sorted((given or {}).items())))
+
+
+def _unary(*names: str) -> list[Case]:
+    return [c(name, "self", lambda d: A(t(d, 2, 3))) for name in names]
+
+
+def _binary(*names: str) -> list[Case]:
+    return [c(name, "self other", lambda d: A(t(d, 2, 3), t(d, 2, 3))) for name in names]
+
+
+def _scalar_other(*names: str) -> list[Case]:
+    """``op(tensor, scalar)``: an int and a float scalar are both everyday calls."""
+    return [c(name, "self", lambda d: A(t(d, 2, 3), 2), lambda d: A(t(d, 2, 3), 2.0)) for name in names]
+
+
+def _with_dtype_argument(name: str, *args: Any) -> Case:
+    """A reduction whose ``dtype=`` lets more input dtypes in: ``mean(int64 tensor, dtype=torch.float32)``."""
+    return c(name, "self", lambda d: A(t(d, 2, 3), *args), lambda d: A(t(d, 2, 3), *args, dtype=F32))
+
+
+_FLOAT32 = {"self": "float32"}
+_INDEX = {"index": "int64"}
+
+CASES: tuple[Case, ...] = (
+    # matmul family; mixed dtypes are refused, so a second operand held at float32 accepts float32 only
+    c("mm", "self mat2", lambda d: A(t(d, 2, 3), t(d, 3, 4))),
+    c("mm", "mat2", lambda d: A(t(F32, 2, 3), t(d, 3, 4)), given=_FLOAT32),
+    c("bmm", "self mat2", lambda d: A(t(d, 2, 2, 3), t(d, 2, 3, 4))),
+    c("matmul", "self other", lambda d: A(t(d, 2, 3), t(d, 3, 4))),
+    c("matmul", "other", lambda d: A(t(F32, 2, 3), t(d, 3, 4)), given=_FLOAT32),
+    c("addmm", "self mat1 mat2", lambda d: A(t(d, 2, 4), t(d, 2, 3), t(d, 3, 4))),
+    c("linear", "input weight bias", lambda d: A(t(d, 2, 3), t(d, 4, 3), t(d, 4))),
+    c("baddbmm", "self batch1 batch2", lambda d: A(t(d, 2, 2, 4), t(d, 2, 2, 3), t(d, 2, 3, 4))),
+    c("addbmm", "self batch1 batch2", lambda d: A(t(d, 2, 4), t(d, 2, 2, 3), t(d, 2, 3, 4))),
+    c("addr", "self vec1 vec2", lambda d: A(t(d, 2, 3), t(d, 2), t(d, 3))),
+    c("addmv", "self mat vec", lambda d: A(t(d, 2), t(d, 2, 3), t(d, 3))),
+    c("mv", "self vec", lambda d: A(t(d, 2, 3), t(d, 3))),
+    c("dot", "self tensor", lambda d: A(t(d, 3), t(d, 3))),
+    c("outer", "self vec2", lambda d: A(t(d, 2), t(d, 3))),
+    c("einsum", "tensors", lambda d: A("ij,jk->ik", [t(d, 2, 3), t(d, 3, 4)])),
+    # softmax: dtype= and half_to_float let more inputs in
+    c("softmax.int", "self", lambda d: A(t(d, 2, 3), 1), lambda d: A(t(d, 2, 3), 1, F32)),
+    c("log_softmax.int", "self", lambda d: A(t(d, 2, 3), 1), lambda d: A(t(d, 2, 3), 1, F32)),
+    c("_softmax", "self", lambda d: A(t(d, 2, 3), 1, False), lambda d: A(t(d, 2, 3), 1, True)),
+    c("_log_softmax", "self", lambda d: A(t(d, 2, 3), 1, False), lambda d: A(t(d, 2, 3), 1, True)),
+    # norms, parameters in the input's dtype
+    c("layer_norm", "input weight bias", lambda d: A(t(d, 2, 3), [3], t(d, 3), t(d, 3))),
+    c("native_layer_norm", "input weight bias", lambda d: A(t(d, 2, 3), [3], t(d, 3), t(d, 3), 1e-5)),
+    c("rms_norm", "input weight", lambda d: A(t(d, 2, 3), [3], t(d, 3))),
+    c(
+        "batch_norm",
+        "input weight bias running_mean running_var",
+        lambda d: A(t(d, 2, 3, 2), t(d, 3), t(d, 3), t(d, 3), t(d, 3), False, 0.1, 1e-5, False),
+        lambda d: A(t(d, 2, 3, 2), t(d, 3), t(d, 3), t(d, 3), t(d, 3), True, 0.1, 1e-5, False),
+    ),
+    c(
+        "native_batch_norm",
+        "input weight bias running_mean running_var",
+        lambda d: A(t(d, 2, 3, 2), t(d, 3), t(d, 3), t(d, 3), t(d, 3), True, 0.1, 1e-5),
+    ),
+    c("group_norm", "input weight bias", lambda d: A(t(d, 2, 4, 3), 2, t(d, 4), t(d, 4))),
+    c("native_group_norm", "input weight bias", lambda d: A(t(d, 2, 4, 3), t(d, 4), t(d, 4), 2, 4, 3, 2, 1e-5)),
+    c(
+        "instance_norm",
+        "input weight bias running_mean running_var",
+        lambda d: A(t(d, 2, 3, 4), t(d, 3), t(d, 3), t(d, 3), t(d, 3), True, 0.1, 1e-5, False),
+    ),
+    # activations
+    *_unary("relu", "silu", "sigmoid", "tanh", "hardtanh", "leaky_relu", "elu", "softplus", "hardswish"),
+    *_unary("hardsigmoid", "mish", "relu6", "selu", "celu", "log_sigmoid"),
+    c("gelu", "self", lambda d: A(t(d, 2, 3)), lambda d: A(t(d, 2, 3), approximate="tanh")),
+    c("glu", "self", lambda d: A(t(d, 2, 4), -1)),
+    c("threshold", "self", lambda d: A(t(d, 2, 3), 1, 0), lambda d: A(t(d, 2, 3), 1.5, 0.0)),
+    c("prelu", "self weight", lambda d: A(t(d, 2, 3), t(d, 1))),
+    # pointwise arithmetic and math
+    *_binary("add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "minimum", "atan2"),
+    *_binary("logical_and", "bitwise_and.Tensor", "floor_divide", "remainder.Tensor", "eq.Tensor", "lt.Tensor"),
+    *_binary("ge.Tensor", "isclose"),
+    c("pow.Tensor_Tensor", "self exponent", lambda d: A(t(d, 2, 3), t(d, 2, 3))),
+    c("div.Tensor_mode", "self other", lambda d: A(t(d, 2, 3), t(d, 2, 3), rounding_mode="floor")),
+    *_scalar_other("pow.Tensor_Scalar", "rsub.Scalar", "fmod.Scalar", "clamp_min", "remainder.Scalar"),
+    *_scalar_other("eq.Scalar", "ne.Scalar", "lt.Scalar", "gt.Scalar", "le.Scalar"),
+    *_unary("exp", "log", "sqrt", "rsqrt", "abs", "neg", "reciprocal", "sin", "cos", "erf", "floor", "ceil"),
+    *_unary("round", "sign", "logical_not", "bitwise_not", "isnan", "isfinite", "nan_to_num", "triu", "tril"),
+    c("addcmul", "self tensor1 tensor2", lambda d: A(t(d, 2, 3), t(d, 2, 3), t(d, 2, 3))),
+    c("addcdiv", "self tensor1 tensor2", lambda d: A(t(d, 2, 3), t(d, 2, 3), t(d, 2, 3))),
+    c("lerp.Scalar", "self end", lambda d: A(t(d, 2, 3), t(d, 2, 3), 0.5)),
+    c("clamp", "self", lambda d: A(t(d, 2, 3), 0, 3), lambda d: A(t(d, 2, 3), 0.5, 3.5)),
+    c("clamp.Tensor", "self min max", lambda d: A(t(d, 2, 3), t(d, 2, 3), t(d, 2, 3))),
+    c("where.self", "self other", lambda d: A(mask(2, 3), t(d, 2, 3), t(d, 2, 3)), given={"condition": "bool"}),
+    c("masked_fill.Scalar", "self", lambda d: A(t(d, 2, 3), mask(2, 3), 0), given={"mask": "bool"}),
+    c("fill.Scalar", "self", lambda d: A(t(d, 2, 3), 1)),
+    # indexing: the data slot under an int64 index, the index slot under float32 data
+    c("gather", "self", lambda d: A(t(d, 2, 3), 1, ix(I64, 3, 2, 2)), given=_INDEX),
+    c("gather", "index", lambda d: A(t(F32, 2, 3), 1, ix(d, 3, 2, 2)), given=_FLOAT32),
+    c("scatter.src", "self src", lambda d: A(t(d, 2, 3), 1, ix(I64, 3, 2, 2), t(d, 2, 2)), given=_INDEX),
+    c("scatter.src", "index", lambda d: A(t(F32, 2, 3), 1, ix(d, 3, 2, 2), t(F32, 2, 2)), given={"self": "float32", "src": "float32"}),
+    c("scatter.value", "self", lambda d: A(t(d, 2, 3), 1, ix(I64, 3, 2, 2), 1), given=_INDEX),
+    c("scatter_add", "self src", lambda d: A(t(d, 2, 3), 1, ix(I64, 3, 2, 2), t(d, 2, 2)), given=_INDEX),
+    c("scatter_reduce.two", "self src", lambda d: A(t(d, 2, 3), 1, ix(I64, 3, 2, 2), t(d, 2, 2), "sum"), given=_INDEX),
+    c("index_select", "self", lambda d: A(t(d, 2, 3), 1, ix(I64, 3, 2)), given=_INDEX),
+    c("index_select", "index", lambda d: A(t(F32, 2, 3), 1, ix(d, 3, 2)), given=_FLOAT32),
+    c("index_add", "self source", lambda d: A(t(d, 2, 3), 1, ix(I64, 3, 2), t(d, 2, 2)), given=_INDEX),
+    # a bool or uint8 index of the first dimension's length is a mask, an integer one a list of positions
+    c("index.Tensor", "self", lambda d: A(t(d, 2, 3), [ix(I64, 2, 2)]), given={"indices": "int64"}),
+    c("index.Tensor", "indices", lambda d: A(t(F32, 2, 3), [ix(d, 2, 2)]), given=_FLOAT32),
+    c("index_put", "self values", lambda d: A(t(d, 2, 3), [ix(I64, 2, 2)], t(d, 2, 3)), given={"indices": "int64"}),
+    c("embedding", "weight", lambda d: A(t(d, 4, 3), ix(I64, 4, 2, 2)), given={"indices": "int64"}),
+    c("embedding", "indices", lambda d: A(t(F32, 4, 3), ix(d, 4, 2, 2)), given={"weight": "float32"}),
+    c("take_along_dim", "self", lambda d: A(t(d, 2, 3), ix(I64, 3, 2, 2), 1), given={"indices": "int64"}),
+    c("take_along_dim", "indices", lambda d: A(t(F32, 2, 3), ix(d, 3, 2, 2), 1), given=_FLOAT32),
+    c("masked_select", "self", lambda d: A(t(d, 2, 3), mask(2, 3)), given={"mask": "bool"}),
+    c("one_hot", "self", lambda d: A(ix(d, 3, 4), 3)),
+    c("select.int", "self", lambda d: A(t(d, 2, 3), 0, 1)),
+    c("nonzero", "self", lambda d: A(t(d, 2, 3))),
+    c("topk", "self", lambda d: A(t(d, 2, 3), 2)),
+    c("sort", "self", lambda d: A(t(d, 2, 3))),
+    c("argsort", "self", lambda d: A(t(d, 2, 3))),
+    # reductions
+    _with_dtype_argument("sum"),
+    _with_dtype_argument("sum.dim_IntList", [1]),
+    _with_dtype_argument("mean"),
+    _with_dtype_argument("mean.dim", [1]),
+    _with_dtype_argument("prod"),
+    _with_dtype_argument("prod.dim_int", 1),
+    _with_dtype_argument("cumsum", 1),
+    _with_dtype_argument("cumprod", 1),
+    c("linalg_vector_norm", "self", lambda d: A(t(d, 2, 3)), lambda d: A(t(d, 2, 3), dtype=F32)),
+    c("amax", "self", lambda d: A(t(d, 2, 3), [1])),
+    c("amin", "self", lambda d: A(t(d, 2, 3), [1])),
+    c("max.dim", "self", lambda d: A(t(d, 2, 3), 1)),
+    c("min.dim", "self", lambda d: A(t(d, 2, 3), 1)),
+    c("argmax", "self", lambda d: A(t(d, 2, 3), 1)),
+    c("argmin", "self", lambda d: A(t(d, 2, 3), 1)),
+    c("var.correction", "self", lambda d: A(t(d, 2, 3), [1])),
+    c("std.correction", "self", lambda d: A(t(d, 2, 3), [1])),
+    c("var_mean.correction", "self", lambda d: A(t(d, 2, 3), [1])),
+    c("norm.ScalarOpt_dim", "self", lambda d: A(t(d, 2, 3), 2, [1])),
+    c("logsumexp", "self", lambda d: A(t(d, 2, 3), [1])),
+    c("count_nonzero.dim_IntList", "self", lambda d: A(t(d, 2, 3), [1])),
+    *_unary("max", "min", "all", "any"),
+    # pooling
+    c("max_pool2d", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2])),
+    c("max_pool2d_with_indices", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2])),
+    c("avg_pool2d", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2])),
+    c("adaptive_avg_pool2d", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2])),
+    c("adaptive_max_pool2d", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2])),
+    c("max_pool1d", "self", lambda d: A(t(d, 1, 2, 4), [2])),
+    c("avg_pool1d", "self", lambda d: A(t(d, 1, 2, 4), [2])),
+    c("adaptive_avg_pool1d", "self", lambda d: A(t(d, 1, 2, 4), [2])),
+    c("upsample_nearest2d.vec", "input", lambda d: A(t(d, 1, 2, 2, 2), [4, 4], None)),
+    c("upsample_bilinear2d.vec", "input", lambda d: A(t(d, 1, 2, 2, 2), [4, 4], False, None)),
+    # convolution
+    c(
+        "convolution",
+        "input weight bias",
+        lambda d: A(t(d, 1, 2, 4, 4), t(d, 3, 2, 2, 2), t(d, 3), [1, 1], [0, 0], [1, 1], False, [0, 0], 1),
+    ),
+    c("conv2d", "input weight bias", lambda d: A(t(d, 1, 2, 4, 4), t(d, 3, 2, 2, 2), t(d, 3))),
+    c("conv1d", "input weight bias", lambda d: A(t(d, 1, 2, 4), t(d, 3, 2, 2), t(d, 3))),
+    c("conv_transpose2d.input", "input weight bias", lambda d: A(t(d, 1, 2, 3, 3), t(d, 2, 3, 2, 2), t(d, 3))),
+    # attention: a float mask must be float32 or the query's dtype, so the mask depends on the query
+    c("scaled_dot_product_attention", "query key value", lambda d: A(t(d, 1, 2, 3, 4), t(d, 1, 2, 3, 4), t(d, 1, 2, 3, 4))),
+    c(
+        "scaled_dot_product_attention",
+        "attn_mask",
+        lambda d: A(t(F32, 1, 2, 3, 4), t(F32, 1, 2, 3, 4), t(F32, 1, 2, 3, 4), attn_mask=t(d, 1, 2, 3, 3)),
+        given={"query": "float32", "key": "float32", "value": "float32"},
+    ),
+    c(
+        "scaled_dot_product_attention",
+        "attn_mask",
+        lambda d: A(t(F16, 1, 2, 3, 4), t(F16, 1, 2, 3, 4), t(F16, 1, 2, 3, 4), attn_mask=t(d, 1, 2, 3, 3)),
+        given={"query": "float16", "key": "float16", "value": "float16"},
+    ),
+    # losses: class indices in int64, or class probabilities in the input's dtype
+    c("cross_entropy_loss", "self", lambda d: A(t(d, 2, 3), ix(I64, 3, 2)), given={"target": "int64"}),
+    c("cross_entropy_loss", "target", lambda d: A(t(F32, 2, 3), ix(d, 3, 2)), lambda d: A(t(F32, 2, 3), p(d, 2, 3)), given=_FLOAT32),
+    c("nll_loss", "self", lambda d: A(t(d, 2, 3), ix(I64, 3, 2)), given={"target": "int64"}),
+    c("nll_loss", "target", lambda d: A(t(F32, 2, 3), ix(d, 3, 2)), given=_FLOAT32),
+    c("binary_cross_entropy", "self target", lambda d: A(p(d, 2, 3), p(d, 2, 3))),
+    c("binary_cross_entropy_with_logits", "self target", lambda d: A(t(d, 2, 3), p(d, 2, 3))),
+    c("mse_loss", "self target", lambda d: A(t(d, 2, 3), t(d, 2, 3))),
+    c("l1_loss", "self target", lambda d: A(t(d, 2, 3), t(d, 2, 3))),
+    c("smooth_l1_loss", "self target", lambda d: A(t(d, 2, 3), t(d, 2, 3))),
+    c("huber_loss", "self target", lambda d: A(t(d, 2, 3), t(d, 2, 3))),
+    c("kl_div", "self target", lambda d: A(t(d, 2, 3), p(d, 2, 3))),
+    # joining, searching, shapes and copies
+    c("cat", "tensors", lambda d: A([t(d, 2, 3), t(d, 1, 3)])),
+    c("stack", "tensors", lambda d: A([t(d, 2, 3), t(d, 2, 3)])),
+    c("searchsorted.Tensor", "sorted_sequence self", lambda d: A(t(d, 5), t(d, 2, 3))),
+    c("bucketize.Tensor", "self boundaries", lambda d: A(t(d, 2, 3), t(d, 5))),
+    c("flip", "self", lambda d: A(t(d, 2, 3), [1])),
+    c("roll", "self", lambda d: A(t(d, 2, 3), [1], [1])),
+    c("repeat", "self", lambda d: A(t(d, 2, 3), [2, 1])),
+    c("transpose.int", "self", lambda d: A(t(d, 2, 3), 0, 1)),
+    c("permute", "self", lambda d: A(t(d, 2, 3), [1, 0])),
+    c("t", "self", lambda d: A(t(d, 2, 3))),
+    c("unsqueeze", "self", lambda d: A(t(d, 2, 3), 0)),
+    c("squeeze.dim", "self", lambda d: A(t(d, 1, 3), 0)),
+    c("flatten.using_ints", "self", lambda d: A(t(d, 2, 3))),
+    c("view", "self", lambda d: A(t(d, 2, 3), [3, 2])),
+    c("reshape", "self", lambda d: A(t(d, 2, 3), [3, 2])),
+    c("expand", "self", lambda d: A(t(d, 1, 3), [2, 3])),
+    c("contiguous", "self", lambda d: A(t(d, 2, 3))),
+    c("split.Tensor", "self", lambda d: A(t(d, 4, 3), 2)),
+    c("chunk", "self", lambda d: A(t(d, 4, 3), 2)),
+    c("unbind.int", "self", lambda d: A(t(d, 2, 3))),
+    c("clone", "self", lambda d: A(t(d, 2, 3))),
+    c("_to_copy", "self", lambda d: A(t(d, 2, 3)), lambda d: A(t(d, 2, 3), dtype=F32)),
+    c("constant_pad_nd", "self", lambda d: A(t(d, 2, 3), [1, 1])),
+    c("zeros_like", "self", lambda d: A(t(d, 2, 3))),
+    c("ones_like", "self", lambda d: A(t(d, 2, 3))),
+    c("full_like", "self", lambda d: A(t(d, 2, 3), 1)),
+    c("dropout", "input", lambda d: A(t(d, 2, 3), 0.5, False), lambda d: A(t(d, 2, 3), 0.5, True)),
+    c("native_dropout", "input", lambda d: A(t(d, 2, 3), 0.5, True), lambda d: A(t(d, 2, 3), 0.5, False)),
+)

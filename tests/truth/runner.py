@@ -1,0 +1,106 @@
+"""The verdict of each truth case on each dtype, from calling torch on CPU.
+
+A dtype is accepted when some alternative call ran and gave non-empty outputs, rejected
+when every alternative raised (the first refusal is kept). Before calling, the runner
+binds the arguments to the overload's schema and checks the case says what it does:
+every tensor argument is one of its cast slots (in the dtype under test) or one of its
+``given`` slots (in that dtype), and no tensor is empty. A case that breaks this is
+wrong, and raises ``CaseError`` instead of giving a verdict.
+
+    python -m tests.truth.runner            # prints every case's accepted dtypes
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from migrate.model.named_sets import ANY
+from tests.truth.cases import CASES, Case
+
+DTYPES: tuple[str, ...] = tuple(d.name for d in ANY)
+"""The 21 dtypes of the project's vocabulary (``TAny``), in canonical order."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    accepted: bool
+    message: str  # the first alternative's refusal when rejected, else ""
+
+
+class CaseError(Exception):
+    """A truth case that does not call what it claims: fix the case, it has no verdict."""
+
+
+def aten_op(overload: str) -> torch._ops.OpOverload:
+    base, _, name = overload.partition(".")
+    return getattr(getattr(torch.ops.aten, base), name or "default")
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item)]
+    return []
+
+
+def _check_arguments(case: Case, op: torch._ops.OpOverload, args: tuple, kwargs: dict, dtype: torch.dtype) -> None:
+    names = [argument.name for argument in op._schema.arguments]
+    if len(args) > len(names) or set(kwargs) - set(names):
+        raise CaseError(f"{case.key}: arguments do not fit {op._schema}")
+    bound = dict(zip(names, args)) | kwargs
+    wanted = {slot: dtype for slot in case.slots} | {slot: getattr(torch, name) for slot, name in case.given}
+    for slot in wanted:
+        if not _tensors(bound.get(slot)):
+            raise CaseError(f"{case.key}: no tensor is passed as {slot}")
+    for name, value in bound.items():
+        for tensor in _tensors(value):
+            if name not in wanted:
+                raise CaseError(f"{case.key}: tensor argument {name} is neither cast nor given")
+            if tensor.dtype != wanted[name]:
+                raise CaseError(f"{case.key}: {name} is {tensor.dtype}, the case says {wanted[name]}")
+            if tensor.numel() == 0:
+                raise CaseError(f"{case.key}: {name} is empty; an empty tensor proves nothing")
+
+
+def verdict(case: Case, dtype_name: str) -> Verdict:
+    dtype = getattr(torch, dtype_name)
+    op = aten_op(case.overload)
+    refusals = []
+    for build in case.calls:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # complex32 and float8 tensors warn that they are experimental
+            args, kwargs = build(dtype)
+            _check_arguments(case, op, args, kwargs, dtype)
+            try:
+                result = op(*args, **kwargs)
+            except Exception as exc:  # any refusal: RuntimeError, TypeError, NotImplementedError, ...
+                refusals.append((str(exc).strip().splitlines() or [type(exc).__name__])[0])
+                continue
+        if any(tensor.numel() == 0 for tensor in _tensors(result)):
+            raise CaseError(f"{case.key} on {dtype_name}: an output is empty; an empty result proves nothing")
+        return Verdict(True, "")
+    return Verdict(False, refusals[0])
+
+
+def run_cases(cases: tuple[Case, ...] = CASES) -> dict[str, dict[str, Verdict]]:
+    """Every case's verdict on every dtype, keyed by case key, then dtype name."""
+    keys = [case.key for case in cases]
+    if len(set(keys)) != len(keys):
+        raise CaseError("two cases share a key: " + ", ".join(sorted({k for k in keys if keys.count(k) > 1})))
+    return {case.key: {name: verdict(case, name) for name in DTYPES} for case in cases}
+
+
+def main() -> int:
+    for key, verdicts in run_cases().items():
+        accepted = [name for name, v in verdicts.items() if v.accepted]
+        print(f"{key}: {', '.join(accepted) or '(none)'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
