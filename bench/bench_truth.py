@@ -13,13 +13,12 @@ cache folder (``truth/``), so scoring again takes a second.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from migrate.cache import cache_root, read_pickle, write_pickle
+from migrate.cache import StageCache
 from migrate.model.declared import declared_variables
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
@@ -27,7 +26,6 @@ from migrate.model.plan import Variable
 from tests.truth.cases import CASES, Case
 from tests.truth.runner import DTYPES, Verdict, run_cases
 
-TRUTH_FOLDER = Path(__file__).resolve().parent.parent / "tests" / "truth"
 
 ISSUE_ROWS: tuple[tuple[str, str], ...] = (
     ("mm[self mat2]", "bool"),
@@ -40,19 +38,9 @@ ISSUE_ROWS: tuple[tuple[str, str], ...] = (
 """The table of issue 23: (case, dtype) pairs a reader checks first."""
 
 
-def truth_verdicts(cache_dir: Path | str | None = None) -> dict[str, dict[str, Verdict]]:
-    """Every case's verdicts, from the cache when torch and the suite's code are unchanged."""
-    import torch
-
-    digest = hashlib.sha256(f"{torch.__version__}\0{' '.join(DTYPES)}\0".encode())
-    for path in sorted(TRUTH_FOLDER.glob("*.py")):
-        digest.update(f"{path.name}\0".encode() + path.read_bytes())
-    path = cache_root(cache_dir) / "truth" / f"verdicts-{digest.hexdigest()}.pickle"
-    found = read_pickle(path, dict)
-    if found is None:
-        found = run_cases()
-        write_pickle(path, found)
-    return found
+def truth_verdicts(cache: StageCache) -> dict[str, dict[str, Verdict]]:
+    """Every case's verdicts, from the ``truth`` stage when torch and the suite's code are unchanged."""
+    return cache.stage("truth", "tests.truth.cases", "tests.truth.runner").get((), run_cases, dict, cold="running the truth suite's calls (once)")
 
 
 @dataclass(frozen=True)
@@ -193,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=None, help="cache folder (default: dtype-migrate's)")
     parser.add_argument("--json", type=Path, default=None, help="also write every disagreement to this file")
     args = parser.parse_args(argv)
-    result = score(args.native_functions, truth_verdicts(args.cache_dir))
+    result = score(args.native_functions, truth_verdicts(StageCache.at(args.cache_dir)))
     print(report(result, args.worst))
     if args.json is not None:
         wrong = [

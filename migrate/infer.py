@@ -150,11 +150,11 @@ def merge_overload(
     opinfo: OverloadPlan | None,
     probe: OverloadPlan | None = None,
     handled: tuple[Evidence, ...] = (),
-    built: OverloadPlan | None = None,
+    schema_call: OverloadPlan | None = None,
 ) -> OverloadPlan:
     """One overload's variables from its sources (names are still the sources' own).
 
-    ``built``, for an overload no sample reached, is probed like ``probe``; but ATen may
+    ``schema_call``, for an overload no sample reached, is probed like ``probe``; but ATen may
     have refused such a call for its data, so torchlib's dtypes at its slots widen it.
     """
     variables = [_observed(v) for v in opinfo.variables] if opinfo else []
@@ -163,8 +163,8 @@ def merge_overload(
         conflicts += split_and_joined(tuple(variables), probe.variables)
         variables = _probed(variables, probe)
         conflicts += probe.conflicts
-    if built is not None:
-        variables = list(built.variables)
+    if schema_call is not None:
+        variables = list(schema_call.variables)
     from_runtime = len(variables)  # torchlib fills the slots after these
     observed_slots = {s for v in variables for s in v.binds}
     for variable in torchlib.variables if torchlib else ():
@@ -176,7 +176,7 @@ def merge_overload(
             variables.append(Variable(variable.name, variable.dtypes, rest, evidence))
     if torchlib:
         conflicts += torchlib.conflicts
-        if built is not None:
+        if schema_call is not None:
             variables = _widened_by(variables[:from_runtime], torchlib) + variables[from_runtime:]
     return OverloadPlan(name, tuple(_attach(variables, handled)), tuple(conflicts))
 
@@ -302,7 +302,7 @@ class Remapped:
 class Alignment:
     """How the installed torch's runtime evidence met a file of another release."""
 
-    skipped: tuple[str, ...]  # overloads with runtime evidence (observed, probed, built calls) the installed torch has and the file lacks
+    skipped: tuple[str, ...]  # overloads with runtime evidence (observed, probed, schema calls) the installed torch has and the file lacks
     remapped: tuple[Remapped, ...]
 
     def to_json(self) -> dict:
@@ -368,11 +368,11 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
     merged = {}
     for name in names:
         torchlib, opinfo, probe = sources.torchlib.get(name), sources.opinfo.get(name), sources.probe.get(name)
-        built = None
+        schema_call = None
         if not (opinfo or probe) and name not in sources.kernel and name not in tied:
-            built = sources.schema_calls.get(name)
-        if torchlib or opinfo or probe or built:
-            merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()), built)
+            schema_call = sources.schema_calls.get(name)
+        if torchlib or opinfo or probe or schema_call:
+            merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()), schema_call)
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan

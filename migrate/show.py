@@ -59,7 +59,7 @@ class ShowContext:
     @functools.cached_property
     def sweep(self):
         """The OpInfo runs in the cache (show runs nothing: a run of the tool fills the cache)."""
-        from migrate.evidence.runtime.records import SweepResult, SweepStats
+        from migrate.evidence.runtime.runs import SweepResult, SweepStats
 
         catalogue, found = self.session.cached_runs()
         runs = tuple(found.values())
@@ -75,7 +75,7 @@ class ShowContext:
         return alias_overloads(self.native, pairs, load_forwards(self.session.cache)[0])
 
     def observed(self, overload: str):
-        from migrate.evidence.runtime.records import overload_key
+        from migrate.evidence.runtime.runs import overload_key
 
         return [o for o in self.sweep.observations if overload_key(o.overload) == overload]
 
@@ -147,7 +147,7 @@ def opinfo_section(context: ShowContext, overload: str) -> list[str]:
 def probe_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted (and refused, with its message) when the overload was called with slots cast."""
     from migrate.evidence.probe.merge import probe_plans
-    from migrate.evidence.runtime.records import overload_key
+    from migrate.evidence.runtime.runs import overload_key
     from migrate.model.plan import PROBE
 
     probed = [p for p in context.sweep.probes if overload_key(p.overload) == overload]
@@ -160,7 +160,7 @@ def probe_section(context: ShowContext, overload: str) -> list[str]:
 def schema_call_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted when called with arguments built from the schema (used only where nothing else typed it)."""
     from migrate.evidence.probe.schema_calls import cached_schema_calls, schema_call_plans
-    from migrate.evidence.runtime.records import overload_key
+    from migrate.evidence.runtime.runs import overload_key
     from migrate.model.plan import PROBE
 
     calls = cached_schema_calls(context.session.cache)

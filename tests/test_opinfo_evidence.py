@@ -9,6 +9,7 @@ from migrate.evidence.derived import opinfo_evidence
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.probe.merge import probe_plans_from_sweep
+from migrate.evidence.runtime.runs import OpInfoId, OpInfoRun
 
 
 @pytest.mark.slow  # derives the plans of the whole sweep
@@ -23,15 +24,12 @@ def test_cached_plans_equal_fresh_ones():
 
 def test_the_sweep_key_follows_the_content_of_the_cached_runs(tmp_path):
     """A run stored again with other content gets a new file name, so a new key; the old file goes."""
-    installed = SweepCache.of(StageCache.at())
-    catalogue = installed.catalogue()
-    entry = next(e for e in catalogue if e.cpu_dtypes and e.opinfo in installed.runs([e]))
-    run = installed.run(entry.opinfo)
-    copy = SweepCache.of(StageCache.at(tmp_path))
-    copy.store_run(run)
-    before = copy.key([entry.opinfo])
-    copy.store_run(run)
-    assert copy.key([entry.opinfo]) == before  # the same content: the same name
-    copy.store_run(replace(run, samples=run.samples + 1))
-    assert copy.key([entry.opinfo]) != before
-    assert len(copy.files()) == 1 and copy.run(entry.opinfo).samples == run.samples + 1
+    run = OpInfoRun(OpInfoId("add"), (), (), samples=3, complete=True)
+    cache = SweepCache.of(StageCache.at(tmp_path))
+    cache.store_run(run)
+    before = cache.key([run.opinfo])
+    cache.store_run(run)
+    assert cache.key([run.opinfo]) == before  # the same content: the same name
+    cache.store_run(replace(run, samples=4))
+    assert cache.key([run.opinfo]) != before
+    assert len(cache.files()) == 1 and cache.run(run.opinfo).samples == 4

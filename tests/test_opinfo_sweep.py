@@ -18,9 +18,9 @@ from migrate.evidence.opinfo import sweep
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
-from migrate.evidence.runtime import workers
-from migrate.evidence.runtime.records import CALL_RAISED, NO_CPU_DTYPES, OpInfoId
-from migrate.evidence.runtime.workers import CRASH, DONE, TIMEOUT, Job, run_in_workers
+from migrate.evidence.runtime import processes
+from migrate.evidence.runtime.runs import CALL_RAISED, NO_CPU_DTYPES, OpInfoId
+from migrate.evidence.runtime.processes import CRASH, DONE, TIMEOUT, Job, run_in_workers
 
 pytestmark = pytest.mark.slow  # OpInfo sweeps in workers, into a cold cache
 
@@ -284,8 +284,8 @@ class _EndedProcess:
 
 
 def test_a_worker_that_ends_right_after_its_last_report_is_not_taken_for_a_crash(tmp_path):
-    worker = workers._Running(Job(quick, 1, "quick"), _EndedProcess(), _LatePipe([(DONE, 0.5)]), tmp_path / "log", 0.0)
-    outcome = workers._collect(worker)
+    worker = processes._Running(Job(quick, 1, "quick"), _EndedProcess(), _LatePipe([(DONE, 0.5)]), tmp_path / "log", 0.0)
+    outcome = processes._collect(worker)
     assert outcome.status == DONE and outcome.cpu_seconds == 0.5
 
 

@@ -10,11 +10,11 @@ import torch
 
 from migrate.evidence.opinfo import sweep
 from migrate.evidence.opinfo.observations import plans_from_observations
-from migrate.evidence.probe import worker as probing
+from migrate.evidence.probe import prober as probing
 from migrate.evidence.probe.merge import JOINED, SPLIT, is_rejection, probe_plans, probe_summary
 from migrate.evidence.runtime.recorders import CallCapture, CapturedCall, Recording
-from migrate.evidence.runtime.records import PROBE_CRASH, PROBE_TIMEOUT, Observation, OpInfoId, Probe, ProbedCall
-from migrate.evidence.runtime.workers import Job, run_in_workers
+from migrate.evidence.runtime.runs import PROBE_CRASH, PROBE_TIMEOUT, Observation, OpInfoId, Probe, ProbedCall
+from migrate.evidence.runtime.processes import Job, run_in_workers
 from migrate.evidence.torchlib.resolve import body_evidence
 from migrate.evidence.torchlib.scan import scan_module
 from migrate.infer import merge_overload

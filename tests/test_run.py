@@ -10,7 +10,7 @@ import pytest
 
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
-from migrate.evidence.runtime.records import overload_key
+from migrate.evidence.runtime.runs import overload_key
 from migrate.evidence.torchlib.resolve import installed_torchlib
 from migrate.model.declared import declared_variables
 from migrate.model.dtypes import DType
@@ -248,7 +248,7 @@ def test_truth_score_on_full_run(migrated):
     """The written sets against the truth suite (tests/truth): what ATen does on non-empty CPU tensors."""
     from bench.bench_truth import ISSUE_ROWS, report, score, truth_verdicts
 
-    result = score(migrated / "native_functions.yaml", truth_verdicts())
+    result = score(migrated / "native_functions.yaml", truth_verdicts(StageCache.at()))
     summary = report(result, 15)
     assert result.absent == (), summary
     assert [(key, dtype) for key, dtype in ISSUE_ROWS if not result.row(key, dtype).agrees] == [], summary  # type: ignore[union-attr]

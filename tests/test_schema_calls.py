@@ -9,9 +9,9 @@ import torch
 from migrate import torch_private
 from migrate.evidence.probe import schema_calls
 from migrate.evidence.probe.schema_calls import probe_built_calls, schema_call_plans
-from migrate.evidence.probe.worker import dtype_universe
+from migrate.evidence.probe.prober import dtype_universe
 from migrate.evidence.runtime.recorders import dtype_name
-from migrate.evidence.runtime.records import SCHEMA_BUILT, ProbedCall
+from migrate.evidence.runtime.runs import SCHEMA_CALL, ProbedCall
 from migrate.infer import Sources, infer_plan
 from migrate.model.dtypes import DType, canonical, named
 from migrate.model.native import NativeFunctions
@@ -30,7 +30,7 @@ def built():
 
 
 def plans_of(reports) -> dict[str, OverloadPlan]:
-    return schema_call_plans(tuple(ProbedCall.from_report(SCHEMA_BUILT, r) for r in reports))
+    return schema_call_plans(tuple(ProbedCall.from_report(SCHEMA_CALL, r) for r in reports))
 
 
 @pytest.mark.slow  # built calls, in workers

@@ -10,6 +10,7 @@ import pytest
 
 import bench.bench_truth as bench_truth
 from bench.bench_truth import ISSUE_ROWS, declared_dtypes, report, score, truth_verdicts
+from migrate.cache import StageCache
 from migrate.model.declared import declared_variables
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions
@@ -28,8 +29,8 @@ def truth_cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def verdicts(truth_cache) -> dict[str, dict[str, Verdict]]:
     """The suite's verdicts, computed once into a fresh cache folder."""
-    found = truth_verdicts(truth_cache)
-    assert len(list((truth_cache / "truth").glob("verdicts-*.pickle"))) == 1
+    found = truth_verdicts(StageCache.at(truth_cache))
+    assert len(list((truth_cache / "truth").rglob("*.pickle"))) == 1
     return found
 
 
@@ -71,7 +72,7 @@ def test_verdicts_are_read_from_the_cache(truth_cache, verdicts, monkeypatch):
         raise AssertionError("the verdicts were computed again")
 
     monkeypatch.setattr(bench_truth, "run_cases", refuse)
-    assert truth_verdicts(truth_cache) == verdicts
+    assert truth_verdicts(StageCache.at(truth_cache)) == verdicts
 
 
 def test_a_case_that_casts_a_tensor_it_does_not_name_is_an_error():

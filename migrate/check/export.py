@@ -29,7 +29,7 @@ from typing import Any
 from migrate.cache import StageCache, store
 from migrate.check import export_worker
 from migrate.check.export_worker import NO_SAMPLE, OK, STATUSES
-from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
+from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import Conflict, Variable
 

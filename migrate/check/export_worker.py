@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.evidence.runtime.workers import one_line
+from migrate.evidence.runtime.processes import one_line
 
 # Statuses of a case.
 OK = "ok"
@@ -90,9 +90,9 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     use_torchlib(argument["torchlib"])
     import torch
 
-    from migrate.evidence.opinfo.worker import call_samples, find_opinfo, samples_by_dtype
+    from migrate.evidence.opinfo.samples import call_samples, find_opinfo, samples_by_dtype
     from migrate.evidence.runtime import recorders
-    from migrate.evidence.runtime.records import OpInfoId
+    from migrate.evidence.runtime.runs import OpInfoId
 
     functions = _dispatched_functions()
     for group in argument["groups"]:

@@ -20,7 +20,7 @@ from migrate.evidence.opinfo.forwards import Forward, MetadataKernel, load_forwa
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.probe import merge as probe_module
 from migrate.evidence.probe import schema_calls as schema_calls_module
-from migrate.evidence.runtime.records import SweepResult, SweepStats
+from migrate.evidence.runtime.runs import SweepResult, SweepStats
 from migrate.model.plan import OverloadPlan
 
 
@@ -121,9 +121,9 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
     aliases = tuple(sorted({pair for e in state.sweep.catalogue() for pair in e.aliases}))
     forwards, kernels = load_forwards(state.cache)
-    built = schema_calls_module.schema_call_plans(schema_calls_module.load_schema_calls(state.cache, state.jobs))
-    built = {name: plan for name, plan in built.items() if name not in evidence.observed}  # samples speak for the rest
-    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, built)
+    schema_calls = schema_calls_module.schema_call_plans(schema_calls_module.load_schema_calls(state.cache, state.jobs))
+    schema_calls = {name: plan for name, plan in schema_calls.items() if name not in evidence.observed}  # samples speak for the rest
+    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, schema_calls)
 
 
 def opinfo_evidence(cache: StageCache, jobs: int | None, refresh: bool, only: set[str] | None) -> OpInfoEvidence:

@@ -26,7 +26,7 @@ from migrate.write.outputs import Output, is_installed_path
 
 if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.evidence.derived import SweepState
-    from migrate.evidence.runtime.records import CatalogueEntry, OpInfoId, OpInfoRun
+    from migrate.evidence.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
     from migrate.check.export import ExportCheck
     from migrate.evidence.torchlib.resolve import TorchlibEvidence
 
@@ -236,7 +236,7 @@ class Session:
         return plan, observed, summary
 
     def _runtime_sources(self) -> dict:
-        """The runtime sources' plans (OpInfo, probe, aliases, kernel, built calls), aligned to the file's schemas."""
+        """The runtime sources' plans (OpInfo, probe, aliases, kernel, schema calls), aligned to the file's schemas."""
         if self.sweep is None:
             return {"opinfo": {}}
         from migrate.evidence.derived import evidence_of
@@ -245,7 +245,7 @@ class Session:
         evidence, wanted = evidence_of(self.sweep), self.options.evidence
         opinfo = evidence.opinfo if "opinfo" in wanted else {}
         probe = evidence.probe if "probe" in wanted else {}
-        built = evidence.schema_calls if "probe" in wanted else {}
+        schema_calls = evidence.schema_calls if "probe" in wanted else {}
         aliases, kernel = {}, {}
         if "aliases" in wanted:
             from migrate.evidence.opinfo.aliases import alias_overloads
@@ -257,8 +257,8 @@ class Session:
             kernel = kernel_plans(self.native, evidence.kernels)
         installed = installed_native_functions()
         reference = self.native if installed.read_bytes() == self.native.data else self.load_native(installed)
-        (opinfo, probe, kernel, built), alignment = align_runtime_evidence(self.native, reference, opinfo, probe, kernel, built)
-        return {"opinfo": opinfo, "probe": probe, "aliases": aliases, "kernel": kernel, "schema_calls": built, "alignment": alignment}
+        (opinfo, probe, kernel, schema_calls), alignment = align_runtime_evidence(self.native, reference, opinfo, probe, kernel, schema_calls)
+        return {"opinfo": opinfo, "probe": probe, "aliases": aliases, "kernel": kernel, "schema_calls": schema_calls, "alignment": alignment}
 
     # --- the run ------------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from migrate import torch_private
 from migrate.cache import StageCache
-from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
+from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
 from migrate.model.dtypes import named
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import KERNEL, Evidence, OverloadPlan, Variable
@@ -157,7 +157,7 @@ def _slots(name: str, arguments: dict[str, Any], call: tuple, result: Any) -> Fo
 
 def _metadata_kernel(func: Any, key: str) -> MetadataKernel | None:
     """What a kernel of one tensor argument accepts, if it makes no call for any dtype."""
-    from migrate.evidence.probe.worker import dtype_universe
+    from migrate.evidence.probe.prober import dtype_universe
     from migrate.evidence.runtime.recorders import dtype_name
 
     schema = func._schema

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from migrate.evidence.runtime.records import MIXED, CatalogueEntry, Observation, OpInfoId, SweepResult, effective, overload_key
+from migrate.evidence.runtime.runs import MIXED, CatalogueEntry, Observation, OpInfoId, SweepResult, effective, overload_key
 from migrate.evidence.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import DECLARED, OPINFO, Evidence, OverloadPlan, Variable

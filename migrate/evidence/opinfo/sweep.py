@@ -7,7 +7,7 @@ and no state leaks from one OpInfo to the next, so the observations are the same
 whatever ``jobs`` is. A worker reports after each sample dtype, so a timeout keeps
 what was seen before it.
 
-Once every sample has run, the worker probes (``migrate.evidence.probe.worker``): a few
+Once every sample has run, the worker probes (``migrate.evidence.probe.prober``): a few
 calls of each overload with distinct input dtypes are made again with
 tensor slots cast to other dtypes, to learn what ATen accepts beyond what was sampled.
 A probe that crashes or hangs ends the worker after its observations were reported;
@@ -33,8 +33,8 @@ from typing import Any
 
 from migrate import torch_private
 from migrate.cache import Stage, StageCache, digest, store
-from migrate.evidence.opinfo.worker import catalogue_reports, opinfo_reports
-from migrate.evidence.runtime.records import (
+from migrate.evidence.opinfo.samples import catalogue_reports, opinfo_reports
+from migrate.evidence.runtime.runs import (
     PROBE_CRASH,
     PROBE_TIMEOUT,
     CatalogueEntry,
@@ -48,7 +48,7 @@ from migrate.evidence.runtime.records import (
     interned_dtype,
     load,
 )
-from migrate.evidence.runtime.workers import CRASH, DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
+from migrate.evidence.runtime.processes import CRASH, DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
 from migrate.model.dtypes import DType
 
 
@@ -88,7 +88,7 @@ class SweepCache:
     @classmethod
     def of(cls, cache: StageCache) -> SweepCache:
         """Keyed by the code the workers run (the OpInfo worker and all it imports) and torch's version."""
-        return cls(cache.stage("opinfo", "migrate.evidence.opinfo.worker"))
+        return cls(cache.stage("opinfo", "migrate.evidence.opinfo.samples"))
 
     @property
     def folder(self) -> Path:

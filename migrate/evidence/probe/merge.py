@@ -1,7 +1,7 @@
 """Evidence by probing: which dtypes ATen accepts at each slot, and which slots must agree.
 
 The sweep's workers call recorded calls again with tensor slots cast to other dtypes
-(``migrate.evidence.probe.worker``). Here those results become plan terms, per overload:
+(``migrate.evidence.probe.prober``). Here those results become plan terms, per overload:
 
 - every accepted probe is a call ATen accepted, like an observation: together with the
   observations of every OpInfo they decide the variables, by the rule of
@@ -32,14 +32,14 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from migrate.evidence.runtime.records import MIXED, SCHEMA_BUILT, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
+from migrate.evidence.runtime.runs import MIXED, SCHEMA_CALL, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
 from migrate.evidence.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import DECLARED, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
 
 ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
 REJECTED = ": rejected: "  # precedes ATen's message in the ``where`` of probe evidence for dtypes it refused
-BUILT_CALL = "a call built from the schema"  # in the ``where`` of probe evidence from migrate.evidence.probe.schema_calls
+SCHEMA_CALL_WHERE = "a call built from the schema"  # in the ``where`` of probe evidence from migrate.evidence.probe.schema_calls
 SPLIT = "probe-split"  # conflict: probing split a variable the observations alone would have declared
 JOINED = "probe-joined"  # conflict: probing joined variables the observations alone would have kept apart
 _OPINFOS_NAMED = 3  # OpInfos named in one piece of evidence; the rest are counted
@@ -217,8 +217,8 @@ def _spelled(dtypes: object) -> str:
 def _sources(gathered: _Gathered) -> str:
     calls = len(gathered.calls)
     counted = f"({calls} call{'s' if calls > 1 else ''})"
-    if list(gathered.opinfos) == [SCHEMA_BUILT]:
-        return f"{BUILT_CALL} {counted}"
+    if list(gathered.opinfos) == [SCHEMA_CALL]:
+        return f"{SCHEMA_CALL_WHERE} {counted}"
     names = [str(opinfo) for opinfo in gathered.opinfos]
     more = f" and {len(names) - _OPINFOS_NAMED} more" if len(names) > _OPINFOS_NAMED else ""
     return f"OpInfo {', '.join(names[:_OPINFOS_NAMED])}{more} {counted}"
@@ -246,7 +246,7 @@ def probe_summary(plan: Plan) -> dict[str, int]:
                 probed = {d for e in pieces if e.source == PROBE for d in e.dtypes}
                 widened += bool(observed) and bool(probed - known)
     kinds = [c.kind for overload in plan.overloads for c in overload.conflicts]
-    built = sum(1 for o in plan.overloads if any(BUILT_CALL in e.where for v in o.variables for e in v.evidence if e.source == PROBE))
+    built = sum(1 for o in plan.overloads if any(SCHEMA_CALL_WHERE in e.where for v in o.variables for e in v.evidence if e.source == PROBE))
     return {
         "slots_widened": widened,
         "variables_split": kinds.count(SPLIT),

@@ -13,7 +13,7 @@ never varies.
 The tensors take one base dtype (float32, then int64, bool, complex64; for float32 also
 all but one argument given int64, for an overload that wants an index beside its data,
 ``_cummax_helper``). For up to ``BASES`` base dtypes, the first combination ATen accepts
-becomes a call that ``migrate.evidence.probe.worker.probe_call`` probes, dtype by dtype,
+becomes a call that ``migrate.evidence.probe.prober.probe_call`` probes, dtype by dtype,
 as it probes a recorded one. An overload needing an argument of another kind (a string,
 a storage, a dimension name) or refusing every combination is left out.
 
@@ -40,8 +40,8 @@ from typing import Any
 from migrate import torch_private
 from migrate.cache import Stage, StageCache
 from migrate.evidence.probe.merge import probe_plans
-from migrate.evidence.runtime.records import SCHEMA_BUILT, ProbedCall, overload_key
-from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
+from migrate.evidence.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
+from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
 from migrate.model.plan import OverloadPlan
 
 CHUNK = 40  # overloads per worker job
@@ -169,7 +169,7 @@ def _built_calls(func: Any, timeout: float) -> list[Any]:
 
 def schema_call_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
     """The job: for each overload named, announced, the probes of the call built for it (if one was)."""
-    from migrate.evidence.probe.worker import PROBE_TIMEOUT, bounded, probe_call
+    from migrate.evidence.probe.prober import PROBE_TIMEOUT, bounded, probe_call
 
     with warnings.catch_warnings(), bounded():
         warnings.simplefilter("ignore")
@@ -211,13 +211,13 @@ def _stage(cache: StageCache) -> Stage:
 def cached_schema_calls(cache: StageCache) -> tuple[ProbedCall, ...] | None:
     """The probed calls built from schemas, or None when this code has not built them yet."""
     reports = _stage(cache).read(kind=list)
-    return None if reports is None else tuple(ProbedCall.from_report(SCHEMA_BUILT, report) for report in reports)
+    return None if reports is None else tuple(ProbedCall.from_report(SCHEMA_CALL, report) for report in reports)
 
 
 def load_schema_calls(cache: StageCache, jobs: int | None) -> tuple[ProbedCall, ...]:
     """The probed calls built from schemas, from the cache, else made in workers and stored."""
     reports = _stage(cache).get((), lambda: probe_built_calls(_target_names(), jobs)[0], list, cold="building calls from schemas, in workers (once)")
-    return tuple(ProbedCall.from_report(SCHEMA_BUILT, report) for report in reports)
+    return tuple(ProbedCall.from_report(SCHEMA_CALL, report) for report in reports)
 
 
 def _target_names() -> list[str]:

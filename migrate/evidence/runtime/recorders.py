@@ -13,7 +13,7 @@ recorded call several times cheaper (see ``torch_private.memoise_pre_dispatch_ha
 A Recording can also keep copies of calls for probing (``CallCapture``): calls of each
 overload with input dtypes no kept call had, cloned right after the call (or, for an
 overload that writes to an argument, right before it), of which a few are chosen for
-``migrate.evidence.probe.worker`` to call again with other dtypes, outside any recording.
+``migrate.evidence.probe.prober`` to call again with other dtypes, outside any recording.
 
 Importing this module imports torch; the sweep's workers are the ones that do.
 """

@@ -376,7 +376,7 @@ def infer_overload(overload: str, slot_order: tuple[str, ...], real: list[Varian
 
 
 def _variable_name(labels: list[str], binds: list[str], taken: set[str]) -> str:
-    """The TypeVar (or type) name the variants wrote; final naming is the planner's job."""
+    """The TypeVar (or type) name the variants wrote; final naming is the decider's job."""
     name = "_or_".join(sorted(set(labels)))
     return name if name not in taken else f"{name}_{binds[0].replace('.', '')}"
 

@@ -98,7 +98,7 @@ class FunctionDecision:
         return f"{self.module.path}:{self.line} {self.info.key.name}"
 
 
-class Planner:
+class AnnotationDecider:
     def __init__(self, tree: TorchlibTree, evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None):
         self.tree = tree
         self.evidence = evidence

@@ -1,7 +1,7 @@
 """Naming the annotation of each rewritten class of slots, per module, in torchlib's conventions.
 
 - A class of one ONNX dtype is annotated with its onnxscript type (``BOOL``, ``INT64``), never a TypeVar.
-- Any other class takes the TypeVar of its named set (``Planner.named_set``), defined in
+- Any other class takes the TypeVar of its named set (``AnnotationDecider.named_set``), defined in
   ``tensor_typing.py`` and added there when new, bound to the set's ONNX-expressible part.
 - A second independent class of the same set in one function takes a numbered twin
   (``TFloat2``), as torchlib pairs ``TTensor`` with ``TTensor2``; twins live in
@@ -22,7 +22,7 @@ from codemods.annotations import tensor_core
 from codemods.imports import ImportRequest
 from codemods.typevars import TypeVarSpec
 from migrate.model.dtypes import DType, canonical, format_set
-from migrate.write.torchlib.decide import GLOBAL_SET, FunctionDecision, Planner, SlotClass, onnx_part
+from migrate.write.torchlib.decide import GLOBAL_SET, FunctionDecision, AnnotationDecider, SlotClass, onnx_part
 from migrate.write.torchlib.tree import TENSOR_TYPING, TorchlibModule, TorchlibTree
 
 
@@ -37,8 +37,8 @@ class ModuleWork:
 class Namer:
     """Chooses each rewritten class's annotation name and the imports and tensor_typing TypeVars it needs."""
 
-    def __init__(self, planner: Planner, tree: TorchlibTree):
-        self.planner = planner
+    def __init__(self, decider: AnnotationDecider, tree: TorchlibTree):
+        self.decider = decider
         self.tree = tree
 
     def name_module(self, work: ModuleWork) -> None:
@@ -77,12 +77,12 @@ class Namer:
             if name not in work.module.index.bound_names:
                 work.imports.add(ImportRequest(self.tree.import_module_of(name), name))
             return name
-        named = self.planner.named_set(cls)
+        named = self.decider.named_set(cls)
         typing_module = self.tree.tensor_typing
         if named is None:
             return None  # decide keeps classes of unnamed sets
         if typing_module is None:
-            self.planner.note(GLOBAL_SET, f"no {TENSOR_TYPING}.py to define {named.name} in; {function.where} keeps its annotations")
+            self.decider.note(GLOBAL_SET, f"no {TENSOR_TYPING}.py to define {named.name} in; {function.where} keeps its annotations")
             return None
         for number in itertools.count(1):
             name = named.name if number == 1 else f"{named.name}{number}"
@@ -95,11 +95,11 @@ class Namer:
             if name in typing_module.index.bound_names:
                 if self._bound_of(typing_module, name) != cls.onnx:
                     continue
-            elif name not in self.planner.new_globals:
+            elif name not in self.decider.new_globals:
                 twin = f"; a twin of {named.name} for a second independent variable" if number > 1 else ""
-                self.planner.new_globals[name] = TypeVarSpec(name, type_names(cls.onnx), named.desc)
-                self.planner.note(GLOBAL_SET, f"added {name} {format_set(cls.onnx)} to {typing_module.path}{twin}")
-            elif self.planner.new_globals[name].bound != type_names(cls.onnx):
+                self.decider.new_globals[name] = TypeVarSpec(name, type_names(cls.onnx), named.desc)
+                self.decider.note(GLOBAL_SET, f"added {name} {format_set(cls.onnx)} to {typing_module.path}{twin}")
+            elif self.decider.new_globals[name].bound != type_names(cls.onnx):
                 continue
             if work.module is not typing_module:
                 work.imports.add(ImportRequest(self.tree.absolute(typing_module), name))

@@ -158,40 +158,40 @@ def _written_form(plan: Plan) -> str:
 
 def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache: StageCache) -> TorchlibRewrite:
     from migrate.write.torchlib.apply import Applier
-    from migrate.write.torchlib.decide import NOTE_KINDS, Planner
+    from migrate.write.torchlib.decide import NOTE_KINDS, AnnotationDecider
     from migrate.write.torchlib.naming import ModuleWork, Namer
     from migrate.write.torchlib.tree import TorchlibTree
 
     tree = TorchlibTree(Path(evidence.root), cache)
     if not tree.modules:
         raise InputError("no Python modules to rewrite", evidence.root)
-    planner = Planner(tree, evidence, plan, native, only)
+    decider = AnnotationDecider(tree, evidence, plan, native, only)
     planned = {o.name for o in plan.overloads if only is None or o.name in only}
     touched = {r.path for name in planned for r in evidence.by_overload.get(name, ())}
     works = []
     for module in tree.modules.values():
         if module.path not in touched:
             continue
-        functions = [f for f in (planner.function(module, info) for info in module.index.defs) if f is not None]
+        functions = [f for f in (decider.function(module, info) for info in module.index.defs) if f is not None]
         if functions:
             works.append(ModuleWork(module, functions))
-    namer = Namer(planner, tree)
+    namer = Namer(decider, tree)
     for work in works:
         namer.name_module(work)
     applier = Applier(tree)
     files = []
     after_of = {}
     for work in works:
-        after_of[work.module.path] = applier.apply(work, planner.new_globals if work.module is tree.tensor_typing else None)
+        after_of[work.module.path] = applier.apply(work, decider.new_globals if work.module is tree.tensor_typing else None)
     typing_module = tree.tensor_typing
-    if planner.new_globals and typing_module is not None and typing_module.path not in after_of:
-        after_of[typing_module.path] = applier.apply(ModuleWork(typing_module, []), planner.new_globals)
+    if decider.new_globals and typing_module is not None and typing_module.path not in after_of:
+        after_of[typing_module.path] = applier.apply(ModuleWork(typing_module, []), decider.new_globals)
     for path in sorted(after_of):
         before = tree.modules[path].data
         if after_of[path] != before:
             files.append((path, before, after_of[path]))
     functions = tuple(_record(w, f) for w in works for f in w.functions if f.rewrite)
-    notes = tuple(f"{kind}: {message}" for kind in NOTE_KINDS for message in planner.notes[kind])
+    notes = tuple(f"{kind}: {message}" for kind in NOTE_KINDS for message in decider.notes[kind])
     return TorchlibRewrite(tuple(files), notes, functions)
 
 

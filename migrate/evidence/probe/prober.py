@@ -48,7 +48,7 @@ import torch
 
 from migrate import torch_private
 from migrate.evidence.runtime.recorders import CapturedCall, dtype_name, dtypes_of
-from migrate.evidence.runtime.workers import one_line
+from migrate.evidence.runtime.processes import one_line
 from migrate.model.dtypes import DType
 
 PROBE_CALLS = 3  # calls probed per overload and OpInfo, each with input dtypes no other one had

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from migrate import torch_private
-from migrate.evidence.runtime.records import (
+from migrate.evidence.runtime.runs import (
     BACKWARD_RAISED,
     CALL_RAISED,
     SAMPLE_INPUTS_RAISED,
@@ -23,7 +23,7 @@ from migrate.evidence.runtime.records import (
     OpInfoId,
     interned_dtype,
 )
-from migrate.evidence.runtime.workers import one_line
+from migrate.evidence.runtime.processes import one_line
 from migrate.model.dtypes import DType, canonical
 
 
@@ -120,7 +120,7 @@ def call_samples(op: Any, samples: list[Any], errors: Counter[tuple[str, str]]) 
 
 def opinfo_reports(argument: tuple[OpInfoId, bool, bool, bool]) -> Iterator[dict[str, Any]]:
     """The OpInfo job: one report per CPU dtype, with the samples run, the observations and the errors; then the probes."""
-    from migrate.evidence.probe import worker as probing
+    from migrate.evidence.probe import prober as probing
     from migrate.evidence.runtime import recorders
 
     opinfo, record, probe, backward = argument

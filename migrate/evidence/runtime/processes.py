@@ -30,9 +30,9 @@ DEFAULT_TIMEOUT = 300.0  # seconds per OpInfo: the slowest (grid_sampler_3d) tak
 PRELOAD = (  # imported once by the fork server: every worker starts with them
     "torch",
     "torch.testing._internal.common_methods_invocations",
-    "migrate.evidence.opinfo.worker",
+    "migrate.evidence.opinfo.samples",
     "migrate.evidence.runtime.recorders",
-    "migrate.evidence.probe.worker",
+    "migrate.evidence.probe.prober",
 )
 
 # How a job ended.

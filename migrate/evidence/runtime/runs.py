@@ -54,7 +54,7 @@ class OpInfoId:
         return re.sub(r"[^A-Za-z0-9_-]", "_", str(self)) + f"-{digest}"
 
 
-SCHEMA_BUILT = OpInfoId("<schema>")  # stands for the OpInfo of a call built from the schema (migrate.evidence.probe.schema_calls)
+SCHEMA_CALL = OpInfoId("<schema>")  # stands for the OpInfo of a call built from the schema (migrate.evidence.probe.schema_calls)
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class ProbedCall:
 
     @classmethod
     def from_report(cls, opinfo: OpInfoId, report: dict[str, Any]) -> ProbedCall:
-        """The call as a probing worker reports it (``migrate.evidence.probe.worker.probe_call``)."""
+        """The call as a probing worker reports it (``migrate.evidence.probe.prober.probe_call``)."""
         probes = tuple(
             Probe(
                 tuple(cast),
