@@ -52,10 +52,11 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--yaml-only", action="store_true", help="write the yaml files only; leave torchlib as it is")
     parser.add_argument("-j", "--jobs", type=int, metavar="N", help="worker processes for the OpInfo sweep (default: all cores)")
     parser.add_argument("--refresh", action="store_true", help="run the OpInfo samples again instead of reading the cache")
+    parser.add_argument("--autocast-source", type=Path, metavar="DIR", help="read autocast policies from this source tree's autocast_mode.cpp/.h")
     return parser
 
 
-EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel")
+EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel", "autocast")
 
 
 def _evidence_list(text: str) -> tuple[str, ...]:
@@ -324,6 +325,10 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
             f"runtime evidence of torch {aligned['torch']}: {aligned['overloads_skipped']} overloads with runtime evidence the yaml lacks skipped, "
             f"{aligned['overloads_remapped']} whose schema differs keep the evidence that maps by argument name (listed in --report)"
         )
+    if "autocast" in summary:
+        from migrate.evidence.autocast.policies import summary_lines
+
+        lines += summary_lines(summary["autocast"])
     if "torchlib" in summary:
         t = summary["torchlib"]
         notes = ", ".join(f"{k} {n}" for k, n in t["notes"].items())
@@ -399,6 +404,13 @@ def run(args: argparse.Namespace) -> int:
         plan, observed = Plan.read(args.plan), frozenset()
     else:
         plan, observed = _infer(native, args, torchlib, sets_file, selected, evidence_summary)
+    if args.plan is None and "autocast" in args.evidence:
+        from migrate.evidence.autocast.policies import autocast_policies
+        from migrate.infer import with_autocast
+
+        autocast = autocast_policies(native.by_name, args.cache_dir, args.autocast_source, args.refresh)
+        plan = with_autocast(plan, {name: autocast.of(name) for name in autocast.policies}, selected)
+        evidence_summary["autocast"] = autocast.summary()
     if selected is not None:
         plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
     scope = len(selected) if selected is not None else len(native.entries)
@@ -408,11 +420,15 @@ def run(args: argparse.Namespace) -> int:
     if result.type_constraints is not None:
         outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))
     summary = {**_summary(native, plan, result, scope, observed), **evidence_summary, "probe": probe_summary(plan)}
+    if "autocast" in summary:
+        from migrate.model.autocast import annotated_counts
+
+        summary["autocast"]["annotated"] = annotated_counts(result.native_functions)
     if tree is not None:
         summary["validation"] = {"torchgen": str(tree / "torchgen"), "schemas_unchecked": []}
     if not args.yaml_only:
         kept = {o.name for o in result.outcomes if o.status == KEPT}  # torchlib follows what the yaml says
-        written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept))
+        written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept and o.variables))
         from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
 
         rewrite = rewrite_torchlib(torchlib, written_plan, native, only=selected, cache_dir=args.cache_dir)
