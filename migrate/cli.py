@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # libcst and the torchlib rewrite load only when a command re
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
-SUBCOMMANDS = ("lower", "show", "verify", "export-check")
+SUBCOMMANDS = ("lower", "show", "verify", "export-check", "autocast-gen")
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -515,6 +515,18 @@ def run_export_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _autocast_gen_parser() -> argparse.ArgumentParser:
+    from migrate.write.autocast_gen import parser
+
+    return parser()
+
+
+def run_autocast_gen(args: argparse.Namespace) -> int:
+    from migrate.write.autocast_gen import run as generate
+
+    return generate(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
@@ -523,6 +535,7 @@ def main(argv: list[str] | None = None) -> int:
             "show": (run_show, _show_parser),
             "verify": (run_verify, _verify_parser),
             "export-check": (run_export_check, _export_check_parser),
+            "autocast-gen": (run_autocast_gen, _autocast_gen_parser),
         }[argv[0]]
         args = parser().parse_args(argv[1:])
     else:
