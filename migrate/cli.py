@@ -172,6 +172,7 @@ def _verify_parser() -> argparse.ArgumentParser:
     parser.add_argument("--op", action="append", default=[], metavar="NAME")
     parser.add_argument("-j", "--jobs", type=int, metavar="N")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR")
+    parser.add_argument("--autocast", action="store_true", help="instead: list where autocast policies contradict the declared dtypes")
     return parser
 
 
@@ -471,6 +472,10 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    if args.autocast:
+        from migrate.check.autocast import run as verify_autocast
+
+        return verify_autocast(args)
     from migrate.check.verify import run as verify
 
     return verify(args)

@@ -195,6 +195,10 @@ def observe_key(key: str, names: list[str]) -> tuple[str, dict[str, Any]]:
 
 def main() -> None:
     warnings.simplefilter("ignore")
+    if sys.argv[1:2] == ["--settle"]:  # pairs of overload and run kind
+        pairs = sys.argv[2:]
+        json.dump({f"{n} {r}": settle(n, r) for n, r in zip(pairs[::2], pairs[1::2])}, sys.stdout)
+        return
     keys: dict[str, Any] = {}
     for key in KEYS:
         names = registrations(key)
@@ -205,6 +209,31 @@ def main() -> None:
             entry["dtype"], entry["observed"] = observe_key(key, names)
         keys[key] = entry
     json.dump({"torch": torch.__version__, "keys": keys}, sys.stdout)
+
+
+
+def settle(name: str, run: str) -> str:
+    """A real call on CPU under autocast, the kernel running: 'ran' (it takes what autocast feeds it) or the error.
+
+    ``run`` is 'float32' (what a lower_precision_fp kernel gets lowered) or 'lower' (what an fp32 kernel gets raised).
+    """
+    lower = torch.get_autocast_dtype("cpu")
+    func = overload_of(name)
+    args, kwargs = [], {}
+    dtype = torch.float32 if run == "float32" else lower
+    for argument in func._schema.arguments:
+        if not argument.is_out:
+            value = _value(argument, lambda: torch.ones(2, 2, dtype=dtype))
+            if argument.kwarg_only:
+                kwargs[argument.name] = value
+            else:
+                args.append(value)
+    try:
+        with torch.autocast("cpu", dtype=lower, cache_enabled=False):
+            func(*args, **kwargs)
+    except Exception as exc:
+        return f"raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    return "ran"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,110 @@
+"""``verify --autocast``: where an entry's autocast policy contradicts its declared dtypes.
+
+A ``lower_precision_fp`` key casts every floating input to the key's autocast dtype (bfloat16 on
+CPU, float16 on CUDA): a cast slot (an input whose declared set holds float32, so autocast casts
+what it gets there) whose set lacks that dtype says the kernel rejects what autocast feeds it. An
+``fp32`` key runs the kernel in float32: a cast slot with a floating set that lacks float32 says the
+same. Each contradiction on CPU is settled by a real call under autocast: the kernel running means
+the declaration misses the dtype; a dtype error means the policy feeds the kernel what it rejects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from migrate.errors import InputError
+from migrate.model.autocast import declared_autocast
+from migrate.model.declared import declared_variables
+from migrate.model.dtypes import format_set
+from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path
+
+AUTOCAST_DTYPE = {"CPU": "torch.bfloat16", "CUDA": "torch.float16", "XPU": "torch.float16", "MPS": "torch.float16", "MTIA": "torch.float16"}
+"""Each key's autocast dtype as the installed torch sets it by default (``torch.get_autocast_dtype``)."""
+FLOATING = ("torch.float16", "torch.bfloat16", "torch.float32")
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    key: str
+    overload: str
+    policy: str
+    variable: str
+    slots: tuple[str, ...]
+    declared: str
+    missing: str
+    settled: str = ""
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.key} {self.overload}: {self.policy} feeds {', '.join(self.slots)} {self.missing.removeprefix('torch.')}; "
+            f"{self.variable} is declared {self.declared}"
+        )
+        return text + (f"; settled by a run under autocast: {self.settled}" if self.settled else "")
+
+
+def contradictions(native: NativeFunctions, sets) -> list[Contradiction]:
+    """Every contradiction between an entry's autocast line and its declared variables, in file order."""
+    found = []
+    for entry in native.entries:
+        policies = declared_autocast(native, entry)
+        if not policies:
+            continue
+        inputs = {slot.name for slot in entry.schema.slots if not slot.name.startswith("return")}
+        for variable in declared_variables(native, entry, sets):
+            names = {str(d) for d in variable.dtypes}
+            slots = tuple(s for s in variable.binds if s in inputs)
+            for key, policy in policies:
+                if not slots or key not in AUTOCAST_DTYPE:
+                    continue
+                missing = None
+                if policy == "lower_precision_fp" and "torch.float32" in names and AUTOCAST_DTYPE[key] not in names:
+                    missing = AUTOCAST_DTYPE[key]
+                elif policy == "fp32" and names & set(FLOATING) and "torch.float32" not in names:
+                    missing = "torch.float32"
+                if missing:
+                    found.append(Contradiction(key, entry.name, policy, variable.name, slots, format_set(variable.dtypes), missing))
+    return found
+
+
+def settled(found: list[Contradiction]) -> list[Contradiction]:
+    """Each CPU contradiction with the outcome of a real call under autocast; the other keys need their device."""
+    cpu = [c for c in found if c.key == "CPU"]
+    outcomes: dict[str, str] = {}
+    if cpu:
+        pairs = [a for c in cpu for a in (c.overload, "float32" if c.policy == "lower_precision_fp" else "lower")]
+        done = subprocess.run([sys.executable, "-m", "migrate.evidence.autocast.worker", "--settle", *pairs], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise InputError(f"settling runs failed: {done.stderr.strip().splitlines()[-1:]}", Path("migrate/evidence/autocast/worker.py"))
+        outcomes = json.loads(done.stdout)
+    result = []
+    for c in found:
+        if c.key != "CPU":
+            result.append(replace(c, settled=f"not settled here (no {c.key} device)"))
+            continue
+        outcome = outcomes[f"{c.overload} {'float32' if c.policy == 'lower_precision_fp' else 'lower'}"]
+        verdict = "the kernel took it: the declaration misses the dtype" if outcome == "ran" else f"{outcome} (a dtype error blames the policy)"
+        result.append(replace(c, settled=verdict))
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print every contradiction; they are findings, so the exit code is 0."""
+    path = args.native_functions or installed_native_functions()
+    native = NativeFunctions.load(path)
+    sets = GlobalSetsFile.load(sibling_constraints_path(path)).by_name
+    if args.op:
+        wanted = set(native.overloads_named(args.op))
+        found = [c for c in contradictions(native, sets) if c.overload in wanted]
+    else:
+        found = contradictions(native, sets)
+    annotated = sum(1 for e in native.entries if declared_autocast(native, e))
+    for contradiction in settled(found):
+        print(contradiction)
+    print(f"autocast: {len(found)} contradictions between autocast policy and declared dtypes in {annotated} annotated entries")
+    return 0
