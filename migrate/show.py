@@ -208,7 +208,27 @@ def structure_section(context: ShowContext, overload: str) -> list[str]:
     return ["structure:"] + lines if lines else ["structure: no alias, not an in-place or out= sibling"]
 
 
-SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section, schema_call_section, structure_section, export_section)
+def autocast_section(context: ShowContext, overload: str) -> list[str]:
+    """The policy per autocast key, where it comes from and the run that shows it; the yaml's line when it has one."""
+    from migrate.evidence.autocast.policies import autocast_policies
+    from migrate.model.autocast import declared_autocast
+
+    evidence = autocast_policies(context.native.by_name, context.cache_dir)
+    lines = []
+    entry = context.native.by_name.get(overload)
+    declared = declared_autocast(context.native, entry) if entry is not None else ()
+    if declared:
+        lines.append("  declared: " + ", ".join(f"{key}: {policy}" for key, policy in declared))
+    for found in evidence.policies.get(overload, ()):
+        via = f", as {found.header_list} lists it" if found.header_list else ""
+        lines.append(f"  {found.key}: {found.policy} ({found.source}{via})" + (f": {found.observed}" if found.observed else ""))
+    lines += [f"  {u.key}: not settled: {u.reason}" for u in evidence.unresolved if u.overload == overload]
+    return ["autocast:"] + lines if lines else ["autocast: no autocast key registers it"]
+
+
+SECTIONS: tuple[Section, ...] = (
+    torchlib_section, opinfo_section, probe_section, schema_call_section, structure_section, export_section, autocast_section,
+)
 
 
 def run(args) -> int:
