@@ -169,7 +169,7 @@ def test_a_declaration_lacking_the_autocast_dtype_is_a_contradiction_settled_by_
     narrow = (OverloadPlan("mm", (Variable("T", named("float16", "float32"), ("self", "mat2", "return.0")),)),)
     real_copy.write_bytes(_annotated(real_copy, evidence, narrow).native_functions)
     native = NativeFunctions.load(real_copy)
-    found = contradictions(native, GlobalSetsFile.load(sibling_constraints_path(real_copy)).by_name)
+    found = contradictions(native, GlobalSetsFile.load(sibling_constraints_path(real_copy)).by_name, evidence.dtypes)
     assert {(c.key, c.overload, c.policy, c.missing) for c in found} == {("CPU", "mm", "lower_precision_fp", "torch.bfloat16")}
     (cpu,) = settled(found)
     assert cpu.settled.startswith("the kernel took it")  # mm runs in bfloat16 on CPU: the declaration is wrong
@@ -184,3 +184,19 @@ def test_autocast_gen_command_writes_the_cpu_block(real_copy, evidence, capfd, t
     text = out.read_text()
     assert "TORCH_LIBRARY_IMPL(aten, AutocastCPU, m)" in text and "AutocastCUDA" not in text
     assert text.count("KERNEL_CPU(") == len(evidence.registrations["CPU"])
+
+
+def test_a_source_tree_gives_the_policy_and_a_disagreeing_observation_is_reported(tmp_path):
+    tree = tmp_path / "aten" / "src" / "ATen"
+    tree.mkdir(parents=True)
+    (tree / "autocast_mode.h").write_text(installed_header().read_text())
+    (tree / "autocast_mode.cpp").write_text(
+        "TORCH_LIBRARY_IMPL(aten, AutocastCPU, m) {\n  KERNEL_CPU(mm, fp32)\n  KERNEL_CPU(prod, fp32)\n  KERNEL_CPU(erfinv, fp32)\n}\n"
+    )
+    evidence = autocast_policies(NativeFunctions.load(REAL_NATIVE_FUNCTIONS).by_name, source=tmp_path)
+    cpu = {name: p for name, found in evidence.policies.items() for p in found if p.key == "CPU"}
+    assert cpu["mm"].policy == "fp32" and cpu["mm"].source == "autocast_mode.cpp:2" and not cpu["mm"].observed
+    assert cpu["prod"].source == "autocast_mode.cpp:3" and cpu["prod"].observed  # read, and confirmed by the run
+    assert cpu["cat"].source == "observed"  # the tree does not list it: the observed run gives it
+    assert any(d.startswith("CPU mm: autocast_mode.cpp:2 says fp32, the observed run shows lower_precision_fp") for d in evidence.disagreements)
+    assert any(d.startswith("CPU erfinv: autocast_mode.cpp:4 registers fp32; the installed torch's dispatcher does not") for d in evidence.disagreements)

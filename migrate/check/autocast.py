@@ -16,16 +16,16 @@ import subprocess
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Mapping
 
 from migrate.errors import InputError
+from migrate.evidence.autocast.policies import autocast_dtypes
 from migrate.model.autocast import declared_autocast
 from migrate.model.declared import declared_variables
 from migrate.model.dtypes import format_set
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path
 
-AUTOCAST_DTYPE = {"CPU": "torch.bfloat16", "CUDA": "torch.float16", "XPU": "torch.float16", "MPS": "torch.float16", "MTIA": "torch.float16"}
-"""Each key's autocast dtype as the installed torch sets it by default (``torch.get_autocast_dtype``)."""
 FLOATING = ("torch.float16", "torch.bfloat16", "torch.float32")
 
 
@@ -48,8 +48,11 @@ class Contradiction:
         return text + (f"; settled by a run under autocast: {self.settled}" if self.settled else "")
 
 
-def contradictions(native: NativeFunctions, sets) -> list[Contradiction]:
-    """Every contradiction between an entry's autocast line and its declared variables, in file order."""
+def contradictions(native: NativeFunctions, sets, autocast_dtypes: Mapping[str, str]) -> list[Contradiction]:
+    """Every contradiction between an entry's autocast line and its declared variables, in file order.
+
+    ``autocast_dtypes`` is each key's autocast dtype ('torch.bfloat16' for CPU), as the installed torch sets it.
+    """
     found = []
     for entry in native.entries:
         policies = declared_autocast(native, entry)
@@ -60,11 +63,11 @@ def contradictions(native: NativeFunctions, sets) -> list[Contradiction]:
             names = {str(d) for d in variable.dtypes}
             slots = tuple(s for s in variable.binds if s in inputs)
             for key, policy in policies:
-                if not slots or key not in AUTOCAST_DTYPE:
+                if not slots or key not in autocast_dtypes:
                     continue
                 missing = None
-                if policy == "lower_precision_fp" and "torch.float32" in names and AUTOCAST_DTYPE[key] not in names:
-                    missing = AUTOCAST_DTYPE[key]
+                if policy == "lower_precision_fp" and "torch.float32" in names and autocast_dtypes[key] not in names:
+                    missing = autocast_dtypes[key]
                 elif policy == "fp32" and names & set(FLOATING) and "torch.float32" not in names:
                     missing = "torch.float32"
                 if missing:
@@ -100,9 +103,9 @@ def run(args: argparse.Namespace) -> int:
     sets = GlobalSetsFile.load(sibling_constraints_path(path)).by_name
     if args.op:
         wanted = set(native.overloads_named(args.op))
-        found = [c for c in contradictions(native, sets) if c.overload in wanted]
+        found = [c for c in contradictions(native, sets, autocast_dtypes(args.cache_dir)) if c.overload in wanted]
     else:
-        found = contradictions(native, sets)
+        found = contradictions(native, sets, autocast_dtypes(args.cache_dir))
     annotated = sum(1 for e in native.entries if declared_autocast(native, e))
     for contradiction in settled(found):
         print(contradiction)

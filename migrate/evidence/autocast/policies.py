@@ -92,6 +92,11 @@ def observations(cache_dir: Path | None = None, refresh: bool = False) -> dict[s
     return json.loads(done.stdout)
 
 
+def autocast_dtypes(cache_dir: Path | None = None) -> dict[str, str]:
+    """Each observed key's autocast dtype as the installed torch sets it ('CPU': 'torch.bfloat16')."""
+    return {key: found["dtype"] for key, found in observations(cache_dir)["keys"].items() if found["dtype"]}
+
+
 def _short(dtype: str) -> str:
     return dtype.removeprefix("torch.")
 
