@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from migrate.cache import cache_root, content_key, store
 from migrate.errors import InputError
@@ -21,6 +21,7 @@ from migrate.evidence.autocast.source import SHARED_LISTS, read_registrations, s
 from migrate.model.autocast import KEYS, Policies, ordered
 
 BANNED_MESSAGE = "unsafe to autocast"
+OBSERVED_KEY = "CPU"  # the key whose every written policy an observed run must confirm, even one a source tree gives
 FLOAT32 = "torch.float32"
 
 
@@ -55,7 +56,7 @@ class AutocastEvidence:
     policies: dict[str, tuple[KeyPolicy, ...]]
     unresolved: tuple[Unresolved, ...] = ()
     disagreements: tuple[str, ...] = ()
-    not_in_yaml: tuple[str, ...] = field(default=())
+    not_in_yaml: tuple[str, ...] = ()  # registered overloads the yaml lacks (another release's file)
 
     def of(self, overload: str) -> Policies:
         return ordered((p.key, p.policy) for p in self.policies.get(overload, ()))
@@ -155,9 +156,9 @@ def _header_policies(header: str) -> dict[str, tuple[str, str]]:
 
 
 def autocast_policies(
-    overloads: set[str] | dict, cache_dir: Path | None = None, source: Path | None = None, refresh: bool = False, header: Path | None = None
+    overloads: Collection[str], cache_dir: Path | None = None, source: Path | None = None, refresh: bool = False, header: Path | None = None
 ) -> AutocastEvidence:
-    """Every registered overload's policy per key, for the overloads the yaml has (``overloads``)."""
+    """Every registered overload's policy per key, for the overloads the yaml has (``overloads``: their names)."""
     from migrate.evidence.autocast.source import installed_header
 
     seen = observations(cache_dir, refresh)
@@ -185,6 +186,9 @@ def autocast_policies(
                 from_source, where = read[key, overload]
                 if policy is not None and policy != from_source:
                     disagreements.append(f"{key} {overload}: {where} says {from_source}, the observed run shows {policy}: {shown}")
+                if key == OBSERVED_KEY and policy != from_source:  # every CPU policy written is one a run confirms
+                    unresolved.append(Unresolved(key, overload, f"{where} says {from_source}; no observed run confirms it ({shown})"))
+                    continue
                 policies.setdefault(overload, []).append(KeyPolicy(key, from_source, where, shown if policy == from_source else "", header_list))
             elif policy is not None:
                 policies.setdefault(overload, []).append(KeyPolicy(key, policy, "observed", shown, header_list))
