@@ -79,6 +79,13 @@ class ShowContext:
         pairs = {pair for entry in self.sweep.catalogue for pair in entry.aliases}
         return alias_overloads(self.native, pairs, load_forwards(sweep_cache_dir(self.cache_dir))[0])
 
+    @functools.cached_property
+    def autocast(self):
+        """The autocast policies per key (observed runs are cached; a cold cache observes once, in seconds)."""
+        from migrate.evidence.autocast.policies import autocast_policies
+
+        return autocast_policies(self.native.by_name, self.cache_dir)
+
     def observed(self, overload: str):
         from migrate.evidence.runtime.records import overload_key
 
@@ -210,10 +217,9 @@ def structure_section(context: ShowContext, overload: str) -> list[str]:
 
 def autocast_section(context: ShowContext, overload: str) -> list[str]:
     """The policy per autocast key, where it comes from and the run that shows it; the yaml's line when it has one."""
-    from migrate.evidence.autocast.policies import autocast_policies
     from migrate.model.autocast import declared_autocast
 
-    evidence = autocast_policies(context.native.by_name, context.cache_dir)
+    evidence = context.autocast
     lines = []
     entry = context.native.by_name.get(overload)
     declared = declared_autocast(context.native, entry) if entry is not None else ()
