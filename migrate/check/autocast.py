@@ -1,10 +1,10 @@
 """``verify --autocast``: where an entry's autocast policy contradicts its declared dtypes.
 
-A ``lower_precision_fp`` key casts every floating input to the key's autocast dtype (bfloat16 on
-CPU, float16 on CUDA): a cast slot (an input whose declared set holds float32, so autocast casts
-what it gets there) whose set lacks that dtype says the kernel rejects what autocast feeds it. An
-``fp32`` key runs the kernel in float32: a cast slot with a floating set that lacks float32 says the
-same. Each contradiction on CPU is settled by a real call under autocast: the kernel running means
+Autocast casts every floating input but a double one (float32, float16, bfloat16, the float8
+kinds). A ``lower_precision_fp`` key casts them to the key's autocast dtype (bfloat16 on CPU, float16
+on CUDA): a cast slot (an input whose declared set holds such a dtype) whose set lacks the autocast
+dtype says the kernel rejects what autocast feeds it. An ``fp32`` key casts them to float32: a cast
+slot whose set lacks float32 says the same. Each contradiction on CPU is settled by a real call under autocast: the kernel running means
 the declaration misses the dtype; a dtype error means the policy feeds the kernel what it rejects.
 """
 
@@ -26,7 +26,6 @@ from migrate.model.dtypes import format_set
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path
 
-FLOATING = ("torch.float16", "torch.bfloat16", "torch.float32")
 
 
 @dataclass(frozen=True)
@@ -48,6 +47,11 @@ class Contradiction:
         return text + (f"; settled by a run under autocast: {self.settled}" if self.settled else "")
 
 
+def _cast_by_autocast(dtype: str) -> bool:
+    """Whether autocast casts a tensor of this dtype: floating point, and not double (``is_autocast_eligible``)."""
+    return "float" in dtype and dtype != "torch.float64"
+
+
 def contradictions(native: NativeFunctions, sets, autocast_dtypes: Mapping[str, str]) -> list[Contradiction]:
     """Every contradiction between an entry's autocast line and its declared variables, in file order.
 
@@ -61,14 +65,15 @@ def contradictions(native: NativeFunctions, sets, autocast_dtypes: Mapping[str, 
         inputs = {slot.name for slot in entry.schema.slots if not slot.name.startswith("return")}
         for variable in declared_variables(native, entry, sets):
             names = {str(d) for d in variable.dtypes}
+            cast = {n for n in names if _cast_by_autocast(n)}
             slots = tuple(s for s in variable.binds if s in inputs)
             for key, policy in policies:
                 if not slots or key not in autocast_dtypes:
                     continue
                 missing = None
-                if policy == "lower_precision_fp" and "torch.float32" in names and autocast_dtypes[key] not in names:
+                if policy == "lower_precision_fp" and cast and autocast_dtypes[key] not in names:
                     missing = autocast_dtypes[key]
-                elif policy == "fp32" and names & set(FLOATING) and "torch.float32" not in names:
+                elif policy == "fp32" and cast and "torch.float32" not in names:
                     missing = "torch.float32"
                 if missing:
                     found.append(Contradiction(key, entry.name, policy, variable.name, slots, format_set(variable.dtypes), missing))
