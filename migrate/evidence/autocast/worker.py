@@ -2,19 +2,21 @@
 
 For every autocast key with registrations, each registered overload is called three times under
 autocast for that key's device (CPU tensors for CPU; fake tensors on the device for the others, so a
-CPU-only wheel observes the CUDA, XPU, MPS, MTIA and MAIA kernels too):
+CPU-only wheel observes the CUDA, XPU, MPS and MTIA kernels too; MAIA fake tensors carry no MAIA keys,
+so no MAIA run shows a cast):
 
 - ``float32``: every tensor float32 (a ``lower_precision_fp`` kernel lowers them);
 - ``lower``: every tensor at the key's autocast dtype (``fp32`` raises them, ``fp32_set_opt_dtype``
   passes ``dtype=torch.float32``, ``fp32_append_dtype`` redispatches to the overload taking a dtype);
 - ``mixed``: the first tensor float32 and the others lower (``promote`` raises all to float32; only
   mixed inputs show it).
+- ``banned``: the call raises autocast's "unsafe to autocast" error.
 
-A Python kernel registered directly below the Autocast keys (at Autograd, or CompositeImplicitAutograd), on every
-overload of the op's name records the overload reached and the dtypes that reached it, then stops the
-call: no kernel runs, so calls built from the schema with any shapes do. Only floating, non-double
-tensors are cast, so every tensor is floating and never double; no tensor requires grad, so the cast
-cache (which keeps casts of leaves that require grad) never hides a cast.
+A Python kernel registered directly below the Autocast keys (at Autograd, or CompositeImplicitAutograd),
+on every overload of the op's name, records the overload reached and the dtypes that reached it, then
+stops the call: no kernel runs, so calls built from the schema with any shapes do. Only floating,
+non-double tensors are cast, so every tensor is float32 or lower; no tensor requires grad and the cast
+cache (which keeps casts of leaves that require grad) is off, so no cached cast hides one.
 
 Prints one JSON object: {"torch", "keys": {key: {"dtype", "registrations", "observed": {overload: runs}}}}.
 """
@@ -122,6 +124,11 @@ def _value(argument: Any, make: Any) -> Any:
     }.get(kind, 1)
 
 
+def _error(exc: Exception) -> str:
+    """An exception as one short line: its type and its message's first line."""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+
+
 def call(name: str, device: str, run: str, lower: torch.dtype) -> dict[str, Any]:
     """One built call of ``name`` under the current autocast; what reached the kernel, or the error."""
     func = overload_of(name)
@@ -149,7 +156,7 @@ def call(name: str, device: str, run: str, lower: torch.dtype) -> dict[str, Any]
     except Reached as reached:
         return reached.record
     except Exception as exc:  # the autocast wrapper raised (banned) or the call could not be made
-        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]}
+        return {"error": _error(exc)}
     return {"error": "the call returned without reaching the recorder"}
 
 
@@ -162,9 +169,10 @@ def autocast_on(key: str, device: str, dtype: torch.dtype):
         return
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    was = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
+    was = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device), torch.is_autocast_cache_enabled()
     torch.set_autocast_enabled(device, True)
     torch.set_autocast_dtype(device, dtype)
+    torch.set_autocast_cache_enabled(False)
     torch.autocast_increment_nesting()
     try:
         with FakeTensorMode(allow_non_fake_inputs=True):
@@ -174,9 +182,11 @@ def autocast_on(key: str, device: str, dtype: torch.dtype):
             torch.clear_autocast_cache()
         torch.set_autocast_enabled(device, was[0])
         torch.set_autocast_dtype(device, was[1])
+        torch.set_autocast_cache_enabled(was[2])
 
 
 def observe_key(key: str, names: list[str]) -> tuple[str, dict[str, Any]]:
+    """The key's autocast dtype and the three runs of every overload it registers."""
     device = DEVICE[key]
     lower = torch.get_autocast_dtype(device)
     observed: dict[str, Any] = {}
@@ -188,7 +198,7 @@ def observe_key(key: str, names: list[str]) -> tuple[str, dict[str, Any]]:
                     with autocast_on(key, device, lower):
                         runs[run] = call(name, device, run, lower)
                 except Exception as exc:  # the device cannot even hold a fake tensor
-                    runs[run] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]}
+                    runs[run] = {"error": _error(exc)}
             observed[name] = runs
     return str(lower), observed
 
@@ -232,7 +242,7 @@ def settle(name: str, run: str) -> str:
         with torch.autocast("cpu", dtype=lower, cache_enabled=False):
             func(*args, **kwargs)
     except Exception as exc:
-        return f"raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+        return f"raised {_error(exc)}"
     return "ran"
 
 
