@@ -24,6 +24,7 @@ COMMANDS_HELP = """commands (dtype-migrate COMMAND --help for each):
   show NAME       what each evidence source says about an overload
   verify          run the OpInfo samples under the dtype checker built from the yaml
   export-check    export each declared dtype with torch.onnx.export(dynamo=True) and run it in onnxruntime
+  autocast-gen    write the C++ autocast registration blocks from the yaml's autocast lines
 
 example:
   dtype-migrate --op scaled_dot_product_attention --dry-run"""
@@ -75,7 +76,8 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--report", type=Path, metavar="FILE", help="write the applied plan and its evidence as JSON")
     parser.add_argument("--overwrite", action="store_true", help="replace hand-written constraints and global sets")
     parser.add_argument("--yaml-only", action="store_true", help="write the yaml files only; leave torchlib as it is")
-    parser.add_argument("--refresh", action="store_true", help="run the OpInfo samples again instead of reading the cache")
+    parser.add_argument("--refresh", action="store_true", help="run the OpInfo samples (and autocast observations) again instead of reading the cache")
+    parser.add_argument("--autocast-source", type=Path, metavar="DIR", help="read autocast policies from this source tree's autocast_mode.cpp/.h")
     return parser
 
 
@@ -88,6 +90,7 @@ def _options(args: argparse.Namespace) -> Options:
         jobs=getattr(args, "jobs", None),
         cache_dir=args.cache_dir,
         refresh=getattr(args, "refresh", False),
+        autocast_source=getattr(args, "autocast_source", None),
     )
 
 
@@ -155,6 +158,7 @@ def _verify_parser() -> argparse.ArgumentParser:
         "dtype-migrate verify --native-functions out/native_functions.yaml --op mm -j 2",
     )
     _inputs(parser, torchlib=False)
+    parser.add_argument("--autocast", action="store_true", help="instead: list where autocast policies contradict the declared dtypes")
     return parser
 
 
@@ -162,6 +166,11 @@ def run_verify(args: argparse.Namespace) -> int:
     from migrate.check.verify import EXIT_VIOLATIONS, report, verify_declarations
 
     session = Session(_options(args))
+    if args.autocast:  # contradictions are findings: exit 0
+        from migrate.check.autocast import report as autocast_report
+
+        sys.stdout.write(autocast_report(session.native, session.sets_file.by_name, session.autocast_dtypes(), session.selected))
+        return EXIT_OK
     result = verify_declarations(session.native, session.selected, session.opinfos_reaching(session.selected), args.jobs)
     if result is None:
         print(f"verify: {session.native_path} declares no type variable{' for the selected overloads' if args.op else ''}: nothing to check")
@@ -197,11 +206,40 @@ def run_export_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _autocast_gen_parser() -> argparse.ArgumentParser:
+    from migrate.model.autocast import KEYS
+
+    parser = _parser("dtype-migrate autocast-gen", "Write the C++ autocast registration blocks from the yaml.", "dtype-migrate autocast-gen out/native_functions.yaml --key CPU")
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--key", action="append", choices=KEYS, help="only this autocast key (repeatable; default: every key the file annotates)")
+    parser.add_argument("--header", type=Path, help="the autocast_mode.h whose shared lists to use (default: the installed torch's)")
+    parser.add_argument("-o", "--output", type=Path, help="write here (default: standard output)")
+    return parser
+
+
+def run_autocast_gen(args: argparse.Namespace) -> int:
+    from migrate.evidence.autocast.source import installed_header
+    from migrate.model.native import NativeFunctions
+    from migrate.write.autocast_gen import generate
+    from migrate.write.outputs import Output, commit
+
+    text, skipped = generate(NativeFunctions.load(args.file), (args.header or installed_header()).read_text(), args.key)
+    for name in skipped:
+        sys.stderr.write(f"dtype-migrate: warning: not generated: {name}\n")
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        before = args.output.read_bytes() if args.output.exists() else None
+        commit([Output(args.output.name, args.output, args.output, before, text.encode())])
+    return EXIT_OK
+
+
 COMMANDS = {
     "lower": (run_lower, _lower_parser),
     "show": (run_show, _show_parser),
     "verify": (run_verify, _verify_parser),
     "export-check": (run_export_check, _export_check_parser),
+    "autocast-gen": (run_autocast_gen, _autocast_gen_parser),
 }
 
 

@@ -42,6 +42,7 @@ from typing import Callable, Iterable, Mapping
 from migrate.cache import Stage
 from migrate.evidence.opinfo.aliases import AliasOf, alias_plans
 from migrate.evidence.probe.merge import split_and_joined
+from migrate.model.autocast import Policies
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.global_sets import constraints_line
 from migrate.model.named_sets import composed_name, pytorch_spelling
@@ -423,6 +424,15 @@ def cached_plan(
         stage.write(stored, *inputs)
     wanted = [pickle.loads(data) for name, data in stored["overloads"].items() if only is None or name in only]
     return _restricted(stored["sets"], wanted), stored["alignment"]
+
+
+def with_autocast(plan: Plan, policies: Mapping[str, Policies], only: set[str] | None = None) -> Plan:
+    """The plan with each overload's autocast policy per key; an overload planned for no variables gets a plan of its
+    policy alone (the writer then leaves its type variables as they are)."""
+    planned = {o.name for o in plan.overloads}
+    overloads = [replace(o, autocast=policies.get(o.name, ())) for o in plan.overloads]
+    overloads += [OverloadPlan(name, (), (), found) for name, found in policies.items() if name not in planned and found and (only is None or name in only)]
+    return replace(plan, overloads=tuple(overloads))
 
 
 # Why an entry with a tensor slot is left untyped, in the order they are decided.

@@ -74,6 +74,13 @@ class ShowContext:
         pairs = {pair for entry in self.sweep.catalogue for pair in entry.aliases}
         return alias_overloads(self.native, pairs, load_forwards(self.session.cache)[0])
 
+    @functools.cached_property
+    def autocast(self):
+        """The autocast policies per key (observed runs are cached; a cold cache observes once, in seconds)."""
+        from migrate.evidence.autocast.policies import autocast_policies
+
+        return autocast_policies(self.native.by_name, self.session.cache)
+
     def observed(self, overload: str):
         from migrate.evidence.runtime.runs import overload_key
 
@@ -201,7 +208,26 @@ def structure_section(context: ShowContext, overload: str) -> list[str]:
     return ["structure:"] + lines if lines else ["structure: no alias, not an in-place or out= sibling"]
 
 
-SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section, schema_call_section, structure_section, export_section)
+def autocast_section(context: ShowContext, overload: str) -> list[str]:
+    """The policy per autocast key, where it comes from and the run that shows it; the yaml's line when it has one."""
+    from migrate.model.autocast import declared_autocast
+
+    evidence = context.autocast
+    lines = []
+    entry = context.native.by_name.get(overload)
+    declared = declared_autocast(context.native, entry) if entry is not None else ()
+    if declared:
+        lines.append("  declared: " + ", ".join(f"{key}: {policy}" for key, policy in declared))
+    for found in evidence.policies.get(overload, ()):
+        via = f", as {found.header_list} lists it" if found.header_list else ""
+        lines.append(f"  {found.key}: {found.policy} ({found.source}{via})" + (f": {found.observed}" if found.observed else ""))
+    lines += [f"  {u.key}: not settled: {u.reason}" for u in evidence.unresolved if u.overload == overload]
+    return ["autocast:"] + lines if lines else ["autocast: no autocast key registers it"]
+
+
+SECTIONS: tuple[Section, ...] = (
+    torchlib_section, opinfo_section, probe_section, schema_call_section, structure_section, export_section, autocast_section,
+)
 
 
 def show(session: Session, name: str, verbose: bool = False) -> int:

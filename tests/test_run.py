@@ -107,6 +107,17 @@ def test_coverage_target_and_probe_counts_in_the_summary(migrated):
     assert (aligned["overloads_skipped"], aligned["overloads_remapped"]) == (0, 0)
 
 
+def test_the_run_annotates_every_settled_autocast_registration(migrated):
+    """Entries annotated per key equal the dispatcher's registrations for every key a run settled; CPU's all observed."""
+    autocast = json.loads((migrated / "report.json").read_text())["summary"]["autocast"]
+    unsettled = {u["key"] for u in autocast["unresolved"]}
+    for key, registered in autocast["registrations"].items():
+        if key not in unsettled:
+            assert sum(autocast["annotated"][key].values()) == registered, key
+    assert autocast["observed"]["CPU"] == autocast["registrations"]["CPU"]
+    assert {"lower_precision_fp", "fp32", "promote"} <= set(autocast["annotated"]["CPU"])
+
+
 def test_lower_restores_the_original_and_a_second_run_changes_nothing(tmp_path, capfd):
     args = _copies(tmp_path / "work")
     original = (tmp_path / "work" / "native_functions.yaml").read_bytes()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.errors import InputError
+from migrate.model.autocast import Policies, ordered
 from migrate.model.dtypes import DType, UnknownDType, canonical, parse_set
 
 FORMAT_VERSION = 1
@@ -117,11 +118,16 @@ class Conflict:
 
 @dataclass(frozen=True)
 class OverloadPlan:
-    """What to declare for one overload (``add.Tensor``); no variables means every slot stays Tensor."""
+    """What to declare for one overload (``add.Tensor``); no variables means every slot stays Tensor.
+
+    ``autocast`` is its cast policy per autocast key (``(('CPU', 'fp32'), ('CUDA', 'fp32'))``); empty leaves
+    the entry's ``autocast:`` line as it is.
+    """
 
     name: str
     variables: tuple[Variable, ...]
     conflicts: tuple[Conflict, ...] = ()
+    autocast: Policies = ()
 
     def variable_of(self, slot: str) -> Variable | None:
         return next((v for v in self.variables if slot in v.binds), None)
@@ -137,14 +143,17 @@ class OverloadPlan:
                 )
                 variables.append(replace(variable, binds=binds, evidence=evidence))
         conflicts = tuple(c for c in self.conflicts if set(c.slots) <= keep)
-        return OverloadPlan(self.name, tuple(variables), conflicts)
+        return OverloadPlan(self.name, tuple(variables), conflicts, self.autocast)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        found = {
             "name": self.name,
             "variables": [v.to_json() for v in self.variables],
             "conflicts": [c.to_json() for c in self.conflicts],
         }
+        if self.autocast:
+            found["autocast"] = dict(self.autocast)
+        return found
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> OverloadPlan:
@@ -152,6 +161,7 @@ class OverloadPlan:
             obj["name"],
             tuple(Variable.from_json(v) for v in obj.get("variables", ())),
             tuple(Conflict.from_json(c) for c in obj.get("conflicts", ())),
+            ordered(obj.get("autocast", {}).items()),
         )
 
 

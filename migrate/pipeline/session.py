@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.check.export import ExportCheck
     from migrate.evidence.torchlib.resolve import TorchlibEvidence
 
-EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel")
+EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel", "autocast")
 _RUNTIME_EVIDENCE = frozenset({"opinfo", "probe", "aliases", "kernel"})
 
 
@@ -44,7 +44,8 @@ class Options:
     evidence: tuple[str, ...] = EVIDENCE
     jobs: int | None = None
     cache_dir: Path | None = None
-    refresh: bool = False  # run the OpInfo samples again
+    refresh: bool = False  # run the OpInfo samples (and the autocast observations) again
+    autocast_source: Path | None = None  # a source tree whose autocast_mode.cpp/.h give the policies
 
 
 @dataclass(frozen=True)
@@ -280,6 +281,8 @@ class Session:
             plan, observed, evidence_summary = Plan.read(plan_path), frozenset(), {}
         else:
             plan, observed, evidence_summary = self.inferred
+            if "autocast" in self.options.evidence:
+                plan, evidence_summary = self._with_autocast(plan, evidence_summary)
         selected = self.selected
         if selected is not None:
             plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
@@ -290,6 +293,10 @@ class Session:
         if result.type_constraints is not None:
             outputs.append(targets.output(sibling_constraints_path(self.native_path), self.sets_file.data, result.type_constraints))
         summary = {**run_summary(self.native, plan, result, scope, observed), **evidence_summary, "probe": probe_summary(plan)}
+        if "autocast" in summary:
+            from migrate.model.autocast import annotated_counts
+
+            summary["autocast"]["annotated"] = annotated_counts(result.native_functions)
         if self.source_tree is not None:
             summary["validation"] = {"torchgen": str(self.source_tree / "torchgen"), "schemas_unchecked": []}
         if not yaml_only:
@@ -298,12 +305,27 @@ class Session:
             store(report, self._report(plan, result, summary).dumps().encode())
         return Migration(tuple(outputs), summary, summary_text(summary, result))
 
+    def _with_autocast(self, plan: Plan, evidence_summary: dict) -> tuple[Plan, dict]:
+        """The plan with each overload's autocast policy per key (``migrate.evidence.autocast``)."""
+        from migrate.evidence.autocast.policies import autocast_policies
+        from migrate.infer import with_autocast
+
+        autocast = autocast_policies(self.native.by_name, self.cache, self.options.autocast_source, self.options.refresh)
+        plan = with_autocast(plan, {name: autocast.of(name) for name in autocast.policies}, self.selected)
+        return plan, {**evidence_summary, "autocast": autocast.summary()}
+
+    def autocast_dtypes(self) -> dict[str, str]:
+        """Each autocast key's lower dtype as the installed torch sets it."""
+        from migrate.evidence.autocast.policies import autocast_dtypes
+
+        return autocast_dtypes(self.cache)
+
     def _torchlib_outputs(self, plan: Plan, result: YamlResult, targets: Targets, summary: dict) -> list[Output]:
         """torchlib rewritten to what the yaml says (hand-written constraints the run kept are not pushed into it)."""
         from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
 
         kept = {o.name for o in result.outcomes if o.status == KEPT}
-        written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept))
+        written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept and o.variables))
         rewrite = rewrite_torchlib(self.torchlib, written_plan, self.native, self.cache, only=self.selected)
         summary["torchlib"] = codemod_summary(rewrite)
         mirrored = torchlib_outputs(rewrite, self.torchlib.root, targets.out, mirror=targets.out is not None)

@@ -128,6 +128,10 @@ def summary_text(summary: dict, result: YamlResult) -> str:
             f"runtime evidence of torch {aligned['torch']}: {aligned['overloads_skipped']} overloads with runtime evidence the yaml lacks skipped, "
             f"{aligned['overloads_remapped']} whose schema differs keep the evidence that maps by argument name (listed in --report)"
         )
+    if "autocast" in summary:
+        from migrate.evidence.autocast.policies import summary_lines
+
+        lines += summary_lines(summary["autocast"])
     if "torchlib" in summary:
         t = summary["torchlib"]
         notes = ", ".join(f"{k} {n}" for k, n in t["notes"].items())

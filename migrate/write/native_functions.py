@@ -1,9 +1,9 @@
 """The yaml writer: applies a plan to native_functions.yaml, and lowers an annotated file back.
 
 It only applies: every decision was made in the plan. An edit is a replacement of
-the schema span on a ``func:`` line plus one inserted ``type_constraints:`` line
-(or the removal of one), so every other byte of the file stays, comments included,
-and lowering is the exact inverse.
+the schema span on a ``func:`` line plus one inserted ``type_constraints:`` line and
+one ``autocast:`` line after it (or the removal of them), so every other byte of the
+file stays, comments included, and lowering is the exact inverse.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Mapping
 
 from migrate.errors import InputError
+from migrate.model.autocast import AUTOCAST_KEY, Policies, autocast_line, declared_autocast
 from migrate.model.declared import declared_variables
 from migrate.model.dtypes import format_set
 from migrate.model.global_sets import constraints_line
@@ -21,6 +22,7 @@ from migrate.model.plan import Conflict, GlobalSet, Plan, Variable, line_of
 from migrate.model.schema import TENSOR, is_variable_name
 
 WRITTEN, UNCHANGED, KEPT = "written", "unchanged", "kept"
+NOT_PLANNED = "types-not-planned"  # an overload planned for its autocast policy alone: its type variables stay as they are
 
 
 @dataclass(frozen=True)
@@ -28,8 +30,9 @@ class Outcome:
     """What the writer did with one overload of the plan."""
 
     name: str
-    status: str  # WRITTEN, UNCHANGED or KEPT (hand-written constraints differ, no --overwrite)
+    status: str  # WRITTEN, UNCHANGED, KEPT (hand-written constraints differ, no --overwrite) or NOT_PLANNED
     conflicts: tuple[Conflict, ...] = ()
+    autocast: str = UNCHANGED  # the same for the entry's autocast line
 
 
 def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, GlobalSet], plan_path: Path | None = None) -> None:
@@ -109,8 +112,19 @@ class _LineEdits:
             before = self.replacements.get(start - 1, self.lines[start - 1])
             self.replacements[start - 1] = before[: len(before) - len(_eol(before))]
 
+    def current(self, number: int) -> str:
+        return self.replacements.get(number, self.lines[number])
+
     def text(self) -> str:
         return "".join(self.replacements.get(n, line) for n, line in enumerate(self.lines))
+
+
+def _followed_by(native: NativeFunctions, line: str, added: list[str]) -> str:
+    """``line`` with whole lines after it; the last line of a file with no final newline stays without one."""
+    for text in added:
+        eol = _eol(line)
+        line += text + eol if eol else (_eol(native.lines[0]) or "\n") + text
+    return line
 
 
 def _lower_entry(native: NativeFunctions, entry: Entry, edits: _LineEdits) -> None:
@@ -118,34 +132,41 @@ def _lower_entry(native: NativeFunctions, entry: Entry, edits: _LineEdits) -> No
     lowered = entry.schema.lowered()
     if lowered != entry.schema.text:
         edits.replace(entry.func_line, line[: entry.schema_start] + lowered + line[entry.schema_end :])
-    span = native.key_span(entry, CONSTRAINTS_KEY)
-    if span is not None:
-        edits.delete_span(span.start, span.end)
+    for key in (CONSTRAINTS_KEY, AUTOCAST_KEY):
+        span = native.key_span(entry, key)
+        if span is not None:
+            edits.delete_span(span.start, span.end)
 
 
 def lower(native: NativeFunctions) -> str:
-    """The plain file: every type variable back to Tensor, every type_constraints key gone."""
+    """The plain file: every type variable back to Tensor, every type_constraints and autocast key gone."""
     edits = _LineEdits(native.lines)
     for entry in native.entries:
         _lower_entry(native, entry, edits)
     return edits.text()
 
 
-def _write_entry(native: NativeFunctions, entry: Entry, variables: tuple[Variable, ...], sets, edits: _LineEdits) -> None:
+def _write_entry(native: NativeFunctions, entry: Entry, variables: tuple[Variable, ...], sets, autocast: Policies, edits: _LineEdits) -> None:
     _lower_entry(native, entry, edits)
     words = {slot.name: TENSOR for slot in entry.schema.tensor_slots}
     for variable in variables:
         words.update(dict.fromkeys(variable.binds, variable.name))
     line = native.lines[entry.func_line]
     func_line = line[: entry.schema_start] + entry.schema.with_words(words) + line[entry.schema_end :]
-    constraints = constraints_line(entry.key_indent, _in_schema_order(entry, variables), sets)
-    if constraints is not None:
-        eol = _eol(line)
-        if eol:
-            func_line += constraints + eol
-        else:  # the last line of a file with no final newline stays without one
-            func_line += (_eol(native.lines[0]) or "\n") + constraints
-    edits.replace(entry.func_line, func_line)
+    added = [constraints_line(entry.key_indent, _in_schema_order(entry, variables), sets), autocast_line(entry.key_indent, autocast)]
+    edits.replace(entry.func_line, _followed_by(native, func_line, [a for a in added if a is not None]))
+
+
+def _write_autocast(native: NativeFunctions, entry: Entry, autocast: Policies, edits: _LineEdits) -> None:
+    """Only the autocast line: directly after the type_constraints line, else after the func line."""
+    old = native.key_span(entry, AUTOCAST_KEY)
+    if old is not None:
+        edits.delete_span(old.start, old.end)
+    constraints = native.key_span(entry, CONSTRAINTS_KEY)
+    anchor = constraints.end - 1 if constraints is not None else entry.func_line
+    line = autocast_line(entry.key_indent, autocast)
+    if line is not None:
+        edits.replace(anchor, _followed_by(native, edits.current(anchor), [line]))
 
 
 def _in_schema_order(entry: Entry, variables: tuple[Variable, ...]) -> list[Variable]:
@@ -173,20 +194,41 @@ def apply_plan(native: NativeFunctions, sets_file, plan: Plan, *, overwrite: boo
         native.fields(entry)  # broken yaml in an entry about to change is an error, not a silent edit
         wanted = tuple(_resolved(v, sets) for v in overload.variables)
         existing = declared_variables(native, entry, sets)
-        if _same_declaration(existing, wanted):
-            outcomes.append(Outcome(overload.name, UNCHANGED, overload.conflicts))
+        autocast, autocast_status, conflicts = _autocast_outcome(native, entry, overload.autocast, overwrite)
+        conflicts = overload.conflicts + conflicts
+        if not overload.variables and overload.autocast:
+            status = NOT_PLANNED
+        elif _same_declaration(existing, wanted):
+            status = UNCHANGED
         elif existing and not overwrite:
-            kept = Conflict(
-                "hand-written-kept",
-                tuple(s for v in existing for s in v.binds),
-                (),
-                f"kept the declared {_describe(existing)}; the evidence says {_describe(wanted)} (use --overwrite to replace it)",
+            status = KEPT
+            conflicts += (
+                Conflict(
+                    "hand-written-kept",
+                    tuple(s for v in existing for s in v.binds),
+                    (),
+                    f"kept the declared {_describe(existing)}; the evidence says {_describe(wanted)} (use --overwrite to replace it)",
+                ),
             )
-            outcomes.append(Outcome(overload.name, KEPT, overload.conflicts + (kept,)))
         else:
-            _write_entry(native, entry, wanted, sets, edits)
-            outcomes.append(Outcome(overload.name, WRITTEN, overload.conflicts))
+            status = WRITTEN
+            _write_entry(native, entry, wanted, sets, autocast, edits)
+        if status != WRITTEN and autocast_status == WRITTEN:
+            _write_autocast(native, entry, autocast, edits)
+        outcomes.append(Outcome(overload.name, status, conflicts, autocast_status))
     return YamlResult(edits.text().encode("utf-8"), constraints_bytes, tuple(outcomes), global_conflicts, sets)
+
+
+def _autocast_outcome(native: NativeFunctions, entry: Entry, planned: Policies, overwrite: bool) -> tuple[Policies, str, tuple[Conflict, ...]]:
+    """The autocast line to write, its status, and the conflict when a hand-written one differs and stays."""
+    existing = declared_autocast(native, entry)
+    if not planned or planned == existing:
+        return existing, UNCHANGED, ()
+    if existing and not overwrite:
+        said = ", ".join(f"{k}: {p}" for k, p in planned)
+        kept = Conflict("hand-written-autocast-kept", (), (), f"kept the declared autocast policy; the evidence says {{{said}}} (use --overwrite to replace it)")
+        return existing, KEPT, (kept,)
+    return planned, WRITTEN, ()
 
 
 def _describe(variables: tuple[Variable, ...]) -> str:
