@@ -163,11 +163,11 @@ def _verify_parser() -> argparse.ArgumentParser:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from migrate.check.verify import EXIT_VIOLATIONS, report, verify_declarations
+    from migrate.audit.verify import EXIT_VIOLATIONS, report, verify_declarations
 
     session = Session(_options(args))
     if args.autocast:  # contradictions are findings: exit 0
-        from migrate.check.autocast import report as autocast_report
+        from migrate.audit.autocast import report as autocast_report
 
         sys.stdout.write(autocast_report(session.native, session.sets_file.by_name, session.autocast_dtypes(), session.selected))
         return EXIT_OK
@@ -194,7 +194,7 @@ def _export_check_parser() -> argparse.ArgumentParser:
 
 def run_export_check(args: argparse.Namespace) -> int:
     from migrate.cache import store
-    from migrate.check.export import report_json, table
+    from migrate.audit.export import report_json, table
 
     result, conflicts = Session(replace(_options(args), refresh=False)).export_check(args.refresh)
     sys.stdout.write(table(result))

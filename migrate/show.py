@@ -181,7 +181,7 @@ def schema_call_section(context: ShowContext, overload: str) -> list[str]:
 
 def export_section(context: ShowContext, overload: str) -> list[str]:
     """Each checked dtype's export status (from ``export-check`` results cached for this torch_lib), per cast slots."""
-    from migrate.check.export import cached_results, results_dir
+    from migrate.audit.export import cached_results, results_dir
 
     results = cached_results(results_dir(context.session.torchlib_root, context.session.cache), overload)
     if results is None:

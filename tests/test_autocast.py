@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from migrate.cache import StageCache
-from migrate.check.autocast import contradictions, settled
+from migrate.audit.autocast import contradictions, settled
 from migrate.evidence.autocast.policies import autocast_policies, classify
 from migrate.evidence.autocast.source import SHARED_LISTS, installed_header, read_registrations, shared_lists
 from migrate.infer import with_autocast

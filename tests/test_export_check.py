@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate.check.export import CONFIRMED, REFUTED, cached_results, results_dir, run_export_check
-from migrate.check.export_worker import EXPORT_ERROR, INVALID_MODEL, MISMATCH, NO_SAMPLE, OK, RUNTIME_ERROR
+from migrate.audit.export import CONFIRMED, REFUTED, cached_results, results_dir, run_export_check
+from migrate.audit.export_worker import EXPORT_ERROR, INVALID_MODEL, MISMATCH, NO_SAMPLE, OK, RUNTIME_ERROR
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.torchlib.resolve import installed_torchlib

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from migrate.check.verify import EXIT_OK, EXIT_VIOLATIONS
+from migrate.audit.verify import EXIT_OK, EXIT_VIOLATIONS
 from migrate.cli import main
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache

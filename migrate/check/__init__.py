@@ -1,2 +1,3 @@
-"""Checking declarations: ``checker`` (every ATen call's dtypes at run time), ``verify``
-(the OpInfo samples under the checker), ``torchgen`` (torchgen's model of an annotated file)."""
+"""Checking declarations as PyTorch uses them: ``checker`` (every ATen call's dtypes at run time, the
+user-facing ``migrate.checking``) and ``torchgen`` (torchgen's model of an annotated file). It imports
+no evidence: the dispatch modes it stands on are ``migrate.dispatch``."""

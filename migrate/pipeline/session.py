@@ -27,7 +27,7 @@ from migrate.write.outputs import Output, is_installed_path
 if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.evidence.derived import SweepState
     from migrate.evidence.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
-    from migrate.check.export import ExportCheck
+    from migrate.audit.export import ExportCheck
     from migrate.evidence.torchlib.resolve import TorchlibEvidence
 
 EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel", "autocast")
@@ -337,7 +337,7 @@ class Session:
         Export coverage gaps that ``export-check`` results (cached for this torchlib) judged are
         marked confirmed or refuted, and counted in the summary.
         """
-        from migrate.check.export import verdict_summary, verdicts
+        from migrate.audit.export import verdict_summary, verdicts
 
         conflicts = {o.name: o.conflicts for o in result.outcomes}
         conflicts = {o.name: conflicts.get(o.name, o.conflicts) for o in plan.overloads}
@@ -354,7 +354,7 @@ class Session:
         Declarations come from the yaml when it has any, else from the plan a run infers, whose
         export coverage gaps then get verdicts (counted in the second value).
         """
-        from migrate.check.export import run_export_check, verdict_summary, verdicts
+        from migrate.audit.export import run_export_check, verdict_summary, verdicts
         from migrate.model.declared import declared_variables
 
         registered = set(self.torchlib.by_overload)

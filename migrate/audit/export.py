@@ -4,7 +4,7 @@ For every overload a torch_lib registers and every declared dtype (one ONNX can
 express) of each of its input variables, a case: a call from the OpInfo samples that
 reach the overload, with that variable's slots cast to the dtype, exported with
 ``torch.onnx.export(dynamo=True)`` against that torch_lib, run in onnxruntime and compared
-with eager PyTorch (``migrate.check.export_worker`` does that, in forked workers).
+with eager PyTorch (``migrate.audit.export_worker`` does that, in forked workers).
 
 Results are cached per overload under ``<cache>/export/<key>/``, the key made of the
 torch, onnxscript and onnxruntime versions, the torch_lib's content and the worker's
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from migrate.cache import StageCache, store
-from migrate.check import export_worker
-from migrate.check.export_worker import NO_SAMPLE, OK, STATUSES
+from migrate.audit import export_worker
+from migrate.audit.export_worker import NO_SAMPLE, OK, STATUSES
 from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import Conflict, Variable
