@@ -98,12 +98,13 @@ def _infer(
 
     def sources() -> Sources:
         # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
-        opinfo, probe, aliases, kernel, built, alignment = {}, {}, {}, {}, {}, None
+        opinfo, probe, aliases, kernel, built, follows, alignment = {}, {}, {}, {}, {}, {}, None
         if state is not None:
             evidence = evidence_of(state)
             opinfo = evidence.opinfo if "opinfo" in args.evidence else {}
             probe = evidence.probe if "probe" in args.evidence else {}
             built = evidence.schema_calls if "probe" in args.evidence else {}
+            follows = evidence.follows if "probe" in args.evidence else {}
             if "aliases" in args.evidence:
                 from migrate.evidence.opinfo.aliases import alias_overloads
 
@@ -124,6 +125,7 @@ def _infer(
             aliases=aliases,
             kernel=kernel,
             schema_calls=built,
+            follows=follows,
             alignment=alignment,
         )
 

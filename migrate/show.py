@@ -21,6 +21,7 @@ from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.named_sets import composed_name
 from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path
+from migrate.model.plan import GlobalSet
 
 WIDTH = 200  # characters of a line of the default output
 
@@ -36,10 +37,15 @@ class ShowContext:
         self.verbose = verbose
 
     @functools.cached_property
+    def file_sets(self) -> dict[str, GlobalSet]:
+        """The global sets of the target's type_constraints.yaml, by name."""
+        return GlobalSetsFile.load(sibling_constraints_path(self.native.path)).by_name
+
+    @functools.cached_property
     def set_names(self) -> dict[tuple[DType, ...], str]:
         """Names sets have already: the target's type_constraints.yaml first, then torchlib's TypeVars."""
         names: dict[tuple[DType, ...], str] = {}
-        for global_set in GlobalSetsFile.load(sibling_constraints_path(self.native.path)).sets:
+        for global_set in self.file_sets.values():
             names.setdefault(global_set.dtypes, global_set.name)
         for global_set in sorted(self.torchlib.global_sets, key=lambda g: (len(g.name), g.name)):
             names.setdefault(global_set.dtypes, global_set.name)
@@ -86,6 +92,21 @@ class ShowContext:
 
 
 Section = Callable[[ShowContext, str], list[str]]
+
+
+def declared_section(context: ShowContext, overload: str) -> list[str]:
+    """What the file itself declares for the overload, when it is annotated: each variable's slots and its list."""
+    from migrate.model.constraint import ConstraintList
+    from migrate.model.declared import declared_variables
+
+    entry = context.native.by_name.get(overload)
+    variables = declared_variables(context.native, entry, context.file_sets) if entry is not None else ()
+    lines = []
+    for variable in variables:
+        follows = f" (or the dtype {', '.join(variable.follows)} has in the call)" if variable.follows else ""
+        spelled = str(ConstraintList(variable.dtypes, variable.follows)) if variable.follows else context.spell(variable.dtypes)
+        lines.append(f"  {variable.name} = {spelled}{follows}: {', '.join(variable.binds)}")
+    return ["declared:"] + lines if lines else []
 
 
 def torchlib_section(context: ShowContext, overload: str) -> list[str]:
@@ -208,7 +229,7 @@ def structure_section(context: ShowContext, overload: str) -> list[str]:
     return ["structure:"] + lines if lines else ["structure: no alias, not an in-place or out= sibling"]
 
 
-SECTIONS: tuple[Section, ...] = (torchlib_section, opinfo_section, probe_section, schema_call_section, structure_section, export_section)
+SECTIONS: tuple[Section, ...] = (declared_section, torchlib_section, opinfo_section, probe_section, schema_call_section, structure_section, export_section)
 
 
 def run(args) -> int:

@@ -20,10 +20,12 @@ from migrate.cache import cache_root, read_pickle, write_pickle
 from migrate.evidence.opinfo import observations as observations_module
 from migrate.evidence.opinfo.forwards import Forward, MetadataKernel, load_forwards
 from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue, run_sweep, sweep_cache_dir
+from migrate.evidence.probe import follows as follows_module
 from migrate.evidence.probe import merge as probe_module
 from migrate.evidence.probe import schema_calls as schema_calls_module
 from migrate.evidence.runtime import records as records_module
 from migrate.evidence.runtime import variables as variables_module
+from migrate.evidence.probe.follows import Follows
 from migrate.evidence.runtime.records import SweepResult, SweepStats
 from migrate.model.plan import OverloadPlan
 
@@ -41,12 +43,13 @@ class OpInfoEvidence:
     forwards: tuple[Forward, ...] = ()  # overloads whose kernel is one call of another
     kernels: tuple[MetadataKernel, ...] = ()  # overloads whose kernel reads only metadata
     schema_calls: dict[str, OverloadPlan] = field(default_factory=dict)  # calls built from schemas, of overloads no sample reached
+    follows: dict[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots whose dtypes follow another variable's
 
 
 def _key(sweep_dir: Path, names: list[str]) -> str:
     """The state of the sweep cache and of the deriving code, as one digest."""
     digest = hashlib.sha256()
-    for module in (records_module, variables_module, observations_module, probe_module, schema_calls_module):
+    for module in (records_module, variables_module, observations_module, probe_module, schema_calls_module, follows_module):
         digest.update(Path(module.__file__).read_bytes())
     for name in sorted(names):
         stat = (sweep_dir / name).stat()
@@ -60,6 +63,7 @@ def _derive(sweep: SweepResult) -> OpInfoEvidence:
     return OpInfoEvidence(
         opinfo=observations_module.plans_from_observations(observations, sweep.catalogue),
         probe=probe_module.probe_plans(sweep.probes, observations),
+        follows=follows_module.follows_facts(sweep.probes, observations),
         observed=observed,
         failures=tuple(f"{f.opinfo}: {f.kind}: {f.reason}" for f in sweep.failures),
         stats=sweep.stats,
@@ -131,7 +135,9 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     forwards, kernels = load_forwards(sweep_cache_dir(state.cache_dir))
     built = schema_calls_module.schema_call_plans(schema_calls_module.load_schema_calls(sweep_cache_dir(state.cache_dir), state.jobs))
     built = {name: plan for name, plan in built.items() if name not in evidence.observed}  # samples speak for the rest
-    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, built)
+    return OpInfoEvidence(
+        evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, built, evidence.follows
+    )
 
 
 def opinfo_evidence(jobs: int | None, cache_dir: Path | None, refresh: bool, only: set[str] | None) -> OpInfoEvidence:

@@ -15,7 +15,7 @@ from typing import Any, Union
 
 from migrate.model.dtypes import DType
 
-FORMAT = 7  # of the cache files; a file of another format is a miss
+FORMAT = 8  # of the cache files; a file of another format is a miss
 
 # Failure kinds.
 NO_CPU_DTYPES = "no-cpu-dtypes"  # the OpInfo declares no CPU dtypes: nothing to run

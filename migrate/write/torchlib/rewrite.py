@@ -155,7 +155,7 @@ def _written_form(plan: Plan) -> str:
 
     lines = [f"{g.name}\0{spelled(g.dtypes)}\0{g.desc}" for g in plan.global_sets]
     for overload in plan.overloads:
-        lines.append(overload.name + "".join(f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}" for v in overload.variables))
+        lines.append(overload.name + "".join(f"\0{v.name}:{spelled(overload.possible(v))}:{','.join(v.binds)}" for v in overload.variables))
     return "\n".join(lines)
 
 
