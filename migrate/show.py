@@ -104,8 +104,8 @@ def declared_section(context: ShowContext, overload: str) -> list[str]:
     lines = []
     for variable in variables:
         follows = f" (or the dtype {', '.join(variable.follows)} has in the call)" if variable.follows else ""
-        spelled = str(ConstraintList(variable.dtypes, variable.follows)) if variable.follows else context.spell(variable.dtypes)
-        lines.append(f"  {variable.name} = {spelled}{follows}: {', '.join(variable.binds)}")
+        spelled = str(ConstraintList(variable.dtypes, variable.follows)) if variable.follows else _named(context, variable)
+        lines.append(f"  {variable.name} = {spelled}{follows}: {', '.join(variable.binds)}" if variable.follows else f"  {spelled}: {', '.join(variable.binds)}")
     return ["declared:"] + lines if lines else []
 
 
@@ -176,11 +176,14 @@ def probe_section(context: ShowContext, overload: str) -> list[str]:
     from migrate.evidence.runtime.records import overload_key
     from migrate.model.plan import PROBE
 
+    from migrate.evidence.probe.follows import follows_facts
+
     probed = [p for p in context.sweep.probes if overload_key(p.overload) == overload]
     plan = probe_plans(probed, context.observed(overload)).get(overload)
     if plan is None:
         return ["probe: not probed"]
-    return ["probe:"] + _variable_lines(context, plan, PROBE)
+    facts = follows_facts(probed, context.observed(overload)).get(overload, ())
+    return ["probe:"] + _variable_lines(context, plan, PROBE) + [f"  follows: {fact.evidence.where}" for fact in facts]
 
 
 def schema_call_section(context: ShowContext, overload: str) -> list[str]:

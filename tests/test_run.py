@@ -91,6 +91,7 @@ def test_written_entries_of_the_must_show_ops(migrated):
     assert [d.name for d in sdpa["query"].dtypes] == ["float16", "bfloat16", "float32", "float64"]
     mask = sdpa["attn_mask"]
     assert mask is not sdpa["query"] and {"bool", "float32"} <= {d.name for d in mask.dtypes}
+    assert mask.follows == (sdpa["query"].name,)  # a float16 mask only beside a float16 query
     assert {d.name for d in by_slot["where.self"]["condition"].dtypes} == {"bool", "uint8"}
 
 
