@@ -323,3 +323,18 @@ def test_the_real_run_writes_the_sdpa_mask_as_following_the_query(tmp_path):
     assert func.startswith("- func: scaled_dot_product_attention(TFloat query, TFloat key, TFloat value, T? attn_mask=None, ")
     assert func.endswith("-> TFloat")
     assert constraints == "  type_constraints: {T: [torch.bool, torch.float32, TFloat]}"
+
+
+def test_torchlib_is_judged_against_the_union_of_a_follower_and_the_set_it_follows(tmp_path):
+    from migrate.evidence.torchlib.resolve import scan_torchlib
+    from migrate.write.torchlib.rewrite import rewrite_torchlib
+
+    folder = FIXTURES / "codemod"
+    native = NativeFunctions.load(folder / "native_functions.yaml")
+    fixture = Plan.read(folder / "plan.json")
+    # TFloat has no dtypes in the plan: it stands for the global set, which the union must resolve.
+    mul = OverloadPlan("mul.Tensor", (Variable("TFloat", (), ("self", "return.0")), Variable("U", named("bool"), ("other",), (), ("TFloat",))))
+    plan = Plan(fixture.global_sets, tuple(mul if o.name == "mul.Tensor" else o for o in fixture.overloads))
+    result = rewrite_torchlib(scan_torchlib(folder / "before", native, tmp_path), plan, native, {"mul.Tensor"})
+    (note,) = [n for n in result.notes if "aten_mul" in n]
+    assert "other lacks [torch.bool] of the declared [torch.bool, torch.float16, torch.bfloat16, torch.float32, torch.float64]" in note

@@ -190,7 +190,8 @@ class Planner:
         "the dtype of that input", so torchlib gets the union.
         """
         if variable.follows:
-            return self.plans[overload].possible(variable)
+            theirs = [self.variable_dtypes(overload, v) for v in self.plans[overload].variables if v.name in variable.follows]
+            return None if None in theirs else canonical(variable.dtypes + tuple(d for dtypes in theirs for d in dtypes))
         if variable.dtypes:
             return variable.dtypes
         global_set = self.global_sets.get(variable.name)
