@@ -196,11 +196,10 @@ def with_follows(plan: OverloadPlan, facts: Iterable[Follows]) -> OverloadPlan:
     names = [v.name for v in variables]
     for fact in facts:
         follower = next((v for v in variables if fact.slot in v.binds), None)
-        followed = {v.name for v in variables for slot in fact.on if slot in v.binds}
-        if follower is None or follower.binds != (fact.slot,) or len(followed) != 1 or sum(s in v.binds for v in variables for s in fact.on) != len(fact.on):
+        holding = [v for slot in fact.on for v in variables if slot in v.binds]  # the variable of each slot followed
+        if follower is None or follower.binds != (fact.slot,) or len(holding) != len(fact.on) or len({id(v) for v in holding}) != 1:
             continue
-        (target_name,) = followed
-        target = next(v for v in variables if v.name == target_name)
+        target = holding[0]
         if target is follower or names.count(target.name) != 1:
             continue
         own = canonical(fact.dtypes + tuple(d for d in follower.dtypes if d not in target.dtypes))

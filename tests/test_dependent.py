@@ -338,3 +338,42 @@ def test_torchlib_is_judged_against_the_union_of_a_follower_and_the_set_it_follo
     result = rewrite_torchlib(scan_torchlib(folder / "before", native, tmp_path), plan, native, {"mul.Tensor"})
     (note,) = [n for n in result.notes if "aten_mul" in n]
     assert "other lacks [torch.bool] of the declared [torch.bool, torch.float16, torch.bfloat16, torch.float32, torch.float64]" in note
+
+
+def test_the_worker_probes_the_mask_again_beside_each_query_dtype_only_where_probes_hint_at_it():
+    from types import SimpleNamespace
+
+    from migrate.evidence.probe.contexts import context_reports
+
+    universe = ("bool", "int64", "float16", "float32", "float64")
+    floats = ("float16", "float32", "float64")
+    names = ("query", "key", "value", "attn_mask")
+
+    def aten(cast: dict[int, str]):
+        """scaled_dot_product_attention's rule, on dtype names: query, key and value agree; the mask is bool, float32 or the query's."""
+        q, k, v, mask = (cast.get(i, "float32") for i in range(4))
+        if q == k == v and q in floats and mask in ("bool", "float32", q):
+            return (q,), ""
+        return None, "RuntimeError: refused"
+
+    call = SimpleNamespace(slots=SimpleNamespace(arguments=tuple((i, n, False, False) for i, n in enumerate(names))))
+    slots = [[n, "float32"] for n in names] + [["return.0", "float32"]]
+
+    def probed(indices: tuple[int, ...]) -> list:
+        results = [(d, aten(dict.fromkeys(indices, d))) for d in universe if d != "float32"]
+        return [[names[i] for i in indices], [[d, r] for d, (r, _) in results if r], [[d, m] for d, (r, m) in results if not r]]
+
+    report = {"overload": "aten::scaled_dot_product_attention", "sample": "float32", "direct": True, "slots": slots, "again": "", "probes": []}
+    report["probes"] = [probed((i,)) for i in range(4)] + [probed((0, 1, 2, 3)), probed((0, 1, 2))]
+    made = list(context_reports(call, report, aten, universe, str))
+    assert [[dict(r["slots"])["query"], r["probes"][0][0], [d for d, _ in r["probes"][0][1]]] for r in made] == [
+        ["float16", ["attn_mask"], ["bool", "float16"]],
+        ["float64", ["attn_mask"], ["bool", "float64"]],
+    ]
+    assert all(dict(r["slots"])["return.0"] == dict(r["slots"])["query"] for r in made)
+    calls = [ProbedCall.from_report(OpInfoId("sdpa", ""), r) for r in [report, *made]]
+    (fact,) = follows_facts(calls)["scaled_dot_product_attention"]
+    assert fact.dtypes == named("bool", "float32")
+
+    report["probes"][3] = probed((3,))[:1] + [[[d, ("float32",)] for d in universe if d != "float32"], []]  # a mask that takes anything
+    assert list(context_reports(call, report, aten, universe, str)) == []

@@ -61,6 +61,9 @@ def test_every_declared_variable_accepts_every_observed_dtype(migrated):
             if variable is None:
                 continue
             allowed = {str(d) for d in variable.dtypes}
+            for other, others in observation.slots:  # a variable that follows another also takes its dtype in the call
+                if other in variables and variables[other].name in variable.follows:
+                    allowed |= _element_dtypes(others)
             for dtype in _element_dtypes(dtypes):
                 checked += 1
                 if dtype not in allowed:

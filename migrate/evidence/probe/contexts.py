@@ -36,7 +36,7 @@ def context_reports(call: Any, report: dict[str, Any], prober: Prober, universe:
         together = [d for d, _ in accepted]
         for slot in (name for name in cast if alone.get(name)):
             original = recorded[slot]
-            if not set(together) - alone[slot] - {original}:
+            if original not in by_name or not set(together) - alone[slot] - {original}:
                 continue
             for dtype in together:
                 if dtype != original:
