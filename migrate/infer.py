@@ -41,8 +41,10 @@ from typing import Callable, Iterable, Mapping
 
 from migrate.cache import Stage
 from migrate.evidence.opinfo.aliases import AliasOf, alias_plans
+from migrate.evidence.probe.follows import Follows
 from migrate.evidence.probe.merge import split_and_joined
 from migrate.model.autocast import Policies
+from migrate.model.constraint import follows_problem
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.global_sets import constraints_line
 from migrate.model.named_sets import composed_name, pytorch_spelling
@@ -70,6 +72,7 @@ class Sources:
     aliases: Mapping[str, AliasOf] = field(default_factory=dict)  # alias overload -> its target (migrate.evidence.opinfo.aliases)
     kernel: Mapping[str, OverloadPlan] = field(default_factory=dict)  # metadata-reading kernels (migrate.evidence.opinfo.forwards)
     schema_calls: Mapping[str, OverloadPlan] = field(default_factory=dict)  # probed calls built from schemas (none a sample reached)
+    follows: Mapping[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots that follow another variable (probe.follows)
 
 
 def _observed(variable: Variable) -> Variable:
@@ -182,6 +185,33 @@ def merge_overload(
     return OverloadPlan(name, tuple(_attach(variables, handled)), tuple(conflicts))
 
 
+def with_follows(plan: OverloadPlan, facts: Iterable[Follows]) -> OverloadPlan:
+    """The plan with each one-slot variable a probe fact says follows another variable made to follow it.
+
+    Its own dtypes are those ATen accepted beside every dtype of the other, and any it had that neither
+    gives (nothing is narrowed); a fact whose slots the plan groups otherwise, or that would make
+    variables follow each other in a cycle, changes nothing.
+    """
+    variables = list(plan.variables)
+    names = [v.name for v in variables]
+    for fact in facts:
+        follower = next((v for v in variables if fact.slot in v.binds), None)
+        holding = [v for slot in fact.on for v in variables if slot in v.binds]  # the variable of each slot followed
+        if follower is None or follower.binds != (fact.slot,) or len(holding) != len(fact.on) or len({id(v) for v in holding}) != 1:
+            continue
+        target = holding[0]
+        if target is follower or names.count(target.name) != 1:
+            continue
+        own = canonical(fact.dtypes + tuple(d for d in follower.dtypes if d not in target.dtypes))
+        if set(target.dtypes) <= set(own):
+            continue  # it takes every dtype of the other anyway
+        made = Variable(follower.name, own, follower.binds, follower.evidence + (fact.evidence,), follower.follows + (target.name,))
+        trial = [made if v is follower else v for v in variables]
+        if follows_problem({v.name: v.follows for v in trial}) is None:
+            variables = trial
+    return replace(plan, variables=tuple(variables))
+
+
 def _sibling_slot(slot: str, sibling: TypedSchema, functional: TypedSchema) -> tuple[str, ...]:
     """Where a functional overload's slot stands in a sibling: same argument, or the return and its out= argument."""
     if not slot.startswith("return."):
@@ -215,24 +245,33 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
                 binds = tuple(s for slot in variable.binds for s in _sibling_slot(slot, sibling, functional))
                 if binds:
                     evidence = (Evidence(GROUPS, f"from {name}", variable.dtypes, binds),)
-                    variables.append(Variable(variable.name, variable.dtypes, binds, evidence))
+                    variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.follows))
             if variables:
-                taken[sibling_name] = OverloadPlan(sibling_name, tuple(variables))
+                taken[sibling_name] = OverloadPlan(sibling_name, plan.followed_within(variables))
     return taken
 
 
 def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[tuple[DType, ...], str]) -> OverloadPlan:
-    """A set's name where the variable's dtypes equal a named set no other variable of the entry has; else T, U, V, ..."""
+    """A set's name where the variable's dtypes equal a named set no other variable of the entry has; else T, U, V, ...
+
+    A variable that follows others is always a letter (its list names them, so it is never a set); the names
+    it follows are renamed with them.
+    """
     order = {slot.name: i for i, slot in enumerate(schema.slots)}
     variables = sorted(plan.variables, key=lambda v: min(order[s] for s in v.binds))
     counts: dict[tuple[DType, ...], int] = {}
     for variable in variables:
         counts[variable.dtypes] = counts.get(variable.dtypes, 0) + 1
     letters = (n for n in [*_LETTERS, *(f"T{i}" for i in range(1, 100))] if n not in set_names.values())
-    named = []
+    new_names = []
     for variable in variables:
-        name = set_names.get(variable.dtypes) if counts[variable.dtypes] == 1 else None
-        named.append(Variable(name or next(letters), variable.dtypes, tuple(sorted(variable.binds, key=order.__getitem__)), variable.evidence))
+        name = set_names.get(variable.dtypes) if counts[variable.dtypes] == 1 and not variable.follows else None
+        new_names.append(name or next(letters))
+    renamed = {v.name: name for v, name in zip(variables, new_names)}  # a followed variable's name is unique (with_follows)
+    named = [
+        Variable(name, v.dtypes, tuple(sorted(v.binds, key=order.__getitem__)), v.evidence, tuple(renamed[n] for n in v.follows))
+        for v, name in zip(variables, new_names)
+    ]
     return OverloadPlan(plan.name, tuple(named), plan.conflicts)
 
 
@@ -261,7 +300,8 @@ def global_sets(native: NativeFunctions, plans: Iterable[OverloadPlan], sources:
     entries: dict[tuple[DType, ...], set[str]] = defaultdict(set)
     for plan in plans:
         for variable in plan.variables:
-            entries[variable.dtypes].add(plan.name)
+            if not variable.follows:  # written as its own list: no set spells it
+                entries[variable.dtypes].add(plan.name)
     known = _set_names(sources.existing_sets, sources.global_sets)
     taken = {g.name for g in (*sources.existing_sets, *sources.global_sets)}
     names = {}
@@ -275,7 +315,7 @@ def global_sets(native: NativeFunctions, plans: Iterable[OverloadPlan], sources:
         while True:
             named = name_variables(plan, entry.schema, names)
             line = constraints_line(entry.key_indent, named.variables, sets)
-            inline = [v.dtypes for v in named.variables if v.dtypes not in names]
+            inline = [v.dtypes for v in named.variables if v.dtypes not in names and not v.follows]
             if line is None or len(line) <= LINE_LIMIT or not inline:
                 break
             longest = max(inline, key=lambda d: (len(format_set(d)), [t.sort_key for t in d]))
@@ -374,6 +414,7 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
             schema_call = sources.schema_calls.get(name)
         if torchlib or opinfo or probe or schema_call:
             merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()), schema_call)
+            merged[name] = with_follows(merged[name], sources.follows.get(name, ()))
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan
@@ -389,7 +430,7 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
 
 def _restricted(sets: tuple[GlobalSet, ...], overloads: list[OverloadPlan]) -> Plan:
     """The plan of these overloads, with the global sets they use."""
-    used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables}
+    used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables if not v.follows}
     return Plan(tuple(g for g in sets if g.name in used or g.dtypes in used), tuple(overloads))
 
 

@@ -18,6 +18,7 @@ from typing import Callable
 from migrate.evidence.torchlib.resolve import OverloadIndex, TorchlibEvidence
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.named_sets import composed_name
+from migrate.model.plan import GlobalSet
 from migrate.pipeline import Session
 
 WIDTH = 200  # characters of a line of the default output
@@ -31,6 +32,11 @@ class ShowContext:
         self.native = session.native
         self.index = OverloadIndex(self.native)
         self.verbose = verbose
+
+    @property
+    def file_sets(self) -> dict[str, GlobalSet]:
+        """The global sets of the target's type_constraints.yaml, by name."""
+        return self.session.sets_file.by_name
 
     @functools.cached_property
     def set_names(self) -> dict[tuple[DType, ...], str]:
@@ -88,6 +94,21 @@ class ShowContext:
 
 
 Section = Callable[[ShowContext, str], list[str]]
+
+
+def declared_section(context: ShowContext, overload: str) -> list[str]:
+    """What the file itself declares for the overload, when it is annotated: each variable's slots and its list."""
+    from migrate.model.constraint import ConstraintList
+    from migrate.model.declared import declared_variables
+
+    entry = context.native.by_name.get(overload)
+    variables = declared_variables(context.native, entry, context.file_sets) if entry is not None else ()
+    lines = []
+    for variable in variables:
+        follows = f" (or the dtype {', '.join(variable.follows)} has in the call)" if variable.follows else ""
+        spelled = str(ConstraintList(variable.dtypes, variable.follows)) if variable.follows else _named(context, variable)
+        lines.append(f"  {variable.name} = {spelled}{follows}: {', '.join(variable.binds)}" if variable.follows else f"  {spelled}: {', '.join(variable.binds)}")
+    return ["declared:"] + lines if lines else []
 
 
 def torchlib_section(context: ShowContext, overload: str) -> list[str]:
@@ -157,11 +178,14 @@ def probe_section(context: ShowContext, overload: str) -> list[str]:
     from migrate.evidence.runtime.runs import overload_key
     from migrate.model.plan import PROBE
 
+    from migrate.evidence.probe.follows import follows_facts
+
     probed = [p for p in context.sweep.probes if overload_key(p.overload) == overload]
     plan = probe_plans(probed, context.observed(overload)).get(overload)
     if plan is None:
         return ["probe: not probed"]
-    return ["probe:"] + _variable_lines(context, plan, PROBE)
+    facts = follows_facts(probed, context.observed(overload)).get(overload, ())
+    return ["probe:"] + _variable_lines(context, plan, PROBE) + [f"  follows: {fact.evidence.where}" for fact in facts]
 
 
 def schema_call_section(context: ShowContext, overload: str) -> list[str]:
@@ -226,7 +250,14 @@ def autocast_section(context: ShowContext, overload: str) -> list[str]:
 
 
 SECTIONS: tuple[Section, ...] = (
-    torchlib_section, opinfo_section, probe_section, schema_call_section, structure_section, export_section, autocast_section,
+    declared_section,
+    torchlib_section,
+    opinfo_section,
+    probe_section,
+    schema_call_section,
+    structure_section,
+    export_section,
+    autocast_section,
 )
 
 

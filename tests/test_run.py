@@ -64,6 +64,9 @@ def test_every_declared_variable_accepts_every_observed_dtype(migrated):
             if variable is None:
                 continue
             allowed = {str(d) for d in variable.dtypes}
+            for other, others in observation.slots:  # a variable that follows another also takes its dtype in the call
+                if other in variables and variables[other].name in variable.follows:
+                    allowed |= _element_dtypes(others)
             for dtype in _element_dtypes(dtypes):
                 checked += 1
                 if dtype not in allowed:
@@ -94,6 +97,7 @@ def test_written_entries_of_the_must_show_ops(migrated):
     assert [d.name for d in sdpa["query"].dtypes] == ["float16", "bfloat16", "float32", "float64"]
     mask = sdpa["attn_mask"]
     assert mask is not sdpa["query"] and {"bool", "float32"} <= {d.name for d in mask.dtypes}
+    assert mask.follows == (sdpa["query"].name,)  # a float16 mask only beside a float16 query
     assert {d.name for d in by_slot["where.self"]["condition"].dtypes} == {"bool", "uint8"}
 
 

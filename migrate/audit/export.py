@@ -31,7 +31,7 @@ from migrate.audit import export_worker
 from migrate.audit.export_worker import NO_SAMPLE, OK, STATUSES
 from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
 from migrate.model.dtypes import DType, canonical
-from migrate.model.plan import Conflict, Variable
+from migrate.model.plan import Conflict, OverloadPlan, Variable
 
 JOB_OVERLOADS = 40  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter
 JOB_TIMEOUT = 1200.0  # seconds per worker
@@ -127,10 +127,11 @@ def requests(declared: Mapping[str, tuple[Variable, ...]], registered: Iterable[
     found = {}
     for overload in sorted(set(registered)):
         cases = []
-        for variable in declared.get(overload, ()):
+        variables = OverloadPlan(overload, tuple(declared.get(overload, ())))
+        for variable in variables.variables:
             cast = tuple(slot for slot in variable.binds if not slot.startswith("return."))
-            if cast:
-                cases += [CaseRequest(overload, cast, dtype) for dtype in canonical(variable.dtypes) if dtype.onnx is not None]
+            if cast:  # a variable that follows others is checked at every dtype it may take
+                cases += [CaseRequest(overload, cast, dtype) for dtype in variables.possible(variable) if dtype.onnx is not None]
         if cases:
             found[overload] = tuple(cases)
     return found

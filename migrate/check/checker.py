@@ -7,7 +7,8 @@ one on the Python key sees every call that reaches a kernel, the parts of those
 decompositions included. A call both see is checked once. For each call of an
 overload the yaml declares variables for, each tensor bound to a variable must have
 a dtype of the variable's set, and all tensors bound to one variable must have one
-dtype (``T[]`` means every element). ``None`` (an absent optional, a hole of a
+dtype (``T[]`` means every element). A variable that follows others (``U: [torch.bool, T]``)
+also admits the dtype they took in the same call: their slots are checked first. ``None`` (an absent optional, a hole of a
 ``T?[]``) binds nothing; Python scalars reach the modes as numbers, not tensors, so
 they bind nothing either.
 
@@ -37,7 +38,8 @@ import torch
 from migrate import torch_private
 from migrate.dispatch import TwoKeyObserver
 from migrate.errors import InputError
-from migrate.model.dtypes import DType, format_set
+from migrate.model.constraint import ConstraintList
+from migrate.model.dtypes import DType
 
 if TYPE_CHECKING:
     from migrate.model.native import NativeFunctions
@@ -56,6 +58,7 @@ class DeclaredVariable:
     name: str
     dtypes: tuple[DType, ...]  # in the canonical order
     binds: tuple[str, ...]  # argument names and 'return.N'
+    follows: tuple[str, ...] = ()  # variables of the overload whose dtype in a call this one may also take
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ class Declarations:
             if variables:
                 span = native.key_span(entry, CONSTRAINTS_KEY)
                 line = (span.start if span else entry.func_line) + 1
-                declared = tuple(DeclaredVariable(v.name, v.dtypes, v.binds) for v in variables)
+                declared = tuple(DeclaredVariable(v.name, v.dtypes, v.binds, v.follows) for v in variables)
                 overloads.append(DeclaredOverload(entry.name, declared, line))
         declarations = cls(native.path, tuple(overloads))
         for overload in declarations.overloads:
@@ -127,7 +130,7 @@ class Declarations:
         variables: dict[DeclaredVariable, int] = {}
         rows = tuple((o.name, o.line, tuple(variables.setdefault(v, len(variables)) for v in o.variables)) for o in self.overloads)
         sets: dict[tuple[DType, ...], int] = {}
-        table = tuple((v.name, sets.setdefault(v.dtypes, len(sets)), v.binds) for v in variables)
+        table = tuple((v.name, sets.setdefault(v.dtypes, len(sets)), v.binds, v.follows) for v in variables)
         return str(self.path), tuple(tuple(d.name for d in s) for s in sets), table, rows
 
     def only(self, names: Iterable[str]) -> Declarations:
@@ -138,7 +141,7 @@ class Declarations:
 
 def _unpickle_declarations(path: str, sets: tuple, variables: tuple, rows: tuple) -> Declarations:
     dtypes = [tuple(map(DType, names)) for names in sets]
-    table = [DeclaredVariable(name, dtypes[index], binds) for name, index, binds in variables]
+    table = [DeclaredVariable(name, dtypes[index], binds, follows) for name, index, binds, follows in variables]
     overloads = tuple(DeclaredOverload(name, tuple(table[i] for i in indices), line) for name, line, indices in rows)
     return Declarations(Path(path), overloads)
 
@@ -162,12 +165,15 @@ class Violation:
     slot: str
     dtype: DType
     seen: tuple[tuple[str, DType], ...] = ()
+    follows: tuple[tuple[str, DType | None], ...] = ()  # each variable it follows, and its dtype in the call (None: unbound)
 
     def describe(self) -> str:
         """The violation without the overload's name (verify prints it under the overload)."""
-        declared = f"{self.variable} = {format_set(self.declared)}, declared at {self.where}"
+        listed = ConstraintList(self.declared, tuple(name for name, _ in self.follows))
+        declared = f"{self.variable} = {listed}, declared at {self.where}"
         if self.kind == OUTSIDE_SET:
-            return f"{_slot_text(self.slot)} has dtype {self.dtype}, not in {declared}"
+            took = "; ".join(f"{name} is {dtype if dtype is not None else 'unbound'}" for name, dtype in self.follows)
+            return f"{_slot_text(self.slot)} has dtype {self.dtype}, not in {declared}" + (f" ({took} in this call)" if took else "")
         dtypes = ", ".join(f"{slot} is {dtype}" for slot, dtype in self.seen)
         return f"{self.variable} must be one dtype per call, but {dtypes} ({declared})"
 
@@ -196,9 +202,15 @@ class _Compiled:
     overload: str  # 'aten::add.Tensor'
     where: str
     allowed: tuple[frozenset[torch.dtype], ...]  # per variable
+    follows: tuple[tuple[int, ...], ...]  # per variable, the indices of the variables it follows
     arguments: tuple[tuple[int, int, str, bool, bool], ...]  # (variable index, position, name, keyword-only, holds a list)
     returns: tuple[tuple[int, int, str, bool], ...]  # (variable index, position, 'return.N', holds a list)
     returns_tuple: bool
+
+    def allowed_now(self, index: int, seen: list[Any]) -> frozenset[torch.dtype]:
+        """A variable's dtypes in this call: its own, and the dtypes the variables it follows took so far."""
+        taken = [seen[other] for other in self.follows[index] if seen[other] is not None]
+        return self.allowed[index] | frozenset(taken) if taken else self.allowed[index]
 
 
 def _torch_dtypes(dtypes: Iterable[DType]) -> frozenset[torch.dtype]:
@@ -248,15 +260,31 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
                     declared.line,
                     declared.name,
                 )
+    index_of = {v.name: i for i, v in enumerate(declared.variables)}
+    follows = tuple(tuple(index_of[name] for name in v.follows) for v in declared.variables)
+    depth = _depths(follows)  # a followed variable's slots are checked before its followers'
     return _Compiled(
         declared,
         slots.name,
         f"{declarations.path.name}:{declared.line}",
         tuple(_torch_dtypes(v.dtypes) for v in declared.variables),
-        tuple(sorted(bound_arguments, key=lambda a: a[1])),
-        tuple(sorted(bound_returns, key=lambda r: r[1])),
+        follows,
+        tuple(sorted(bound_arguments, key=lambda a: (depth[a[0]], a[1]))),
+        tuple(sorted(bound_returns, key=lambda r: (depth[r[0]], r[1]))),
         slots.returns_tuple,
     )
+
+
+def _depths(follows: tuple[tuple[int, ...], ...]) -> list[int]:
+    """Per variable, how long its longest chain of followed variables is (the yaml reader refused cycles)."""
+    depth: list[int | None] = [None] * len(follows)
+
+    def of(index: int) -> int:
+        if depth[index] is None:
+            depth[index] = 1 + max((of(other) for other in follows[index]), default=-1)
+        return depth[index]
+
+    return [of(index) for index in range(len(follows))]
 
 
 def _admits(value: Any, holds_list: bool, allowed: frozenset[torch.dtype], seen: list[Any], index: int) -> bool:
@@ -284,7 +312,7 @@ def _arguments_fit(check: _Compiled, args: tuple, kwargs: dict, seen: list[Any])
     fits = True
     for index, position, name, keyword_only, holds_list in check.arguments:
         value = _argument(args, kwargs, position, name, keyword_only)
-        fits = _admits(value, holds_list, check.allowed[index], seen, index) and fits
+        fits = _admits(value, holds_list, check.allowed_now(index, seen), seen, index) and fits
     return fits
 
 
@@ -292,7 +320,7 @@ def _returns_fit(check: _Compiled, out: Any, seen: list[Any]) -> bool:
     outs = out if check.returns_tuple else (out,)
     fits = True
     for index, position, _, holds_list in check.returns:
-        fits = _admits(outs[position], holds_list, check.allowed[index], seen, index) and fits
+        fits = _admits(outs[position], holds_list, check.allowed_now(index, seen), seen, index) and fits
     return fits
 
 
@@ -318,10 +346,14 @@ def _violations(check: _Compiled, args: tuple, kwargs: dict, out: Any, with_retu
             bound.extend((index, name, label, dtype) for label, dtype in _tensors(name, outs[position], holds_list))
     found: list[Violation] = []
     outside: set[tuple[str, torch.dtype]] = set()  # a list's elements of one wrong dtype: reported once
+    seen: list[Any] = [None] * len(check.allowed)  # each variable's first dtype, followed variables first
     for index, slot, label, dtype in bound:
-        if dtype not in check.allowed[index] and (slot, dtype) not in outside:
+        if seen[index] is None:
+            seen[index] = dtype
+        if dtype not in check.allowed_now(index, seen) and (slot, dtype) not in outside:
             outside.add((slot, dtype))
-            found.append(_violation(check, OUTSIDE_SET, index, label, dtype_of(dtype)))
+            followed = tuple((check.declared.variables[o].name, None if seen[o] is None else dtype_of(seen[o])) for o in check.follows[index])
+            found.append(_violation(check, OUTSIDE_SET, index, label, dtype_of(dtype), follows=followed))
     for index, variable in enumerate(check.declared.variables):
         firsts: dict[torch.dtype, str] = {}
         for bound_index, _, label, dtype in bound:
@@ -334,9 +366,9 @@ def _violations(check: _Compiled, args: tuple, kwargs: dict, out: Any, with_retu
     return tuple(found)
 
 
-def _violation(check: _Compiled, kind: str, index: int, slot: str, dtype: DType, seen: tuple = ()) -> Violation:
+def _violation(check: _Compiled, kind: str, index: int, slot: str, dtype: DType, seen: tuple = (), follows: tuple = ()) -> Violation:
     variable = check.declared.variables[index]
-    return Violation(kind, check.overload, variable.name, variable.dtypes, check.where, slot, dtype, seen)
+    return Violation(kind, check.overload, variable.name, variable.dtypes, check.where, slot, dtype, seen, follows)
 
 
 class Checker(TwoKeyObserver):

@@ -18,8 +18,10 @@ from migrate.cache import Stage, StageCache
 from migrate.evidence.opinfo import observations as observations_module
 from migrate.evidence.opinfo.forwards import Forward, MetadataKernel, load_forwards
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
+from migrate.evidence.probe import follows as follows_module
 from migrate.evidence.probe import merge as probe_module
 from migrate.evidence.probe import schema_calls as schema_calls_module
+from migrate.evidence.probe.follows import Follows
 from migrate.evidence.runtime.runs import SweepResult, SweepStats
 from migrate.model.plan import OverloadPlan
 
@@ -37,6 +39,7 @@ class OpInfoEvidence:
     forwards: tuple[Forward, ...] = ()  # overloads whose kernel is one call of another
     kernels: tuple[MetadataKernel, ...] = ()  # overloads whose kernel reads only metadata
     schema_calls: dict[str, OverloadPlan] = field(default_factory=dict)  # calls built from schemas, of overloads no sample reached
+    follows: dict[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots whose dtypes follow another variable's
 
 
 def _derive(sweep: SweepResult) -> OpInfoEvidence:
@@ -45,6 +48,7 @@ def _derive(sweep: SweepResult) -> OpInfoEvidence:
     return OpInfoEvidence(
         opinfo=observations_module.plans_from_observations(observations, sweep.catalogue),
         probe=probe_module.probe_plans(sweep.probes, observations),
+        follows=follows_module.follows_facts(sweep.probes, observations),
         observed=observed,
         failures=tuple(f"{f.opinfo}: {f.kind}: {f.reason}" for f in sweep.failures),
         stats=sweep.stats,
@@ -123,7 +127,9 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     forwards, kernels = load_forwards(state.cache)
     schema_calls = schema_calls_module.schema_call_plans(schema_calls_module.load_schema_calls(state.cache, state.jobs))
     schema_calls = {name: plan for name, plan in schema_calls.items() if name not in evidence.observed}  # samples speak for the rest
-    return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, schema_calls)
+    return OpInfoEvidence(
+        evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, schema_calls, evidence.follows
+    )
 
 
 def opinfo_evidence(cache: StageCache, jobs: int | None, refresh: bool, only: set[str] | None) -> OpInfoEvidence:

@@ -1,7 +1,9 @@
 """What an annotated entry declares: its type variables resolved to dtype sets.
 
 Resolution follows design.md: the entry's own ``type_constraints`` first, then the
-global sets of type_constraints.yaml; a name neither resolves is an error.
+global sets of type_constraints.yaml; a name neither resolves is an error. A list may
+name other variables of the entry (``migrate.model.constraint``); a name that is none,
+or variables that follow each other in a cycle, are errors.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from migrate.errors import InputError
-from migrate.model.dtypes import UnknownDType, parse_set
+from migrate.model.constraint import ConstraintList, follows_problem
+from migrate.model.dtypes import UnknownDType
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions
 from migrate.model.plan import HAND, Evidence, GlobalSet, Variable
 
@@ -34,13 +37,17 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
         if isinstance(value, str):
             if value not in sets:
                 raise InputError(f"unresolved type variable {value}", native.path, line, entry.name)
-            dtypes = sets[value].dtypes
+            constraint = ConstraintList(sets[value].dtypes)
         elif isinstance(value, list) and all(isinstance(d, str) for d in value):
             try:
-                dtypes = parse_set(value)
+                constraint = ConstraintList.from_items(value)
             except UnknownDType as exc:
                 raise InputError(str(exc), native.path, line, entry.name) from exc
         else:
             raise InputError(f"{name} must be a list of dtypes or a set name", native.path, line, entry.name)
-        variables.append(Variable(name, dtypes, binds, (Evidence(HAND, where, dtypes, binds),)))
+        evidence = (Evidence(HAND, where, constraint.dtypes, binds),)
+        variables.append(Variable(name, constraint.dtypes, binds, evidence, constraint.follows))
+    problem = follows_problem({v.name: v.follows for v in variables})
+    if problem is not None:
+        raise InputError(problem, native.path, line, entry.name)
     return tuple(variables)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from migrate.errors import InputError
+from migrate.model.constraint import ConstraintList
 from migrate.model.dtypes import UnknownDType, format_set, parse_set
 from migrate.model.native import CONSTRAINTS_KEY, load_item, top_level_items
 from migrate.model.plan import Conflict, GlobalSet, Variable
@@ -33,7 +34,12 @@ def render_item(global_set: GlobalSet) -> str:
 
 
 def constraints_value(variable: Variable, sets: Mapping[str, GlobalSet]) -> str | None:
-    """How an entry's type_constraints spells a variable: nothing for a global set's own name, else a set name or a list."""
+    """How an entry's type_constraints spells a variable: nothing for a global set's own name, else a set name or a list.
+
+    A variable that follows others is always a list: its dtypes, then their names.
+    """
+    if variable.follows:
+        return str(ConstraintList(variable.dtypes, variable.follows))
     own = sets.get(variable.name)
     if own is not None and own.dtypes == variable.dtypes:
         return None

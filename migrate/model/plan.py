@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from migrate.errors import InputError
 from migrate.model.autocast import Policies, ordered
+from migrate.model.constraint import possible_dtypes
 from migrate.model.dtypes import DType, UnknownDType, canonical, parse_set
 
 FORMAT_VERSION = 1
@@ -62,28 +63,32 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Variable:
-    """A type variable of one overload: the slots that carry one dtype per call, and its dtypes."""
+    """A type variable of one overload: the slots that carry one dtype per call, and its dtypes.
+
+    A variable that ``follows`` others of its overload may also take, in a call, the dtype they have
+    in that call (``migrate.model.constraint``); ``dtypes`` are then the ones it takes whatever they have.
+    """
 
     name: str
     dtypes: tuple[DType, ...]
     binds: tuple[str, ...]  # slot names: argument names and 'return.N'
     evidence: tuple[Evidence, ...] = ()
+    follows: tuple[str, ...] = ()  # names of other variables of the overload
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", canonical(self.dtypes))
+        object.__setattr__(self, "follows", tuple(sorted(set(self.follows))))
 
     @property
     def sources(self) -> tuple[str, ...]:
         return tuple(s for s in SOURCES if any(e.source == s for e in self.evidence))
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "dtypes": _dtypes_json(self.dtypes),
-            "binds": list(self.binds),
-            "sources": list(self.sources),
-            "evidence": [e.to_json() for e in self.evidence],
-        }
+        found = {"name": self.name, "dtypes": _dtypes_json(self.dtypes)}
+        if self.follows:
+            found["follows"] = list(self.follows)
+        found.update(binds=list(self.binds), sources=list(self.sources), evidence=[e.to_json() for e in self.evidence])
+        return found
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Variable:
@@ -92,6 +97,7 @@ class Variable:
             parse_set(obj["dtypes"]),
             tuple(obj["binds"]),
             tuple(Evidence.from_json(e) for e in obj.get("evidence", ())),
+            tuple(obj.get("follows", ())),
         )
 
 
@@ -132,6 +138,12 @@ class OverloadPlan:
     def variable_of(self, slot: str) -> Variable | None:
         return next((v for v in self.variables if slot in v.binds), None)
 
+    def possible(self, variable: Variable) -> tuple[DType, ...]:
+        """Every dtype the variable may take in some call: its own, and those of the variables it follows."""
+        if not variable.follows:
+            return variable.dtypes
+        return possible_dtypes(variable.name, {v.name: v.dtypes for v in self.variables}, {v.name: v.follows for v in self.variables})
+
     def kept(self, keep: set[str]) -> OverloadPlan:
         """The plan with only the slots in ``keep``: variables bind them alone, evidence and conflicts speak of no other."""
         variables = []
@@ -143,7 +155,14 @@ class OverloadPlan:
                 )
                 variables.append(replace(variable, binds=binds, evidence=evidence))
         conflicts = tuple(c for c in self.conflicts if set(c.slots) <= keep)
-        return OverloadPlan(self.name, tuple(variables), conflicts, self.autocast)
+        return OverloadPlan(self.name, self.followed_within(variables), conflicts, self.autocast)
+
+    def followed_within(self, variables: Iterable[Variable]) -> tuple[Variable, ...]:
+        """Variables carried from this plan's (same names) to other slots: one that follows a variable not carried
+        with it takes every dtype it could take here instead, so that nothing is narrowed."""
+        variables = tuple(variables)
+        names = {v.name for v in variables}
+        return tuple(v if set(v.follows) <= names else replace(v, dtypes=self.possible(v), follows=()) for v in variables)
 
     def to_json(self) -> dict[str, Any]:
         found = {

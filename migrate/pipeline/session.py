@@ -247,6 +247,7 @@ class Session:
         opinfo = evidence.opinfo if "opinfo" in wanted else {}
         probe = evidence.probe if "probe" in wanted else {}
         schema_calls = evidence.schema_calls if "probe" in wanted else {}
+        follows = evidence.follows if "probe" in wanted else {}
         aliases, kernel = {}, {}
         if "aliases" in wanted:
             from migrate.evidence.opinfo.aliases import alias_overloads
@@ -259,7 +260,15 @@ class Session:
         installed = installed_native_functions()
         reference = self.native if installed.read_bytes() == self.native.data else self.load_native(installed)
         (opinfo, probe, kernel, schema_calls), alignment = align_runtime_evidence(self.native, reference, opinfo, probe, kernel, schema_calls)
-        return {"opinfo": opinfo, "probe": probe, "aliases": aliases, "kernel": kernel, "schema_calls": schema_calls, "alignment": alignment}
+        return {
+            "opinfo": opinfo,
+            "probe": probe,
+            "aliases": aliases,
+            "kernel": kernel,
+            "schema_calls": schema_calls,
+            "follows": follows,
+            "alignment": alignment,
+        }
 
     # --- the run ------------------------------------------------------------------------------------
 

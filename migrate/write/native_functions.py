@@ -14,8 +14,8 @@ from typing import Mapping
 
 from migrate.errors import InputError
 from migrate.model.autocast import AUTOCAST_KEY, Policies, autocast_line, declared_autocast
+from migrate.model.constraint import ConstraintList, follows_problem
 from migrate.model.declared import declared_variables
-from migrate.model.dtypes import format_set
 from migrate.model.global_sets import constraints_line
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions, close_matches
 from migrate.model.plan import Conflict, GlobalSet, Plan, Variable, line_of
@@ -61,7 +61,7 @@ def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, Global
             if variable.name in names:
                 raise fail(f"type variable {variable.name} declared twice", overload.name)
             names.add(variable.name)
-            if not variable.dtypes and variable.name not in sets:
+            if not variable.dtypes and not variable.follows and variable.name not in sets:
                 raise fail(f"unresolved type variable {variable.name}", overload.name)
             if not variable.binds:
                 raise fail(f"type variable {variable.name} binds no slot", overload.name)
@@ -74,18 +74,21 @@ def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, Global
                 if slot_name in bound:
                     raise fail(f"slot {slot_name} is bound by two type variables", overload.name)
                 bound.add(slot_name)
+        problem = follows_problem({v.name: v.follows for v in overload.variables})
+        if problem is not None:
+            raise fail(problem, overload.name)
 
 
 def _resolved(variable: Variable, sets: Mapping[str, GlobalSet]) -> Variable:
-    """A plan variable with no dtypes stands for the global set of its name."""
-    if variable.dtypes:
+    """A plan variable with no dtypes (and following none) stands for the global set of its name."""
+    if variable.dtypes or variable.follows:
         return variable
     return Variable(variable.name, sets[variable.name].dtypes, variable.binds, variable.evidence)
 
 
 def _same_declaration(a: tuple[Variable, ...], b: tuple[Variable, ...]) -> bool:
     def key(variables):
-        return sorted((v.name, tuple(sorted(v.binds)), v.dtypes) for v in variables)
+        return sorted((v.name, tuple(sorted(v.binds)), v.dtypes, v.follows) for v in variables)
 
     return key(a) == key(b)
 
@@ -234,5 +237,5 @@ def _autocast_outcome(native: NativeFunctions, entry: Entry, planned: Policies, 
 def _describe(variables: tuple[Variable, ...]) -> str:
     if not variables:
         return "no constraints"
-    return "; ".join(f"{v.name}({', '.join(v.binds)}) = {format_set(v.dtypes)}" for v in variables)
+    return "; ".join(f"{v.name}({', '.join(v.binds)}) = {ConstraintList(v.dtypes, v.follows)}" for v in variables)
 

@@ -47,6 +47,7 @@ from typing import Any
 import torch
 
 from migrate import torch_private
+from migrate.evidence.probe.contexts import context_reports
 from migrate.evidence.runtime.recorders import CapturedCall, dtype_name, dtypes_of
 from migrate.evidence.runtime.processes import one_line
 from migrate.model.dtypes import DType
@@ -258,7 +259,11 @@ def probe_reports(calls: Iterable[CapturedCall], label: str, timeout: float) -> 
     with bounded():
         for number, call in enumerate(calls):
             yield {"probing": describe(call)}
-            yield {"probed": probe_call(call, f"{label}\0{number}", timeout)}
+            report = probe_call(call, f"{label}\0{number}", timeout)
+            yield {"probed": report}
+            again = _Prober(call, f"{label}\0{number}\0contexts", timeout)
+            for context in context_reports(call, report, again, dtype_universe(), dtype_name):
+                yield {"probed": context}
     yield {"probe_seconds": time.process_time() - started}
 
 

@@ -40,7 +40,7 @@ from migrate.errors import InputError
 from migrate.evidence.torchlib.resolve import TorchlibEvidence
 from migrate.model.dtypes import DType
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import Plan
+from migrate.model.plan import Plan, Variable
 from migrate.write.outputs import Output
 
 if TYPE_CHECKING:  # libcst and the transformers load only when a rewrite is not in the cache
@@ -143,16 +143,20 @@ def rewrite_torchlib(
 
 
 def _written_form(plan: Plan) -> str:
-    """All of the plan the writer reads: each overload's variables (names, dtypes, slots) and the global sets.
+    """All of the plan the writer reads: each overload's variables (names, dtypes, slots, those they follow) and the global sets.
 
     Evidence and conflicts are for the report; they never change what is written.
     """
     def spelled(dtypes: tuple[DType, ...]) -> str:
         return ",".join(map(str, dtypes))
 
+    def variable(v: Variable) -> str:
+        follows = f":{','.join(v.follows)}" if v.follows else ""
+        return f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}{follows}"
+
     lines = [f"{g.name}\0{spelled(g.dtypes)}\0{g.desc}" for g in plan.global_sets]
     for overload in plan.overloads:
-        lines.append(overload.name + "".join(f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}" for v in overload.variables))
+        lines.append(overload.name + "".join(variable(v) for v in overload.variables))
     return "\n".join(lines)
 
 

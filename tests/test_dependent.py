@@ -1,0 +1,379 @@
+"""Dependent constraints: a constraint list that names another variable of the entry (``U: [torch.bool, T]``).
+
+The format (parse, write, lower, lint), the reader's errors, the runtime checker, torchlib's union,
+the inference from probes, and the real run's ``scaled_dot_product_attention``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from migrate.check.checker import OUTSIDE_SET, Declarations, checking
+from migrate.errors import InputError
+from migrate.evidence.probe.follows import follows_facts
+from migrate.evidence.runtime.runs import OpInfoId, Probe, ProbedCall
+from migrate.infer import name_variables, with_follows
+from migrate.model.constraint import ConstraintList, follows_problem, possible_dtypes
+from migrate.model.declared import declared_variables
+from migrate.model.dtypes import DType, UnknownDType, named
+from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.native import NativeFunctions, sibling_constraints_path
+from migrate.model.plan import PROBE, Evidence, OverloadPlan, Plan, Variable
+from migrate.model.schema import TypedSchema
+from migrate.write.native_functions import UNCHANGED, apply_plan, lower
+from tests.conftest import FIXTURES, FLOATS, lint_round_trip
+
+SDPA = (
+    "- func: scaled_dot_product_attention(TFloat query, TFloat key, TFloat value, U? attn_mask=None, float dropout_p=0.0, "
+    "bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> TFloat\n"
+    "  type_constraints: {TFloat: [torch.float16, torch.bfloat16, torch.float32, torch.float64], U: [torch.bool, torch.float32, TFloat]}\n"
+)
+
+
+def _annotated(folder: Path, text: str) -> NativeFunctions:
+    path = folder / "native_functions.yaml"
+    path.write_text(text)
+    return NativeFunctions.load(path)
+
+
+# -- the form
+
+
+@pytest.mark.parametrize(
+    "text, dtypes, follows",
+    [
+        ("[torch.bool, torch.float32, T]", ("bool", "float32"), ("T",)),
+        ("[T]", (), ("T",)),
+        ("[torch.float32, torch.bool]", ("bool", "float32"), ()),
+        ("[V, torch.int64, U]", ("int64",), ("U", "V")),
+    ],
+)
+def test_a_constraint_list_parses_and_prints_back_in_canonical_order(text, dtypes, follows):
+    parsed = ConstraintList.parse(text)
+    assert parsed == ConstraintList(named(*dtypes), follows)
+    assert ConstraintList.parse(str(parsed)) == parsed
+    assert str(parsed) == "[" + ", ".join([*(f"torch.{d.name}" for d in named(*dtypes)), *sorted(follows)]) + "]"
+
+
+@pytest.mark.parametrize("text", ["[torch.nothing, T]", "[Tensor]", "[1]", "torch.bool, T"])
+def test_a_list_item_that_is_neither_dtype_nor_variable_is_refused(text):
+    with pytest.raises(UnknownDType):
+        ConstraintList.parse(text)
+
+
+def test_unresolved_and_cyclic_references_are_found():
+    assert follows_problem({"T": (), "U": ("T",)}) is None
+    assert follows_problem({"U": ("X",)}) == "unresolved type variable X in the list of U"
+    assert follows_problem({"T": ("U",), "U": ("V",), "V": ("T",)}) == "type variables follow each other in a cycle: T -> U -> V -> T"
+    assert "cycle: T -> T" in follows_problem({"T": ("T",)})
+
+
+def test_a_variable_may_take_its_own_dtypes_and_those_it_follows_transitively():
+    dtypes = {"T": named("float16"), "U": named("bool"), "V": named("int64")}
+    assert possible_dtypes("V", dtypes, {"V": ("U",), "U": ("T",)}) == named("bool", "int64", "float16")
+    assert possible_dtypes("T", dtypes, {"V": ("U",), "U": ("T",)}) == named("float16")
+
+
+def test_the_plan_keeps_follows_in_json_and_a_plain_variable_writes_no_follows_key():
+    follower = Variable("U", named("bool", "float32"), ("attn_mask",), (), ("TFloat",))
+    plan = OverloadPlan("scaled_dot_product_attention", (Variable("TFloat", FLOATS, ("query",)), follower))
+    back = OverloadPlan.from_json(json.loads(json.dumps(plan.to_json())))
+    assert back == plan and back.variables[1].follows == ("TFloat",)
+    assert "follows" not in plan.to_json()["variables"][0]
+    assert plan.possible(follower) == named("bool", "float16", "bfloat16", "float32", "float64")
+
+
+# -- reading an annotated file
+
+
+def test_the_reader_resolves_a_list_that_names_another_variable(tmp_path):
+    native = _annotated(tmp_path, SDPA)
+    mask = declared_variables(native, native.entries[0], {})[1]
+    assert (mask.name, mask.dtypes, mask.follows, mask.binds) == ("U", named("bool", "float32"), ("TFloat",), ("attn_mask",))
+
+
+@pytest.mark.parametrize(
+    "constraints, message",
+    [
+        ("{TFloat: [torch.float32], U: [torch.bool, TNowhere]}", "unresolved type variable TNowhere in the list of U"),
+        ("{TFloat: [torch.float32, U], U: [torch.bool, TFloat]}", "type variables follow each other in a cycle: TFloat -> U -> TFloat"),
+        ("{TFloat: [torch.float32], U: [torch.bool, 3]}", "3 must be"),
+    ],
+)
+def test_an_unresolved_or_cyclic_reference_is_an_error_with_file_line_and_op(tmp_path, constraints, message):
+    text = SDPA.replace(SDPA.splitlines()[1].split(": ", 1)[1], constraints)
+    native = _annotated(tmp_path, text)
+    with pytest.raises(InputError) as raised:
+        declared_variables(native, native.entries[0], {})
+    error = str(raised.value)
+    assert error.startswith(f"{native.path}:2: scaled_dot_product_attention: ") and "\n" not in error
+    assert message in error or (message == "3 must be" and "must be a list of dtypes" in error)
+
+
+# -- writing and lowering
+
+
+def _applied(tmp_path: Path):
+    path = tmp_path / "native_functions.yaml"
+    shutil.copyfile(FIXTURES / "dependent.yaml", path)
+    native = NativeFunctions.load(path)
+    return path, apply_plan(native, GlobalSetsFile.load(sibling_constraints_path(path)), Plan.read(FIXTURES / "dependent.plan.json"))
+
+
+def test_the_writer_writes_dependent_lists_inline_and_lower_gives_the_original_bytes(tmp_path):
+    path, result = _applied(tmp_path)
+    assert result.native_functions == (FIXTURES / "dependent.expected.yaml").read_bytes()
+    assert result.type_constraints == (FIXTURES / "dependent.expected_type_constraints.yaml").read_bytes()
+    written = result.native_functions.decode()
+    assert "  type_constraints: {T: [torch.bool, torch.float32, TFloat]}\n" in written
+    assert all(len(line) <= 200 for line in written.splitlines() if line.lstrip().startswith("type_constraints:"))
+    path.write_bytes(result.native_functions)
+    sibling_constraints_path(path).write_bytes(result.type_constraints)
+    assert lower(NativeFunctions.load(path)).encode() == (FIXTURES / "dependent.yaml").read_bytes()
+    assert lint_round_trip(written) == written
+
+
+def test_applying_the_plan_again_changes_nothing(tmp_path):
+    path, result = _applied(tmp_path)
+    path.write_bytes(result.native_functions)
+    sibling_constraints_path(path).write_bytes(result.type_constraints)
+    again = apply_plan(NativeFunctions.load(path), GlobalSetsFile.load(sibling_constraints_path(path)), Plan.read(FIXTURES / "dependent.plan.json"))
+    assert again.native_functions == result.native_functions
+    assert {o.status for o in again.outcomes} == {UNCHANGED}
+
+
+def test_a_plan_whose_variables_follow_in_a_cycle_is_refused(tmp_path):
+    path = tmp_path / "native_functions.yaml"
+    shutil.copyfile(FIXTURES / "dependent.yaml", path)
+    cyclic = Plan(
+        (),
+        (OverloadPlan("lerp.Tensor", (Variable("T", FLOATS, ("self", "end"), (), ("U",)), Variable("U", (), ("weight",), (), ("T",)))),),
+    )
+    with pytest.raises(InputError, match="cycle: T -> U -> T"):
+        apply_plan(NativeFunctions.load(path), GlobalSetsFile.load(sibling_constraints_path(path)), cyclic)
+
+
+def test_compat_loads_a_file_with_dependent_lists_into_torchgen(tmp_path):
+    from migrate.compat import parse_native_yaml
+
+    path, result = _applied(tmp_path)
+    path.write_bytes(result.native_functions)
+    sibling_constraints_path(path).write_bytes(result.type_constraints)
+    shutil.copyfile(Path(torch.__file__).parent.parent / "torchgen" / "packaged" / "ATen" / "native" / "tags.yaml", tmp_path / "tags.yaml")
+    parsed = parse_native_yaml(path, skip_native_fns_gen=True)
+    assert "scaled_dot_product_attention" in {str(f.func.name) for f in parsed.native_functions}
+
+
+# -- the runtime checker
+
+
+@pytest.fixture(scope="module")
+def sdpa_declared(tmp_path_factory) -> Declarations:
+    return Declarations.from_native(_annotated(tmp_path_factory.mktemp("sdpa"), SDPA))
+
+
+def _sdpa(query_dtype, mask_dtype) -> None:
+    q = torch.randn(1, 2, 3, 4).to(query_dtype)
+    F.scaled_dot_product_attention(q, q, q, attn_mask=torch.zeros(1, 2, 3, 3).to(mask_dtype))
+
+
+def test_a_float16_mask_beside_a_float32_query_is_a_violation(sdpa_declared):
+    with checking(sdpa_declared, collect=True) as checker:
+        _sdpa(torch.float32, torch.float32)
+        with pytest.raises(RuntimeError, match="attn_mask dtype"):  # ATen refuses it too
+            _sdpa(torch.float32, torch.float16)
+    assert checker.violations == ()  # collect mode does not judge a call whose kernel raised
+    with pytest.raises(Exception) as raised, checking(sdpa_declared):
+        _sdpa(torch.float32, torch.float16)
+    assert str(raised.value) == (
+        "aten::scaled_dot_product_attention: argument attn_mask has dtype torch.float16, not in U = [torch.bool, torch.float32, TFloat], "
+        "declared at native_functions.yaml:2 (TFloat is torch.float32 in this call)"
+    )
+    assert raised.value.violations[0].kind == OUTSIDE_SET
+
+
+def test_a_mask_of_the_query_dtype_or_of_the_own_dtypes_is_no_violation(sdpa_declared):
+    with checking(sdpa_declared, collect=True) as checker:
+        _sdpa(torch.float16, torch.float16)
+        _sdpa(torch.bfloat16, torch.bfloat16)
+        _sdpa(torch.float64, torch.float32)
+        _sdpa(torch.float16, torch.bool)
+        q = torch.randn(1, 2, 3, 4)
+        F.scaled_dot_product_attention(q, q, q)
+    assert checker.violations == ()
+
+
+def test_a_follower_checked_before_its_followed_variable_in_schema_order(tmp_path):
+    text = "- func: masked_fill.Tensor(T self, B mask, V value) -> T\n  type_constraints: {T: [torch.int64, V], B: [torch.bool], V: [torch.float32, torch.float64]}\n"
+    declared = Declarations.from_native(_annotated(tmp_path, text))
+    x = torch.zeros(3)
+    with checking(declared, collect=True) as checker:
+        torch.masked_fill(x.double(), x > 0, torch.tensor(1.0, dtype=torch.float64))  # self follows value
+        torch.masked_fill(x.long(), x > 0, torch.tensor(1.0))  # self int64 beside any value
+    assert checker.violations == ()
+    with pytest.raises(Exception, match="argument self has dtype torch.float32, not in T = \\[torch.int64, V\\]"), checking(declared):
+        torch.masked_fill(x, x > 0, torch.tensor(1.0, dtype=torch.float64))
+
+
+def test_the_checker_survives_pickling_with_follows(sdpa_declared):
+    import pickle
+
+    assert pickle.loads(pickle.dumps(sdpa_declared)) == sdpa_declared
+
+
+# -- inference
+
+
+def _call(query: str, mask: str, accepted: tuple[str, ...], opinfo: OpInfoId = OpInfoId("sdpa", "")) -> ProbedCall:
+    slots = (("query", DType(query)), ("key", DType(query)), ("value", DType(query)), ("attn_mask", DType(mask)), ("return.0", DType(query)))
+    returns = ((DType(query),),)
+    probe = Probe(("attn_mask",), tuple((DType(d), returns) for d in accepted if d != mask), ())
+    return ProbedCall("aten::scaled_dot_product_attention", slots, opinfo, DType("float32"), True, (probe,))
+
+
+ATEN_SDPA = [
+    _call("float32", "float32", ("bool", "float32")),
+    _call("float16", "float32", ("bool", "float16", "float32")),
+    _call("bfloat16", "float32", ("bool", "bfloat16", "float32")),
+    _call("float64", "float32", ("bool", "float32", "float64")),
+]
+
+
+def test_a_slot_whose_accepted_dtypes_move_with_the_query_follows_it():
+    (fact,) = follows_facts(ATEN_SDPA)["scaled_dot_product_attention"]
+    assert (fact.slot, fact.on, fact.dtypes) == ("attn_mask", ("query", "key", "value"), named("bool", "float32"))
+    assert fact.evidence.source == PROBE and "at float16: [torch.bool, torch.float16, torch.float32]" in fact.evidence.where
+
+
+def test_no_fact_from_one_query_dtype_nor_where_the_rule_does_not_hold_exactly():
+    assert follows_facts(ATEN_SDPA[:1]) == {}
+    same = [_call(q, "float32", ("bool", "float16", "bfloat16", "float32", "float64")) for q in ("float32", "float16")]
+    assert follows_facts(same) == {}  # it took every dtype whatever the query had
+    irregular = ATEN_SDPA[:3] + [_call("float64", "float32", ("bool", "float32", "float64", "int64"))]
+    assert follows_facts(irregular) == {}  # int64 only beside float64: not "own dtypes or the query's"
+
+
+def test_an_observation_outside_the_rule_vetoes_it():
+    from migrate.evidence.runtime.runs import Observation
+
+    odd = Observation(
+        "aten::scaled_dot_product_attention",
+        (("query", DType("float32")), ("key", DType("float32")), ("value", DType("float32")), ("attn_mask", DType("float16")), ("return.0", DType("float32"))),
+        OpInfoId("sdpa", ""),
+        DType("float32"),
+        True,
+        1,
+    )
+    assert follows_facts(ATEN_SDPA, [odd]) == {}
+
+
+def test_inference_makes_the_mask_follow_the_query_variable_and_names_it():
+    (fact,) = follows_facts(ATEN_SDPA)["scaled_dot_product_attention"]
+    evidence = Evidence(PROBE, "seen", FLOATS)
+    merged = OverloadPlan(
+        "scaled_dot_product_attention",
+        (Variable("P0", FLOATS, ("query", "key", "value", "return.0"), (evidence,)), Variable("P1", named("bool", *FLOATS_NAMES), ("attn_mask",))),
+    )
+    followed = with_follows(merged, [fact])
+    mask = followed.variables[1]
+    assert (mask.dtypes, mask.follows) == (named("bool", "float32"), ("P0",))
+    assert followed.possible(mask) == merged.variables[1].dtypes  # nothing narrowed
+    schema = TypedSchema.parse("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None) -> Tensor")
+    named_plan = name_variables(followed, schema, {FLOATS: "TFloat", named("bool", "float32"): "TBoolOrFloat32"})
+    assert [(v.name, v.follows) for v in named_plan.variables] == [("TFloat", ()), ("T", ("TFloat",))]
+
+
+FLOATS_NAMES = tuple(d.name for d in FLOATS)
+
+
+def test_a_mask_with_dtypes_neither_rule_part_gives_keeps_them():
+    (fact,) = follows_facts(ATEN_SDPA)["scaled_dot_product_attention"]
+    merged = OverloadPlan(
+        "scaled_dot_product_attention",
+        (Variable("P0", FLOATS, ("query", "key", "value")), Variable("P1", named("bool", "uint8", *FLOATS_NAMES), ("attn_mask",))),
+    )
+    assert with_follows(merged, [fact]).variables[1].dtypes == named("bool", "uint8", "float32")
+
+
+def test_a_follower_may_take_the_union_and_keeps_it_when_its_followed_slots_are_gone():
+    plan = OverloadPlan("x", (Variable("T", FLOATS, ("query",)), Variable("U", named("bool"), ("attn_mask",), (), ("T",))))
+    assert plan.possible(plan.variables[1]) == named("bool", *FLOATS_NAMES)
+    kept = plan.kept({"attn_mask"})  # the followed variable gone: the follower keeps every dtype it could take
+    assert (kept.variables[0].dtypes, kept.variables[0].follows) == (named("bool", *FLOATS_NAMES), ())
+
+
+# -- the real run
+
+
+@pytest.mark.slow
+def test_the_real_run_writes_the_sdpa_mask_as_following_the_query(tmp_path):
+    from migrate.cli import main
+
+    out = tmp_path / "out"
+    assert main(["--out", str(out), "--op", "scaled_dot_product_attention"]) == 0
+    text = (out / "native_functions.yaml").read_text()
+    at = text.index("- func: scaled_dot_product_attention(")
+    func, constraints = text[at:].splitlines()[:2]
+    assert func.startswith("- func: scaled_dot_product_attention(TFloat query, TFloat key, TFloat value, T? attn_mask=None, ")
+    assert func.endswith("-> TFloat")
+    assert constraints == "  type_constraints: {T: [torch.bool, torch.float32, TFloat]}"
+
+
+def test_torchlib_is_judged_against_the_union_of_a_follower_and_the_set_it_follows(tmp_path):
+    from migrate.evidence.torchlib.resolve import scan_torchlib
+    from migrate.write.torchlib.rewrite import rewrite_torchlib
+
+    folder = FIXTURES / "codemod"
+    native = NativeFunctions.load(folder / "native_functions.yaml")
+    fixture = Plan.read(folder / "plan.json")
+    # TFloat has no dtypes in the plan: it stands for the global set, which the union must resolve.
+    mul = OverloadPlan("mul.Tensor", (Variable("TFloat", (), ("self", "return.0")), Variable("U", named("bool"), ("other",), (), ("TFloat",))))
+    plan = Plan(fixture.global_sets, tuple(mul if o.name == "mul.Tensor" else o for o in fixture.overloads))
+    result = rewrite_torchlib(scan_torchlib(folder / "before", native, tmp_path), plan, native, {"mul.Tensor"})
+    (note,) = [n for n in result.notes if "aten_mul" in n]
+    assert "other lacks [torch.bool] of the declared [torch.bool, torch.float16, torch.bfloat16, torch.float32, torch.float64]" in note
+
+
+def test_the_worker_probes_the_mask_again_beside_each_query_dtype_only_where_probes_hint_at_it():
+    from types import SimpleNamespace
+
+    from migrate.evidence.probe.contexts import context_reports
+
+    universe = ("bool", "int64", "float16", "float32", "float64")
+    floats = ("float16", "float32", "float64")
+    names = ("query", "key", "value", "attn_mask")
+
+    def aten(cast: dict[int, str]):
+        """scaled_dot_product_attention's rule, on dtype names: query, key and value agree; the mask is bool, float32 or the query's."""
+        q, k, v, mask = (cast.get(i, "float32") for i in range(4))
+        if q == k == v and q in floats and mask in ("bool", "float32", q):
+            return (q,), ""
+        return None, "RuntimeError: refused"
+
+    call = SimpleNamespace(slots=SimpleNamespace(arguments=tuple((i, n, False, False) for i, n in enumerate(names))))
+    slots = [[n, "float32"] for n in names] + [["return.0", "float32"]]
+
+    def probed(indices: tuple[int, ...]) -> list:
+        results = [(d, aten(dict.fromkeys(indices, d))) for d in universe if d != "float32"]
+        return [[names[i] for i in indices], [[d, r] for d, (r, _) in results if r], [[d, m] for d, (r, m) in results if not r]]
+
+    report = {"overload": "aten::scaled_dot_product_attention", "sample": "float32", "direct": True, "slots": slots, "again": "", "probes": []}
+    report["probes"] = [probed((i,)) for i in range(4)] + [probed((0, 1, 2, 3)), probed((0, 1, 2))]
+    made = list(context_reports(call, report, aten, universe, str))
+    assert [[dict(r["slots"])["query"], r["probes"][0][0], [d for d, _ in r["probes"][0][1]]] for r in made] == [
+        ["float16", ["attn_mask"], ["bool", "float16"]],
+        ["float64", ["attn_mask"], ["bool", "float64"]],
+    ]
+    assert all(dict(r["slots"])["return.0"] == dict(r["slots"])["query"] for r in made)
+    calls = [ProbedCall.from_report(OpInfoId("sdpa", ""), r) for r in [report, *made]]
+    (fact,) = follows_facts(calls)["scaled_dot_product_attention"]
+    assert fact.dtypes == named("bool", "float32")
+
+    report["probes"][3] = probed((3,))[:1] + [[[d, ("float32",)] for d in universe if d != "float32"], []]  # a mask that takes anything
+    assert list(context_reports(call, report, aten, universe, str)) == []
