@@ -326,6 +326,7 @@ def test_the_real_run_writes_the_sdpa_mask_as_following_the_query(tmp_path):
 
 
 def test_torchlib_is_judged_against_the_union_of_a_follower_and_the_set_it_follows(tmp_path):
+    from migrate.cache import StageCache
     from migrate.evidence.torchlib.resolve import scan_torchlib
     from migrate.write.torchlib.rewrite import rewrite_torchlib
 
@@ -335,7 +336,8 @@ def test_torchlib_is_judged_against_the_union_of_a_follower_and_the_set_it_follo
     # TFloat has no dtypes in the plan: it stands for the global set, which the union must resolve.
     mul = OverloadPlan("mul.Tensor", (Variable("TFloat", (), ("self", "return.0")), Variable("U", named("bool"), ("other",), (), ("TFloat",))))
     plan = Plan(fixture.global_sets, tuple(mul if o.name == "mul.Tensor" else o for o in fixture.overloads))
-    result = rewrite_torchlib(scan_torchlib(folder / "before", native, tmp_path), plan, native, {"mul.Tensor"})
+    cache = StageCache.at(tmp_path)
+    result = rewrite_torchlib(scan_torchlib(folder / "before", native, cache), plan, native, cache, {"mul.Tensor"})
     (note,) = [n for n in result.notes if "aten_mul" in n]
     assert "other lacks [torch.bool] of the declared [torch.bool, torch.float16, torch.bfloat16, torch.float32, torch.float64]" in note
 
