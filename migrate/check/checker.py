@@ -40,11 +40,11 @@ from migrate.dispatch import TwoKeyObserver
 from migrate.errors import InputError
 from migrate.model.constraint import ConstraintList
 from migrate.model.dtypes import DType
+from migrate.model.names import OverloadName
 
 if TYPE_CHECKING:
     from migrate.model.native import NativeFunctions
 
-ATEN = "aten::"
 
 # Violation kinds.
 OUTSIDE_SET = "outside-set"  # a tensor's dtype is not in its variable's set
@@ -227,19 +227,20 @@ def dtype_of(dtype: torch.dtype) -> DType:
 
 def _overload(declarations: Declarations, declared: DeclaredOverload) -> Any:
     """The OpOverload a declaration is about; an InputError when this torch has none of that name."""
-    name, _, overload = declared.name.partition(".")
+    name = OverloadName.parse(declared.name)
     try:
-        return getattr(getattr(torch.ops.aten, name), overload or "default")
+        return getattr(getattr(torch.ops.aten, name.operator), name.overload or "default")
     except AttributeError:
-        raise InputError(f"this torch has no overload {ATEN}{declared.name}", declarations.path, declared.line, declared.name) from None
+        raise InputError(f"this torch has no overload {name.qualified}", declarations.path, declared.line, declared.name) from None
 
 
 def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
     """The check of ``func``, or None when the yaml declares no variable for it (or it is not an ATen overload)."""
     slots = torch_private.overload_slots(func)
-    if not slots.name.startswith(ATEN):
+    name = OverloadName.qualified_or_none(slots.name)
+    if name is None:
         return None
-    declared = declarations.by_name.get(slots.name[len(ATEN) :])
+    declared = declarations.by_name.get(str(name))
     if declared is None:
         return None
     arguments = {name: (position, keyword_only, holds_list) for position, name, keyword_only, holds_list in slots.arguments}

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from migrate.errors import InputError
+from migrate.model.names import OverloadName
 from migrate.model.schema import SchemaError, TypedSchema
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -201,16 +202,16 @@ class NativeFunctions:
         known = [*self.by_name, *(self.autogen_index if with_autogen else ())]
         by_base: dict[str, list[str]] = {}
         for name in known:
-            by_base.setdefault(name.split(".")[0], []).append(name)
+            by_base.setdefault(OverloadName.parse(name).operator, []).append(name)
         selected: set[str] = set()
         for raw in requested:
-            name = raw.removeprefix("aten::").removesuffix(".default")
-            if "." not in name and name in by_base:
-                selected.update(by_base[name])
-            elif name in known:
-                selected.add(name)
+            name = OverloadName.parse(raw)
+            if not name.overload and name.operator in by_base:
+                selected.update(by_base[name.operator])
+            elif str(name) in known:
+                selected.add(str(name))
             else:
-                raise InputError(f"unknown operator {raw!r}{close_matches(name, dict.fromkeys([*known, *by_base]))}", self.path)
+                raise InputError(f"unknown operator {raw!r}{close_matches(str(name), dict.fromkeys([*known, *by_base]))}", self.path)
         return tuple(name for name in known if name in selected)
 
     @functools.cached_property
@@ -252,7 +253,7 @@ def close_matches(name: str, names) -> str:
 
 def _family(name: str) -> str:
     """What every member of a group shares in its name: the base, without in-place '_', '__i' or '_functional'."""
-    base = re.sub(r"^__i(\w+)__$", r"__\1__", name.split(".")[0])
+    base = re.sub(r"^__i(\w+)__$", r"__\1__", OverloadName.parse(name).operator)
     return base if base.startswith("__") else base.removesuffix("_functional").rstrip("_")
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from migrate.cache import StageCache, store
 from migrate.errors import InputError
 from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.names import OverloadName
 from migrate.model.native import NativeFunctions, installed_native_functions, scan_entries, sibling_constraints_path, source_tree_root
 from migrate.model.plan import Plan
 from migrate.pipeline.summary import codemod_summary, run_summary, summary_text
@@ -180,8 +181,9 @@ class Session:
         """OpInfos about the selected operators by name, or whose cached run called a selected overload (None: all)."""
         if selected is None:
             return self.cached_runs()[0]
-        families = {name.split(".", 1)[0] for name in selected}
-        recorded = {"aten::" + name for name in selected}  # the sweep's spelling: 'aten::add.Tensor', 'aten::add'
+        names = [OverloadName.parse(name) for name in selected]
+        families = {name.operator for name in names}
+        recorded = {name.qualified for name in names}  # the sweep's spelling
         catalogue, runs = self.cached_runs()
         return tuple(
             e for e in catalogue if families & set(e.operator_names) or (e.opinfo in runs and runs[e.opinfo].overloads & recorded)

@@ -27,6 +27,7 @@ from migrate import torch_private
 from migrate.cache import StageCache
 from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
 from migrate.model.dtypes import named
+from migrate.model.names import OverloadName
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import KERNEL, Evidence, OverloadPlan, Variable
 
@@ -58,7 +59,7 @@ class MetadataKernel:
 
 def _key(name: str) -> str:
     """'aten::clip.Tensor' -> 'clip.Tensor'; 'aten::permute' -> 'permute' (the yaml's spelling)."""
-    return name.removeprefix("aten::")
+    return str(OverloadName.parse(name))
 
 
 def _arguments(schema: Any, dtype: Any, fill_optional: bool) -> tuple[list[Any], dict[str, Any], dict[str, Any]] | None:

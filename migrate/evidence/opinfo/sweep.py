@@ -50,25 +50,24 @@ from migrate.evidence.runtime.runs import (
 )
 from migrate.evidence.runtime.processes import CRASH, DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
 from migrate.model.dtypes import DType
+from migrate.model.names import OverloadName
 
 
 def _overload_matcher(requested: Iterable[str]) -> tuple[Callable[[str], bool], set[str]]:
     """For `--op` spellings: a predicate on recorded overload names ('aten::add.Tensor'), and the operator names."""
     exact, families = set(), set()
     for text in requested:
-        name = text.removeprefix("aten::")
-        if name.endswith(".default"):  # the default overload, recorded as 'aten::name'
-            exact.add(name.removesuffix(".default"))
+        name = OverloadName.parse(text)
+        if name.overload or text.endswith(".default"):  # 'relu.default' is the default overload alone
+            exact.add(name)
         else:
-            (exact if "." in name else families).add(name)
+            families.add(name.operator)
 
     def matches(overload: str) -> bool:
-        if not overload.startswith("aten::"):
-            return False
-        name = overload[len("aten::") :]
-        return name in exact or name.split(".", 1)[0] in families
+        name = OverloadName.qualified_or_none(overload)
+        return name is not None and (name in exact or name.operator in families)
 
-    return matches, {name.split(".", 1)[0] for name in exact | families}
+    return matches, {name.operator for name in exact} | families
 
 
 def _read_json(path: Path) -> Any:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from migrate.model.dtypes import DType
+from migrate.model.names import OverloadName
 
 
 # Failure kinds.
@@ -24,7 +25,6 @@ BACKWARD_RAISED = "backward-raised"  # running backward from a sample's outputs 
 PROBE_TIMEOUT = "probe-timeout"  # a probe call ran over its own timeout (the samples had all run)
 PROBE_CRASH = "probe-crash"  # the worker died while probing (the samples had all run)
 
-ATEN = "aten::"
 MIXED = "mixed"  # a list slot seen with more than one element dtype in one call
 
 SlotDTypes = Union[DType, tuple[Union[DType, None], ...], None]
@@ -320,7 +320,8 @@ class SweepResult:
 
 def overload_key(recorded: str) -> str | None:
     """'aten::add.Tensor' -> 'add.Tensor', 'aten::add' -> 'add'; None outside the aten namespace."""
-    return recorded[len(ATEN) :] if recorded.startswith(ATEN) else None
+    name = OverloadName.qualified_or_none(recorded)
+    return str(name) if name is not None else None
 
 
 def effective(dtypes: SlotDTypes) -> DType | str | None:

@@ -44,11 +44,11 @@ from migrate.evidence.torchlib.facts import (
     facts_stage,
 )
 from migrate.model.dtypes import COMPLEX, DType, canonical
+from migrate.model.names import NAMESPACE, OverloadName
 from migrate.model.native import Entry, NativeFunctions
 from migrate.model.plan import TORCHLIB, Evidence, GlobalSet, OverloadPlan, Variable
 from migrate.model.schema import SchemaError, TypedSchema
 
-ATEN = "aten::"
 
 # Annotation names that are Python values, not tensors: a TypeVar or tensor type never resolves to these.
 _NOT_TENSOR = frozenset({"None", "bool", "int", "float", "complex", "str", "bytes"})
@@ -317,7 +317,7 @@ def _autogen_schema(declaring: TypedSchema, overload: str) -> TypedSchema | None
 def unresolved_category(name: str, index: OverloadIndex) -> str | None:
     """Why a registered name has no overload in native_functions.yaml, or None when it has one."""
     namespace, _, overload = name.partition("::")
-    if namespace + "::" != ATEN:
+    if namespace + "::" != NAMESPACE:
         return f"other namespace: {namespace}"
     if index.schema(overload) is not None:
         return None
@@ -526,7 +526,7 @@ def _scan(
             if category is not None:
                 unresolved.setdefault(category, set()).add(name)
                 continue
-            overload = name[len(ATEN) :]
+            overload = str(OverloadName.parse(name))
             resolved[name] = overload
             variants.setdefault(overload, []).append((module, registration))
 
