@@ -61,10 +61,11 @@ def annotated_counts(native_functions: bytes) -> dict[str, dict[str, int]]:
     """Entries annotated per key and policy in a written file, read from its ``autocast:`` lines."""
     import yaml
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     counts: dict[str, dict[str, int]] = {}
     for line in native_functions.decode("utf-8").splitlines():
         if line.lstrip().startswith(AUTOCAST_KEY + ":"):
-            for key, policy in (yaml.safe_load(line.strip())[AUTOCAST_KEY] or {}).items():
+            for key, policy in (yaml.load(line.strip(), Loader=loader)[AUTOCAST_KEY] or {}).items():
                 counts.setdefault(key, {}).setdefault(policy, 0)
                 counts[key][policy] += 1
     return {key: dict(sorted(counts[key].items())) for key in KEYS if key in counts}

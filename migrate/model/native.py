@@ -251,9 +251,12 @@ def close_matches(name: str, names) -> str:
     return f" (close matches: {', '.join(matches)})" if matches else ""
 
 
+_INPLACE_DUNDER = re.compile(r"^__i(\w+)__$")
+
+
 def _family(name: str) -> str:
     """What every member of a group shares in its name: the base, without in-place '_', '__i' or '_functional'."""
-    base = re.sub(r"^__i(\w+)__$", r"__\1__", OverloadName.parse(name).operator)
+    base = _INPLACE_DUNDER.sub(r"__\1__", OverloadName.parse(name).operator)
     return base if base.startswith("__") else base.removesuffix("_functional").rstrip("_")
 
 

@@ -81,7 +81,8 @@ class Variable:
 
     @property
     def sources(self) -> tuple[str, ...]:
-        return tuple(s for s in SOURCES if any(e.source == s for e in self.evidence))
+        found = {e.source for e in self.evidence}
+        return tuple(s for s in SOURCES if s in found)
 
     def to_json(self) -> dict[str, Any]:
         found = {"name": self.name, "dtypes": _dtypes_json(self.dtypes)}
