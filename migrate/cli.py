@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from migrate.cache import content_key, store
 from migrate.errors import InputError
 from migrate.evidence.probe.merge import probe_summary
+from migrate.evidence.verdicts import dtype_verdict_lines, dtype_verdict_summary
 from migrate.evidence.torchlib.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
 from migrate.model.global_sets import GlobalSetsFile, constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, installed_native_functions, sibling_constraints_path, source_tree_root
@@ -312,6 +313,7 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
         f"probe: {probe['slots_widened']} slots widened, {probe['variables_split']} variables split, {probe['variables_joined']} joined; "
         f"{probe['overloads_from_built_calls']} overloads no sample reaches typed by a call built from the schema"
     )
+    lines += dtype_verdict_lines(summary["verdicts"])
     if "opinfo" in summary:
         sweep = summary["opinfo"]
         lines.append(
@@ -407,7 +409,7 @@ def run(args: argparse.Namespace) -> int:
     outputs = [targets.output(native_path, native.data, result.native_functions)]
     if result.type_constraints is not None:
         outputs.append(targets.output(sets_path, sets_file.data, result.type_constraints))
-    summary = {**_summary(native, plan, result, scope, observed), **evidence_summary, "probe": probe_summary(plan)}
+    summary = {**_summary(native, plan, result, scope, observed), **evidence_summary, "probe": probe_summary(plan), "verdicts": dtype_verdict_summary(native, plan)}
     if tree is not None:
         summary["validation"] = {"torchgen": str(tree / "torchgen"), "schemas_unchecked": []}
     if not args.yaml_only:

@@ -43,6 +43,7 @@ from typing import Callable, Iterable, Mapping
 from migrate.cache import cache_root, read_pickle, write_pickle
 from migrate.evidence.opinfo.aliases import AliasOf, alias_plans
 from migrate.evidence.probe.merge import split_and_joined
+from migrate.evidence.verdicts import with_verdicts
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.global_sets import constraints_line
 from migrate.model.named_sets import composed_name, pytorch_spelling
@@ -215,7 +216,7 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
                 binds = tuple(s for slot in variable.binds for s in _sibling_slot(slot, sibling, functional))
                 if binds:
                     evidence = (Evidence(GROUPS, f"from {name}", variable.dtypes, binds),)
-                    variables.append(Variable(variable.name, variable.dtypes, binds, evidence))
+                    variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.verdicts))
             if variables:
                 taken[sibling_name] = OverloadPlan(sibling_name, tuple(variables))
     return taken
@@ -232,7 +233,8 @@ def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[t
     named = []
     for variable in variables:
         name = set_names.get(variable.dtypes) if counts[variable.dtypes] == 1 else None
-        named.append(Variable(name or next(letters), variable.dtypes, tuple(sorted(variable.binds, key=order.__getitem__)), variable.evidence))
+        binds = tuple(sorted(variable.binds, key=order.__getitem__))
+        named.append(Variable(name or next(letters), variable.dtypes, binds, variable.evidence, variable.verdicts))
     return OverloadPlan(plan.name, tuple(named), plan.conflicts)
 
 
@@ -377,6 +379,7 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan
+    merged = {name: with_verdicts(plan) for name, plan in merged.items()}  # siblings and aliases take them as they are
     for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
         merged.update(alias_plans(sources.aliases, merged))
         if sources.groups:

@@ -65,7 +65,8 @@ def alias_plans(aliases: Mapping[str, AliasOf], plans: Mapping[str, OverloadPlan
         for variable in plan.variables:
             binds = tuple(dict.fromkeys(a for a, t in of.slots if t in variable.binds))
             if binds:
-                variables.append(Variable(variable.name, variable.dtypes, binds, (Evidence(ALIASES, of.why, variable.dtypes, binds),)))
+                evidence = (Evidence(ALIASES, of.why, variable.dtypes, binds),)
+                variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.verdicts))
         bound = [slot for v in variables for slot in v.binds]
         if variables and len(bound) == len(set(bound)):
             taken[alias] = OverloadPlan(alias, tuple(variables))

@@ -48,18 +48,24 @@ def _key(sweep_dir: Path, names: list[str]) -> str:
     digest = hashlib.sha256()
     for module in (records_module, variables_module, observations_module, probe_module, schema_calls_module):
         digest.update(Path(module.__file__).read_bytes())
+    digest.update(Path(__file__).read_bytes())
     for name in sorted(names):
         stat = (sweep_dir / name).stat()
         digest.update(f"{name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
-def _derive(sweep: SweepResult) -> OpInfoEvidence:
+def _derive(sweep: SweepResult, built: tuple[records_module.ProbedCall, ...]) -> OpInfoEvidence:
+    """The plans; an overload only observed (no call of it with elements in every tensor was probed, as
+    ``remainder.Scalar`` seen inside ``take_along_dim``) is probed on the calls built from its schema."""
     observations = sweep.observations
     observed = frozenset(k for o in observations if (k := observations_module.overload_key(o.overload)) is not None)
+    probed = {k for call in sweep.probes if call.nonempty and (k := records_module.overload_key(call.overload)) is not None}
+    only_observed = observed - probed
+    extra = tuple(call for call in built if records_module.overload_key(call.overload) in only_observed)
     return OpInfoEvidence(
         opinfo=observations_module.plans_from_observations(observations, sweep.catalogue),
-        probe=probe_module.probe_plans(sweep.probes, observations),
+        probe=probe_module.probe_plans(sweep.probes + extra, observations),
         observed=observed,
         failures=tuple(f"{f.opinfo}: {f.kind}: {f.reason}" for f in sweep.failures),
         stats=sweep.stats,
@@ -117,19 +123,20 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     """The per-overload plans of the cached runs: derived when the cache changed, else read."""
     derived_path, summary_path = _paths(state)
     evidence = read_pickle(derived_path, OpInfoEvidence)
+    built_calls = schema_calls_module.load_schema_calls(sweep_cache_dir(state.cache_dir), state.jobs)
     if evidence is None:
         catalogue = load_catalogue(state.cache_dir)
         wanted = [e for e in catalogue if e.cpu_dtypes]
         runs = tuple(r for e in wanted if (r := load_cached_run(state.cache_dir, e.opinfo)) is not None)
         stats = SweepStats(len(catalogue), state.ran, len(runs) - state.ran, sum(r.samples for r in runs), 0.0)
-        evidence = _derive(SweepResult(runs, catalogue, stats))
+        evidence = _derive(SweepResult(runs, catalogue, stats), built_calls)
         write_pickle(derived_path, evidence)
     if not summary_path.exists():
         write_pickle(summary_path, SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples))
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
     aliases = tuple(sorted({pair for e in load_catalogue(state.cache_dir) for pair in e.aliases}))
     forwards, kernels = load_forwards(sweep_cache_dir(state.cache_dir))
-    built = schema_calls_module.schema_call_plans(schema_calls_module.load_schema_calls(sweep_cache_dir(state.cache_dir), state.jobs))
+    built = schema_calls_module.schema_call_plans(built_calls)
     built = {name: plan for name, plan in built.items() if name not in evidence.observed}  # samples speak for the rest
     return OpInfoEvidence(evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, built)
 
