@@ -55,17 +55,22 @@ def _key(sweep_dir: Path, names: list[str]) -> str:
     return digest.hexdigest()
 
 
+def probed_calls(
+    probes: tuple[records_module.ProbedCall, ...], built: tuple[records_module.ProbedCall, ...], observed: frozenset[str]
+) -> tuple[records_module.ProbedCall, ...]:
+    """The sweep's probed calls, and the calls built from the schema of each overload only observed: no call of it
+    with elements in every tensor was probed (``remainder.Scalar``, seen only inside ``take_along_dim``)."""
+    probed = {k for call in probes if call.nonempty and (k := records_module.overload_key(call.overload)) is not None}
+    return probes + tuple(call for call in built if records_module.overload_key(call.overload) in observed - probed)
+
+
 def _derive(sweep: SweepResult, built: tuple[records_module.ProbedCall, ...]) -> OpInfoEvidence:
-    """The plans; an overload only observed (no call of it with elements in every tensor was probed, as
-    ``remainder.Scalar`` seen inside ``take_along_dim``) is probed on the calls built from its schema."""
+    """The plans, from the observations, the probed calls and the calls built for overloads only observed."""
     observations = sweep.observations
     observed = frozenset(k for o in observations if (k := observations_module.overload_key(o.overload)) is not None)
-    probed = {k for call in sweep.probes if call.nonempty and (k := records_module.overload_key(call.overload)) is not None}
-    only_observed = observed - probed
-    extra = tuple(call for call in built if records_module.overload_key(call.overload) in only_observed)
     return OpInfoEvidence(
         opinfo=observations_module.plans_from_observations(observations, sweep.catalogue),
-        probe=probe_module.probe_plans(sweep.probes + extra, observations),
+        probe=probe_module.probe_plans(probed_calls(sweep.probes, built, observed), observations),
         observed=observed,
         failures=tuple(f"{f.opinfo}: {f.kind}: {f.reason}" for f in sweep.failures),
         stats=sweep.stats,

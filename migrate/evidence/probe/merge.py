@@ -162,7 +162,7 @@ def _evidence(members: tuple[str, ...], calls: list[ProbedCall], note: str = "")
         original = dict(call.slots)
         for probe in call.probes:
             bound = [name for name in probe.cast if name in members]
-            if bound and probe.accepted:
+            if bound:  # the call as recorded ran, whatever its casts did
                 context = _context(call, probe.cast)
                 recorded = {_single(original[name]) for name in probe.cast}
                 gated = dict(probe.gated)

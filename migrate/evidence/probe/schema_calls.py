@@ -57,7 +57,7 @@ _BASE_DTYPES = ("float32", "int64", "bool", "complex64")
 _INTS = (1, 0)
 _FILLERS = {"float": 0.5, "Scalar": 1, "number": 1, "bool": False, "SymFloat": 0.5}
 _TENSOR_LISTS = ("List[Tensor]", "List[Optional[Tensor]]", "Optional[List[Tensor]]")
-_OPTIONAL_FILLERS = {"Optional[Scalar]": "Scalar"}  # given with the optional tensors, else left to their default
+_OPTIONAL_FILLERS = {"Optional[Scalar]": "Scalar", "Optional[number]": "number"}  # given with the optional tensors, else left to their default
 
 
 def _writes_out(schema: Any) -> bool:
