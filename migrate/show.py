@@ -193,7 +193,7 @@ def verdicts_section(context: ShowContext, overload: str) -> list[str]:
         for verdict in VERDICTS:
             dtypes = [d for d in TENSOR_DTYPES if verdicts.of(d) == verdict]
             if dtypes:
-                lines.append(f"    {verdict}: {format_set(dtypes)}")
+                lines.append(f"    {verdict}: {context.spell(dtypes)}")
         if context.verbose:
             lines.extend(f"      {dtype}: {message}" for dtype, message in verdicts.rejected)
     return lines
