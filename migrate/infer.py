@@ -5,7 +5,7 @@ plain data work: OpInfo observations say what ATen accepts and win where present
 probing (``migrate.evidence.probe.merge``) re-cuts the observed variables where ATen accepted their
 slots apart or needs them together, and widens them by what ATen accepted when
 called directly (each slot keeps its own observed evidence); torchlib fills the slots
-nobody observed; dtypes OpInfos declare for other devices widen an observed variable;
+nobody observed; the dtypes an OpInfo claims for CUDA (for its own op) widen an observed variable;
 dtypes torchlib's trace-only bodies test a parameter for are attached as evidence; an
 overload's in-place and out= siblings with no evidence of their own take its
 constraints (provenance ``groups``), as do alias overloads with none from their target
@@ -16,7 +16,8 @@ sibling, takes what ATen accepted of a call built from its schema
 (``migrate.evidence.probe.schema_calls``) as probe evidence, widened by torchlib's dtypes at
 its slots (ATen may have refused such a call for its data; a run rewriting torchlib to the
 union changes nothing the next run infers); its siblings and aliases then follow it.
-Disagreements become conflicts.
+Disagreements become conflicts. Each variable then gets its verdict per dtype
+(``migrate.evidence.verdicts``), which its in-place, out= and alias siblings take with its constraints.
 
 OpInfo and probe evidence name slots by the installed torch's schemas; on a file of
 another release ``align_runtime_evidence`` first skips the overloads the file lacks and

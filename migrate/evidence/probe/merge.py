@@ -12,6 +12,8 @@ The sweep's workers call recorded calls again with tensor slots cast to other dt
 - slots shown to be tied (no dtype could be cast to alone, one could be cast to
   together: ``query``, ``key`` and ``value``) are merged first, before the greedy
   merges in schema order that could otherwise tie one of them elsewhere;
+- a call with an empty tensor (``nonempty`` false) accepts nothing and ties nothing: ATen
+  returns before its dtype dispatch there; its probes are kept as ``empty`` evidence;
 - a variable's dtypes are everything seen at its slots, observed or accepted when
   probed: the sound union where ATen's rule depends on another argument (a mask may be
   bool, float32 or the query's dtype); each context stays in its own evidence.
