@@ -15,6 +15,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import torch
+
 from migrate import torch_private
 
 
@@ -89,3 +91,17 @@ class PreDispatchMode(torch_private.pre_dispatch_mode_base()):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return self.owner.first_direct_call(func, args, kwargs or {}, self)
+
+
+def has_elements(value: Any) -> bool:
+    """Whether a slot's tensors (a list's elements) all have an element: ATen returns before its dtype
+    dispatch on an empty tensor (``mm`` of (0, 2) and (2, 3) bool tensors runs), so only such calls
+    say that a dtype is accepted."""
+    if isinstance(value, torch.Tensor):
+        try:
+            return value.numel() > 0
+        except Exception:  # a tensor whose size cannot be read (an exotic layout): nothing proves it empty
+            return True
+    if isinstance(value, (list, tuple)):
+        return all(has_elements(v) for v in value if isinstance(v, torch.Tensor))
+    return True

@@ -5,7 +5,7 @@ plain data work: OpInfo observations say what ATen accepts and win where present
 probing (``migrate.evidence.probe.merge``) re-cuts the observed variables where ATen accepted their
 slots apart or needs them together, and widens them by what ATen accepted when
 called directly (each slot keeps its own observed evidence); torchlib fills the slots
-nobody observed; dtypes OpInfos declare for other devices widen an observed variable;
+nobody observed; the dtypes an OpInfo claims for CUDA (for its own op) widen an observed variable;
 dtypes torchlib's trace-only bodies test a parameter for are attached as evidence; an
 overload's in-place and out= siblings with no evidence of their own take its
 constraints (provenance ``groups``), as do alias overloads with none from their target
@@ -16,7 +16,8 @@ sibling, takes what ATen accepted of a call built from its schema
 (``migrate.evidence.probe.schema_calls``) as probe evidence, widened by torchlib's dtypes at
 its slots (ATen may have refused such a call for its data; a run rewriting torchlib to the
 union changes nothing the next run infers); its siblings and aliases then follow it.
-Disagreements become conflicts.
+Disagreements become conflicts. Each variable then gets its verdict per dtype
+(``migrate.evidence.verdicts``), which its in-place, out= and alias siblings take with its constraints.
 
 OpInfo and probe evidence name slots by the installed torch's schemas; on a file of
 another release ``align_runtime_evidence`` first skips the overloads the file lacks and
@@ -45,6 +46,7 @@ from migrate.evidence.probe.follows import Follows
 from migrate.evidence.probe.merge import split_and_joined
 from migrate.model.autocast import Policies
 from migrate.model.constraint import follows_problem
+from migrate.evidence.verdicts import with_verdicts
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.global_sets import constraints_line
 from migrate.model.named_sets import composed_name, pytorch_spelling
@@ -245,7 +247,7 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
                 binds = tuple(s for slot in variable.binds for s in _sibling_slot(slot, sibling, functional))
                 if binds:
                     evidence = (Evidence(GROUPS, f"from {name}", variable.dtypes, binds),)
-                    variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.follows))
+                    variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.follows, variable.verdicts))
             if variables:
                 taken[sibling_name] = OverloadPlan(sibling_name, plan.followed_within(variables))
     return taken
@@ -269,7 +271,7 @@ def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[t
         new_names.append(name or next(letters))
     renamed = {v.name: name for v, name in zip(variables, new_names)}  # a followed variable's name is unique (with_follows)
     named = [
-        Variable(name, v.dtypes, tuple(sorted(v.binds, key=order.__getitem__)), v.evidence, tuple(renamed[n] for n in v.follows))
+        Variable(name, v.dtypes, tuple(sorted(v.binds, key=order.__getitem__)), v.evidence, tuple(renamed[n] for n in v.follows), v.verdicts)
         for v, name in zip(variables, new_names)
     ]
     return OverloadPlan(plan.name, tuple(named), plan.conflicts)
@@ -418,6 +420,7 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan
+    merged = {name: with_verdicts(plan) for name, plan in merged.items()}  # siblings and aliases take them as they are
     for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
         merged.update(alias_plans(sources.aliases, merged))
         if sources.groups:

@@ -16,7 +16,7 @@ import functools
 from typing import Callable
 
 from migrate.evidence.torchlib.resolve import OverloadIndex, TorchlibEvidence
-from migrate.model.dtypes import DType, canonical, format_set
+from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical, format_set
 from migrate.model.named_sets import composed_name
 from migrate.model.plan import GlobalSet
 from migrate.pipeline import Session
@@ -172,20 +172,58 @@ def opinfo_section(context: ShowContext, overload: str) -> list[str]:
     return ["opinfo:"] + _variable_lines(context, plan, OPINFO)
 
 
+def _probe_plan(context: ShowContext, overload: str):
+    """The overload's probe plan as a run makes it: its probed calls, or the calls built from its schema when it was only observed."""
+    from migrate.evidence.derived import probed_calls
+    from migrate.evidence.probe.merge import probe_plans
+    from migrate.evidence.probe.schema_calls import cached_schema_calls
+    from migrate.evidence.runtime.runs import overload_key
+
+    probed = tuple(p for p in context.sweep.probes if overload_key(p.overload) == overload)
+    built = tuple(c for c in cached_schema_calls(context.session.cache) or () if overload_key(c.overload) == overload)
+    observed = context.observed(overload)
+    return probe_plans(probed_calls(probed, built, frozenset([overload] if observed else [])), observed).get(overload)
+
+
 def probe_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted (and refused, with its message) when the overload was called with slots cast."""
-    from migrate.evidence.probe.merge import probe_plans
+    from migrate.evidence.probe.follows import follows_facts
     from migrate.evidence.runtime.runs import overload_key
     from migrate.model.plan import PROBE
 
-    from migrate.evidence.probe.follows import follows_facts
-
     probed = [p for p in context.sweep.probes if overload_key(p.overload) == overload]
-    plan = probe_plans(probed, context.observed(overload)).get(overload)
+    plan = _probe_plan(context, overload)
     if plan is None:
         return ["probe: not probed"]
     facts = follows_facts(probed, context.observed(overload)).get(overload, ())
     return ["probe:"] + _variable_lines(context, plan, PROBE) + [f"  follows: {fact.evidence.where}" for fact in facts]
+
+
+def verdicts_section(context: ShowContext, overload: str) -> list[str]:
+    """Per variable of the overload's own runtime evidence, each dtype's verdict (docs/evidence.md); ``incomplete``
+    when some dtype is unknown (the set is then a lower bound); with -v, ATen's message for each rejected dtype."""
+    from migrate.evidence.opinfo.observations import plans_from_observations
+    from migrate.evidence.verdicts import with_verdicts
+    from migrate.infer import merge_overload
+    from migrate.model.plan import VERDICTS
+
+    opinfo = plans_from_observations(context.observed(overload), context.sweep.catalogue).get(overload)
+    probe = _probe_plan(context, overload)
+    if opinfo is None and probe is None:
+        return ["verdicts: no runtime evidence of its own"]
+    plan = with_verdicts(merge_overload(overload, None, opinfo, probe))
+    lines = ["verdicts:"]
+    for variable in plan.variables:
+        verdicts = variable.verdicts
+        lines.append(f"  {', '.join(variable.binds)}" + (" (incomplete: a lower bound)" if verdicts.incomplete else ""))
+        for verdict in VERDICTS:
+            dtypes = [d for d in TENSOR_DTYPES if verdicts.of(d) == verdict]
+            if dtypes:
+                lines.append(f"    {verdict}: {context.spell(dtypes)}")
+        if context.verbose:
+            lines.extend(f"      {dtype}: {message}" for dtype, message in verdicts.rejected)
+    return lines
+
 
 
 def schema_call_section(context: ShowContext, overload: str) -> list[str]:
@@ -255,6 +293,7 @@ SECTIONS: tuple[Section, ...] = (
     opinfo_section,
     probe_section,
     schema_call_section,
+    verdicts_section,
     structure_section,
     export_section,
     autocast_section,

@@ -200,3 +200,14 @@ def test_the_package_level_entry_point_is_the_checker():
     with pytest.raises(DtypeViolation, match="argument self has dtype torch.float64"):
         with migrate.checking(FIXTURES / "verify" / "native_functions.yaml"):
             torch.add(torch.ones(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64))
+
+
+def test_a_call_with_an_empty_tensor_is_not_judged(declared):
+    """ATen returns before its dtype dispatch on an empty tensor: such a call says nothing of the dtypes it accepts."""
+    empty = torch.ones(0, 3, dtype=torch.float64)
+    with checking(declared):
+        torch.add(empty, empty)
+    with checking(declared, collect=True) as checker:
+        torch.add(empty, empty)
+        torch.add(torch.ones(1, dtype=torch.float64), torch.ones(1, dtype=torch.float64))
+    assert [(v.slot, checker.counts[v]) for v in checker.violations] == [("self", 1)]  # the empty call counts no violation

@@ -88,7 +88,7 @@ def test_in_place_overloads_are_probed_on_clones():
     call = fake_call(fill, "aten::fill_", mutates=True)
     report = probing.probe_call(call, "fill", timeout=10)
     assert torch.equal(call.args[0], torch.ones(3))
-    ((cast, accepted, _),) = report["probes"]
+    ((cast, accepted, _, _),) = report["probes"]
     assert cast == ["self"] and len(accepted) > 10
 
 

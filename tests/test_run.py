@@ -58,6 +58,8 @@ def test_every_declared_variable_accepts_every_observed_dtype(migrated):
     sweep = run_sweep(SweepCache.of(StageCache.at()), progress=False)
     violations, checked = [], 0
     for observation in sweep.observations:
+        if not observation.nonempty:  # a call with an empty tensor proves nothing: ATen returned before its dtype dispatch
+            continue
         variables = declared.get(overload_key(observation.overload) or "", {})
         for slot, dtypes in observation.slots:
             variable = variables.get(slot)

@@ -16,7 +16,10 @@ By default a violation raises ``DtypeViolation``: for arguments before the kerne
 runs, for returns after. With ``collect=True`` calls run as usual and the checker
 gathers each distinct violation with a count; a call whose kernel raised is not
 checked then (as the recorders record only calls that returned, so verify judges
-declarations on the evidence they were inferred from).
+declarations on the evidence they were inferred from). In both modes a call with an
+empty tensor (an argument or a return with no element) is not judged: ATen returns
+before its dtype dispatch there (``mm`` of (0, 2) and (2, 3) bool tensors runs), so
+such a call says nothing of the dtypes it accepts, and the evidence never counts it.
 
 Per overload, the check is compiled on its first call (tensor slot positions mapped
 to variable indices, each set a frozenset of torch dtypes) and then costs a pass
@@ -36,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from migrate import torch_private
-from migrate.dispatch import TwoKeyObserver
+from migrate.dispatch import TwoKeyObserver, has_elements
 from migrate.errors import InputError
 from migrate.model.constraint import ConstraintList
 from migrate.model.dtypes import DType
@@ -409,13 +412,13 @@ class Checker(TwoKeyObserver):
         seen: list[Any] = [None] * len(check.allowed)
         if self.collect:
             out = run(func, args, kwargs)
-            if not (_arguments_fit(check, args, kwargs, seen) and _returns_fit(check, out, seen)):
+            if not (_arguments_fit(check, args, kwargs, seen) and _returns_fit(check, out, seen)) and _has_elements(args, kwargs, out):
                 self.counts.update(_violations(check, args, kwargs, out, with_returns=True))
             return out
-        if not _arguments_fit(check, args, kwargs, seen):
+        if not _arguments_fit(check, args, kwargs, seen) and _has_elements(args, kwargs):
             raise DtypeViolation(_violations(check, args, kwargs, None, with_returns=False))
         out = run(func, args, kwargs)
-        if not _returns_fit(check, out, seen):
+        if not _returns_fit(check, out, seen) and _has_elements(args, kwargs, out):
             raise DtypeViolation(_violations(check, args, kwargs, out, with_returns=True))
         return out
 
@@ -433,6 +436,11 @@ class Checker(TwoKeyObserver):
         if check is None:
             return func(*args, **kwargs)
         return self._call(check, func, args, kwargs, _run_kernel)
+
+
+def _has_elements(args: tuple, kwargs: dict, *out: Any) -> bool:
+    """Whether every tensor of a call (its arguments, and its returns when given) has an element: only such a call is judged."""
+    return all(has_elements(value) for value in (*args, *kwargs.values(), *out))
 
 
 def _run_kernel(func: Any, args: tuple, kwargs: dict) -> Any:

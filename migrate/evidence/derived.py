@@ -22,6 +22,7 @@ from migrate.evidence.probe import follows as follows_module
 from migrate.evidence.probe import merge as probe_module
 from migrate.evidence.probe import schema_calls as schema_calls_module
 from migrate.evidence.probe.follows import Follows
+from migrate.evidence.runtime import runs as runs_module
 from migrate.evidence.runtime.runs import SweepResult, SweepStats
 from migrate.model.plan import OverloadPlan
 
@@ -42,12 +43,22 @@ class OpInfoEvidence:
     follows: dict[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots whose dtypes follow another variable's
 
 
-def _derive(sweep: SweepResult) -> OpInfoEvidence:
+def probed_calls(
+    probes: tuple[runs_module.ProbedCall, ...], built: tuple[runs_module.ProbedCall, ...], observed: frozenset[str]
+) -> tuple[runs_module.ProbedCall, ...]:
+    """The sweep's probed calls, and the calls built from the schema of each overload only observed: no call of it
+    with elements in every tensor was probed (``remainder.Scalar``, seen only inside ``take_along_dim``)."""
+    probed = {k for call in probes if call.nonempty and (k := runs_module.overload_key(call.overload)) is not None}
+    return probes + tuple(call for call in built if runs_module.overload_key(call.overload) in observed - probed)
+
+
+def _derive(sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...]) -> OpInfoEvidence:
+    """The plans, from the observations, the probed calls and the calls built for overloads only observed."""
     observations = sweep.observations
     observed = frozenset(k for o in observations if (k := observations_module.overload_key(o.overload)) is not None)
     return OpInfoEvidence(
         opinfo=observations_module.plans_from_observations(observations, sweep.catalogue),
-        probe=probe_module.probe_plans(sweep.probes, observations),
+        probe=probe_module.probe_plans(probed_calls(sweep.probes, built, observed), observations),
         follows=follows_module.follows_facts(sweep.probes, observations),
         observed=observed,
         failures=tuple(f"{f.opinfo}: {f.kind}: {f.reason}" for f in sweep.failures),
@@ -113,19 +124,20 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     """The per-overload plans of the cached runs: derived when the cache changed, else read."""
     derived, summaries = _derived(state)
     evidence = derived.read(state.key, kind=OpInfoEvidence)
+    built_calls = schema_calls_module.load_schema_calls(state.cache, state.jobs)
     if evidence is None:
         sweep = state.sweep
         catalogue = sweep.catalogue()
         runs = tuple(sweep.runs(catalogue).values())
         stats = SweepStats(len(catalogue), state.ran, len(runs) - state.ran, sum(r.samples for r in runs), 0.0)
-        evidence = _derive(SweepResult(runs, catalogue, stats))
+        evidence = _derive(SweepResult(runs, catalogue, stats), built_calls)
         derived.write(evidence, state.key)
     if summaries.read(state.key, kind=SweepSummary) is None:
         summaries.write(SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples), state.key)
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
     aliases = tuple(sorted({pair for e in state.sweep.catalogue() for pair in e.aliases}))
     forwards, kernels = load_forwards(state.cache)
-    schema_calls = schema_calls_module.schema_call_plans(schema_calls_module.load_schema_calls(state.cache, state.jobs))
+    schema_calls = schema_calls_module.schema_call_plans(built_calls)
     schema_calls = {name: plan for name, plan in schema_calls.items() if name not in evidence.observed}  # samples speak for the rest
     return OpInfoEvidence(
         evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, schema_calls, evidence.follows

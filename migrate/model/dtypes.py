@@ -133,3 +133,5 @@ def named(*names: str) -> tuple[DType, ...]:
 
 
 COMPLEX = named("complex64", "complex128")
+TENSOR_DTYPES = canonical(DType(name) for name, _ in _KNOWN[: [n for n, _ in _KNOWN].index("float8_e8m0fnu") + 1])
+"""The dtypes a plain CPU tensor can have (bool to float8_e8m0fnu, 21 in torch 2.13): each gets a verdict per variable."""

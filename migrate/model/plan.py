@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from migrate.errors import InputError
 from migrate.model.autocast import Policies, ordered
 from migrate.model.constraint import possible_dtypes
-from migrate.model.dtypes import DType, UnknownDType, canonical, parse_set
+from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, canonical, parse_set
 
 FORMAT_VERSION = 1
 
@@ -30,7 +30,8 @@ ALIASES = "aliases"  # taken from the overload an alias stands for (OpInfo alias
 PROBE = "probe"  # dtypes ATen accepted when called directly
 KERNEL = "kernel"  # dtypes a composite kernel that reads only metadata accepted, run on meta tensors
 HAND = "hand"  # written by a person in the yaml
-SOURCES = (TORCHLIB, OPINFO, DECLARED, GROUPS, ALIASES, PROBE, KERNEL, HAND)
+EMPTY = "empty"  # calls with an empty tensor (observed or probed): ATen returned before its dtype dispatch; never acceptance
+SOURCES = (TORCHLIB, OPINFO, DECLARED, GROUPS, ALIASES, PROBE, KERNEL, HAND, EMPTY)
 
 
 def _dtypes_json(dtypes: tuple[DType, ...]) -> list[str]:
@@ -61,6 +62,60 @@ class Evidence:
         return cls(obj["source"], obj["where"], parse_set(obj["dtypes"]), tuple(obj.get("slots", ())), obj.get("count", 1))
 
 
+# What the evidence says of one dtype at one variable (docs/evidence.md).
+ACCEPTED = "accepted"  # a call with an element in every tensor argument and return ran
+OTHER_DEVICE = "other-device"  # none ran here, but the OpInfo of this very overload claims it for CUDA (tested by PyTorch's CI)
+REJECTED = "rejected"  # no such call ran and one raised: ATen's message is kept
+UNKNOWN = "unknown"  # nothing says: never a reason to narrow anything
+VERDICTS = (ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """A verdict for each dtype a plain tensor can have (``TENSOR_DTYPES``), for one variable; the first that holds wins."""
+
+    accepted: tuple[DType, ...] = ()
+    other_device: tuple[DType, ...] = ()
+    rejected: tuple[tuple[DType, str], ...] = ()  # each with ATen's message
+
+    def __post_init__(self) -> None:
+        accepted = canonical(self.accepted)
+        other = canonical(d for d in self.other_device if d not in accepted)
+        rejected = tuple(sorted(((d, m) for d, m in dict(self.rejected).items() if d not in accepted and d not in other), key=lambda p: p[0].sort_key))
+        object.__setattr__(self, "accepted", accepted)
+        object.__setattr__(self, "other_device", other)
+        object.__setattr__(self, "rejected", rejected)
+
+    def of(self, dtype: DType) -> str:
+        if dtype in self.accepted:
+            return ACCEPTED
+        if dtype in self.other_device:
+            return OTHER_DEVICE
+        return REJECTED if dtype in dict(self.rejected) else UNKNOWN
+
+    @property
+    def unknown(self) -> tuple[DType, ...]:
+        return tuple(d for d in TENSOR_DTYPES if self.of(d) == UNKNOWN)
+
+    @property
+    def incomplete(self) -> bool:
+        """Some dtype is unknown: the variable's set is then a lower bound."""
+        return bool(self.unknown)
+
+    def to_json(self) -> dict[str, Any]:
+        dtypes = canonical((*TENSOR_DTYPES, *self.accepted, *self.other_device, *dict(self.rejected)))
+        return {"by_dtype": {str(d): self.of(d) for d in dtypes}, "messages": {str(d): m for d, m in self.rejected}}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Verdicts:
+        by_verdict: dict[str, list[DType]] = {}
+        for text, verdict in obj["by_dtype"].items():
+            by_verdict.setdefault(verdict, []).append(DType.parse(text))
+        messages = obj.get("messages", {})
+        rejected = tuple((d, messages.get(str(d), "")) for d in by_verdict.get(REJECTED, ()))
+        return cls(tuple(by_verdict.get(ACCEPTED, ())), tuple(by_verdict.get(OTHER_DEVICE, ())), rejected)
+
+
 @dataclass(frozen=True)
 class Variable:
     """A type variable of one overload: the slots that carry one dtype per call, and its dtypes.
@@ -74,10 +129,16 @@ class Variable:
     binds: tuple[str, ...]  # slot names: argument names and 'return.N'
     evidence: tuple[Evidence, ...] = ()
     follows: tuple[str, ...] = ()  # names of other variables of the overload
+    verdicts: Verdicts | None = None  # per dtype, once inference has merged the evidence; None for a hand-written one
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", canonical(self.dtypes))
         object.__setattr__(self, "follows", tuple(sorted(set(self.follows))))
+
+    @property
+    def incomplete(self) -> bool:
+        """Some dtype's verdict is unknown: the dtypes are a lower bound of what ATen accepts."""
+        return self.verdicts is not None and self.verdicts.incomplete
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -89,6 +150,8 @@ class Variable:
         if self.follows:
             found["follows"] = list(self.follows)
         found.update(binds=list(self.binds), sources=list(self.sources), evidence=[e.to_json() for e in self.evidence])
+        if self.verdicts is not None:
+            found.update(incomplete=self.incomplete, verdicts=self.verdicts.to_json())
         return found
 
     @classmethod
@@ -99,6 +162,7 @@ class Variable:
             tuple(obj["binds"]),
             tuple(Evidence.from_json(e) for e in obj.get("evidence", ())),
             tuple(obj.get("follows", ())),
+            Verdicts.from_json(obj["verdicts"]) if "verdicts" in obj else None,
         )
 
 

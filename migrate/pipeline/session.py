@@ -280,6 +280,7 @@ class Session:
         """The outputs of applying the plan (``plan_path``, else the inferred one) to the yaml and torchlib, with
         the summary; ``report`` receives the applied plan with its evidence and the summary as JSON."""
         from migrate.evidence.probe.merge import probe_summary
+        from migrate.evidence.verdicts import dtype_verdict_summary
 
         if self.selected is None:
             self.validate()
@@ -303,7 +304,12 @@ class Session:
         outputs = [targets.output(self.native_path, self.native.data, result.native_functions)]
         if result.type_constraints is not None:
             outputs.append(targets.output(sibling_constraints_path(self.native_path), self.sets_file.data, result.type_constraints))
-        summary = {**run_summary(self.native, plan, result, scope, observed), **evidence_summary, "probe": probe_summary(plan)}
+        summary = {
+            **run_summary(self.native, plan, result, scope, observed),
+            **evidence_summary,
+            "probe": probe_summary(plan),
+            "verdicts": dtype_verdict_summary(self.native, plan),
+        }
         if "autocast" in summary:
             from migrate.model.autocast import annotated_counts
 

@@ -116,6 +116,10 @@ def summary_text(summary: dict, result: YamlResult) -> str:
         f"probe: {probe['slots_widened']} slots widened, {probe['variables_split']} variables split, {probe['variables_joined']} joined; "
         f"{probe['overloads_from_built_calls']} overloads no sample reaches typed by a call built from the schema"
     )
+    if "verdicts" in summary:
+        from migrate.evidence.verdicts import dtype_verdict_lines
+
+        lines += dtype_verdict_lines(summary["verdicts"])
     if "opinfo" in summary:
         sweep = summary["opinfo"]
         lines.append(

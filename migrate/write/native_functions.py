@@ -83,7 +83,7 @@ def _resolved(variable: Variable, sets: Mapping[str, GlobalSet]) -> Variable:
     """A plan variable with no dtypes (and following none) stands for the global set of its name."""
     if variable.dtypes or variable.follows:
         return variable
-    return Variable(variable.name, sets[variable.name].dtypes, variable.binds, variable.evidence)
+    return Variable(variable.name, sets[variable.name].dtypes, variable.binds, variable.evidence, variable.follows, variable.verdicts)
 
 
 def _same_declaration(a: tuple[Variable, ...], b: tuple[Variable, ...]) -> bool:

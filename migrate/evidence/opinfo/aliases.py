@@ -66,7 +66,7 @@ def alias_plans(aliases: Mapping[str, AliasOf], plans: Mapping[str, OverloadPlan
             binds = tuple(dict.fromkeys(a for a, t in of.slots if t in variable.binds))
             if binds:
                 evidence = (Evidence(ALIASES, of.why, variable.dtypes, binds),)
-                variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.follows))
+                variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.follows, variable.verdicts))
         bound = [slot for v in variables for slot in v.binds]
         if variables and len(bound) == len(set(bound)):
             taken[alias] = OverloadPlan(alias, plan.followed_within(variables))

@@ -10,7 +10,12 @@ observation says they are equal. The relation is not transitive, so slots are
 merged greedily in schema order, each merge kept only while every observation still
 agrees, which makes the result deterministic.
 
-Dtypes an OpInfo declares for other devices (CUDA, ...) are attached as
+A call with an empty tensor (an argument or a return with no element) proves nothing:
+ATen returns before its dtype dispatch (``mm`` of (0, 2) and (2, 3) bool tensors runs).
+Such observations neither give dtypes nor tell slots apart; they are kept as ``empty``
+evidence on the variable of their slots, for the report.
+
+Dtypes an OpInfo declares for CUDA (PyTorch's CI tests that claim) are attached as
 ``declared`` evidence to the overloads it is about (by name, called from the
 sample's own code), on the slots that carried the sample dtype in every such call;
 they do not widen the observed set (merging the sources is a later stage's decision).
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 from migrate.evidence.runtime.runs import MIXED, CatalogueEntry, Observation, OpInfoId, SweepResult, effective, overload_key
 from migrate.evidence.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
-from migrate.model.plan import DECLARED, OPINFO, Evidence, OverloadPlan, Variable
+from migrate.model.plan import DECLARED, EMPTY, OPINFO, Evidence, OverloadPlan, Variable
 
 
 @dataclass(frozen=True)
@@ -59,21 +64,26 @@ def _plan(name: str, observations: list[Observation], catalogue: Mapping[OpInfoI
     slots = tuple(slot for slot, _ in observations[0].slots)
     found = [tuple(effective(d) for _, d in o.slots) for o in observations]
     mixed = {slots[i] for row in found for i, d in enumerate(row) if d == MIXED}
-    rows = [
+    all_rows = [
         _Row(o, tuple(None if slots[i] in mixed else d for i, d in enumerate(row))) for o, row in zip(observations, found)
     ]
+    rows = [row for row in all_rows if row.observation.nonempty]
+    empty = [row for row in all_rows if not row.observation.nonempty]
     classes = variables_of(slots, [row.dtypes for row in rows])
     variables = []
     for number, members in enumerate(classes):
         indices = [slots.index(slot) for slot in members]
         seen = {row.dtypes[i] for row in rows for i in indices} - {None}
         evidence = _observed_evidence(slots, members, rows) + _declared_evidence(name, slots, members, seen, rows, catalogue)
+        evidence += _observed_evidence(slots, members, empty, EMPTY)
         variables.append(Variable(f"T{number}", tuple(seen), members, evidence))
     return OverloadPlan(name, tuple(variables))
 
 
-def _observed_evidence(slots: tuple[str, ...], members: tuple[str, ...], rows: list[_Row]) -> tuple[Evidence, ...]:
+def _observed_evidence(slots: tuple[str, ...], members: tuple[str, ...], rows: list[_Row], source: str = OPINFO) -> tuple[Evidence, ...]:
     """Evidence per OpInfo (and whether it called the overload itself), in the order seen.
+
+    ``source`` is ``empty`` for the calls with an empty tensor: kept, said so, never acceptance.
 
     Slots of the variable seen with different dtype sets (an optional slot passed in
     fewer samples) get one piece each, so that every piece's dtypes hold for each of its
@@ -87,7 +97,7 @@ def _observed_evidence(slots: tuple[str, ...], members: tuple[str, ...], rows: l
     evidence = []
     for (opinfo, direct), group in groups.items():
         samples = ", ".join(d.name for d in canonical(row.observation.sample_dtype for row in group))
-        how = "" if direct else ", inside other overloads"
+        how = ("" if direct else ", inside other overloads") + (", on empty tensors" if source == EMPTY else "")
         by_dtypes: dict[tuple[DType, ...], list[int]] = {}
         for i in indices:
             dtypes = canonical({row.dtypes[i] for row in group} - {None})
@@ -96,7 +106,7 @@ def _observed_evidence(slots: tuple[str, ...], members: tuple[str, ...], rows: l
         for dtypes, present in by_dtypes.items():
             count = sum(row.observation.count for row in group if any(row.dtypes[i] is not None for i in present))
             where = f"OpInfo {opinfo} ({samples}){how}"
-            evidence.append(Evidence(OPINFO, where, dtypes, tuple(slots[i] for i in present), count))
+            evidence.append(Evidence(source, where, dtypes, tuple(slots[i] for i in present), count))
     return tuple(evidence)
 
 
@@ -108,7 +118,7 @@ def _declared_evidence(
     rows: list[_Row],
     catalogue: Mapping[OpInfoId, CatalogueEntry],
 ) -> tuple[Evidence, ...]:
-    """Other devices' dtypes, declared by the OpInfos about this overload, for the slots that follow the sample dtype."""
+    """CUDA's dtypes, claimed by the OpInfos whose own op this overload is, for the slots that follow the sample dtype."""
     operator = name.split(".", 1)[0]
     confirmed: dict[OpInfoId, set[str]] = {}
     broken: dict[OpInfoId, set[str]] = {}

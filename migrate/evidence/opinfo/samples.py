@@ -137,7 +137,7 @@ def opinfo_reports(argument: tuple[OpInfoId, bool, bool, bool]) -> Iterator[dict
         yield {
             "dtype": name,
             "samples": len(samples),
-            "observations": [[o.overload, o.direct, o.count, list(o.slots)] for o in recording.observations()],
+            "observations": [[o.overload, o.direct, o.count, list(o.slots), o.nonempty] for o in recording.observations()],
             "errors": [[kind, reason, count] for (kind, reason), count in sorted(errors.items())],
         }
     if capture is not None:

@@ -258,9 +258,9 @@ def _run_from_outcome(opinfo: OpInfoId, outcome: JobOutcome) -> OpInfoRun:
             continue
         sample_dtype = interned_dtype(report["dtype"])
         samples += report["samples"]
-        for overload, direct, count, slots in report["observations"]:
+        for overload, direct, count, slots, nonempty in report["observations"]:
             named = tuple((name, load(dtypes)) for name, dtypes in slots)
-            observations.append(Observation(overload, named, opinfo, sample_dtype, direct, count))
+            observations.append(Observation(overload, named, opinfo, sample_dtype, direct, count, nonempty))
         for kind, reason, count in report["errors"]:
             dtypes, counts = errors.setdefault((kind, reason), ([], []))
             dtypes.append(sample_dtype)

@@ -12,6 +12,8 @@ The sweep's workers call recorded calls again with tensor slots cast to other dt
 - slots shown to be tied (no dtype could be cast to alone, one could be cast to
   together: ``query``, ``key`` and ``value``) are merged first, before the greedy
   merges in schema order that could otherwise tie one of them elsewhere;
+- a call with an empty tensor (``nonempty`` false) accepts nothing and ties nothing: ATen
+  returns before its dtype dispatch there; its probes are kept as ``empty`` evidence;
 - a variable's dtypes are everything seen at its slots, observed or accepted when
   probed: the sound union where ATen's rule depends on another argument (a mask may be
   bool, float32 or the query's dtype); each context stays in its own evidence.
@@ -30,15 +32,16 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from migrate.evidence.runtime.runs import MIXED, SCHEMA_CALL, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
 from migrate.evidence.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
-from migrate.model.plan import DECLARED, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
+from migrate.model.plan import DECLARED, EMPTY, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
 
 ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
 REJECTED = ": rejected: "  # precedes ATen's message in the ``where`` of probe evidence for dtypes it refused
+ON_EMPTY = ", on empty tensors"  # in the ``where`` of evidence from probing a call with an empty tensor
 SCHEMA_CALL_WHERE = "a call built from the schema"  # in the ``where`` of probe evidence from migrate.evidence.probe.schema_calls
 SPLIT = "probe-split"  # conflict: probing split a variable the observations alone would have declared
 JOINED = "probe-joined"  # conflict: probing joined variables the observations alone would have kept apart
@@ -74,7 +77,9 @@ def probe_plans(probed: Iterable[ProbedCall], observations: Iterable[Observation
 
 def _plan(name: str, calls: list[ProbedCall], observations: list[Observation]) -> OverloadPlan:
     slots = tuple(slot for slot, _ in calls[0].slots)
-    raw = {tuple(d for _, d in o.slots) for o in observations}
+    empty = [call for call in calls if not call.nonempty]  # kept as ``empty`` evidence: never acceptance
+    calls = [call for call in calls if call.nonempty]
+    raw = {tuple(d for _, d in o.slots) for o in observations if o.nonempty}
     raw.update(tuple(d for _, d in call.slots) for call in calls)
     raw.update(row for call in calls for row in call.accepted_rows())
     rows = [tuple(map(effective, row)) for row in raw]
@@ -86,7 +91,8 @@ def _plan(name: str, calls: list[ProbedCall], observations: list[Observation]) -
     for number, members in enumerate(classes):
         indices = [slots.index(slot) for slot in members]
         dtypes = {row[i] for row in rows for i in indices} - {None}
-        variables.append(Variable(f"P{number}", tuple(dtypes), members, tuple(_evidence(members, calls))))
+        evidence = tuple(_evidence(members, calls)) + tuple(replace(e, source=EMPTY) for e in _evidence(members, empty, ON_EMPTY))
+        variables.append(Variable(f"P{number}", tuple(dtypes), members, evidence))
     return OverloadPlan(name, tuple(variables))
 
 
@@ -142,24 +148,32 @@ class _Gathered:
         self.calls.add(call)
 
 
-def _evidence(members: tuple[str, ...], calls: list[ProbedCall]) -> Iterator[Evidence]:
-    """Per slots cast and context, what ATen accepted; per slots cast and message, what it refused; what it returned."""
+def _evidence(members: tuple[str, ...], calls: list[ProbedCall], note: str = "") -> Iterator[Evidence]:
+    """Per slots cast and context, what ATen accepted; per slots cast and message, what it refused; what it returned.
+
+    Dtypes accepted only with a gating argument set (``dtype=torch.float32``) are a piece of their own, which says so.
+    """
     accepted: dict[tuple[str, str], _Gathered] = {}
     rejected: dict[tuple[str, str], _Gathered] = {}
     returned = _Gathered()
+    if not calls:
+        return
     return_names = [name for name, _ in calls[0].slots if name.startswith("return.")]
     returns = [(i, name) for i, name in enumerate(return_names) if name in members]  # positions in a probe's returns
     for number, call in enumerate(calls):
         original = dict(call.slots)
         for probe in call.probes:
             bound = [name for name in probe.cast if name in members]
-            if bound and probe.accepted:
-                key = (_subject(probe.cast), _context(call, probe.cast))
+            if bound:  # the call as recorded ran, whatever its casts did
+                context = _context(call, probe.cast)
                 recorded = {_single(original[name]) for name in probe.cast}
-                gathered = accepted.setdefault(key, _Gathered())
-                gathered.add((dtype for dtype, _ in probe.accepted), bound, call.opinfo, number)
+                gated = dict(probe.gated)
+                gathered = accepted.setdefault((_subject(probe.cast), context), _Gathered())
+                gathered.add((dtype for dtype, _ in probe.accepted if dtype not in gated), bound, call.opinfo, number)
                 if len(recorded) == 1 and None not in recorded:
                     gathered.dtypes.update(recorded)  # the call as recorded: accepted too
+                for dtype, gate in gated.items():
+                    accepted.setdefault((_subject(probe.cast), f"{context} and {gate}"), _Gathered()).add((dtype,), bound, call.opinfo, number)
             for dtype, message in probe.rejected if bound else ():
                 gathered = rejected.setdefault((_subject(probe.cast), _template(message)), _Gathered())
                 gathered.add((dtype,), bound, call.opinfo, number)
@@ -170,12 +184,13 @@ def _evidence(members: tuple[str, ...], calls: list[ProbedCall]) -> Iterator[Evi
                     returned.add(found, (name,), call.opinfo, number)
     order = {name: i for i, name in enumerate(members)}
     for (subject, context), gathered in accepted.items():
-        yield _made(gathered, f"{subject}{context}, {_sources(gathered)}{ACCEPTED}", order)
+        if gathered.dtypes:
+            yield _made(gathered, f"{subject}{context}, {_sources(gathered)}{note}{ACCEPTED}", order)
     for (subject, _), gathered in rejected.items():
         messages = _one_per_dtype([gathered.messages[d] for d in canonical(gathered.messages)])
-        yield _made(gathered, f"{subject}, {_sources(gathered)}{REJECTED}{messages}", order)
+        yield _made(gathered, f"{subject}, {_sources(gathered)}{note}{REJECTED}{messages}", order)
     if returned.slots:
-        yield _made(returned, f"returned by accepted probes, {_sources(returned)}", order)
+        yield _made(returned, f"returned by accepted probes, {_sources(returned)}{note}", order)
 
 
 def _one_per_dtype(messages: list[str]) -> str:
@@ -246,7 +261,12 @@ def probe_summary(plan: Plan) -> dict[str, int]:
                 probed = {d for e in pieces if e.source == PROBE for d in e.dtypes}
                 widened += bool(observed) and bool(probed - known)
     kinds = [c.kind for overload in plan.overloads for c in overload.conflicts]
-    built = sum(1 for o in plan.overloads if any(SCHEMA_CALL_WHERE in e.where for v in o.variables for e in v.evidence if e.source == PROBE))
+    built = sum(
+        1
+        for o in plan.overloads
+        if any(SCHEMA_CALL_WHERE in e.where for v in o.variables for e in v.evidence if e.source == PROBE)
+        and not any(e.source == OPINFO for v in o.variables for e in v.evidence)
+    )
     return {
         "slots_widened": widened,
         "variables_split": kinds.count(SPLIT),

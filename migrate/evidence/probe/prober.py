@@ -11,7 +11,10 @@ tensor can be cast to in this torch), with:
    shows it), when they are fewer.
 
 Accepted means the call returned (with its returns' dtypes); a rejection keeps its
-message. The unmodified call is made first: if it fails now (state or data it depended
+message. Where an argument gates the dtypes (``GATES``: a ``dtype=`` argument, ``train``,
+``half_to_float``), a dtype refused as recorded is tried again with the argument at the value
+that lets more dtypes in: ``mean(int64 tensor, dtype=torch.float32)`` is a valid call, so
+``mean`` may accept int64. Such an acceptance names the setting (``gated``). The unmodified call is made first: if it fails now (state or data it depended
 on), nothing of it is probed. Calls run on the captured clones, cloned again per probe
 for an overload that writes to an argument; every probe starts from its own fixed seed.
 
@@ -132,6 +135,41 @@ def describe(call: CapturedCall) -> str:
     return f"{call.slots.name} ({', '.join(inputs)})"
 
 
+def _scalar_type_gate(value: Any) -> Any:
+    return torch.float32 if value != torch.float32 else None
+
+
+GATES: dict[str, Callable[[str, Any], Any]] = {
+    # per argument kind (the schema's type, or a bool's name): the value that lets more dtypes in, None when it has it
+    "ScalarType": lambda name, value: _scalar_type_gate(value),  # mean(int64, dtype=float32): ints reduce into floats
+    "train": lambda name, value: False if value is not False else None,  # dropout off returns its input, any dtype
+    "half_to_float": lambda name, value: not value,  # _softmax's other half of its dtype rule
+}
+
+
+def gates(call: CapturedCall) -> list[tuple[int, str, bool, Any]]:
+    """The arguments of a captured call that gate its dtypes, with the value to try: (position, name, keyword-only, value)."""
+    found = []
+    args, kwargs = call.args, call.kwargs
+    schema = getattr(call.func, "_schema", None)  # a plain function standing for an overload has none
+    for position, argument in enumerate(schema.arguments if schema is not None else ()):
+        kind = str(getattr(argument, "real_type", argument.type))
+        key = "ScalarType" if "ScalarType" in kind else argument.name if kind in ("bool", "Optional[bool]") else None
+        if key not in GATES:
+            continue
+        keyword_only = argument.kwarg_only or position >= len(args)
+        value = kwargs.get(argument.name, argument.default_value) if keyword_only else args[position]
+        alternative = GATES[key](argument.name, value)
+        if alternative is not None:
+            found.append((position, argument.name, keyword_only, alternative))
+    return found
+
+
+def _gate_text(gate: tuple[int, str, bool, Any]) -> str:
+    """'dtype=torch.float32': the setting of a gating argument, as evidence names it."""
+    return f"{gate[1]}={gate[3]}"
+
+
 class _Prober:
     """Calls one captured call again with some slots cast; returns (returns' dtype names, '') or (None, message)."""
 
@@ -141,13 +179,21 @@ class _Prober:
         self.timeout = timeout
         self.count = 0
 
-    def __call__(self, cast: dict[int, torch.dtype]) -> tuple[tuple[Any, ...] | None, str]:
+    def __call__(
+        self, cast: dict[int, torch.dtype], gate: tuple[int, str, bool, Any] | None = None
+    ) -> tuple[tuple[Any, ...] | None, str]:
         slots = self.call.slots
         self.count += 1
         torch.default_generator.manual_seed(zlib.crc32(f"{self.label}\0{self.count}".encode()))
         signal.setitimer(signal.ITIMER_REAL, self.timeout)
         try:
             args, kwargs = self._arguments(cast)
+            if gate is not None:
+                position, name, keyword_only, value = gate
+                if keyword_only:
+                    kwargs[name] = value
+                else:
+                    args[position] = value
             out = self.call.func(*args, **kwargs)
         except Exception as exc:  # ATen refused these dtypes (or a tensor could not take one): the finding
             return None, one_line(exc)
@@ -178,7 +224,8 @@ class _Prober:
 
 def probe_call(call: CapturedCall, label: str, timeout: float) -> dict[str, Any]:
     """One captured call's probes, as the sweep's report: the call as recorded, and per set of
-    slots cast ``[slots, [[dtype, returns' dtypes], ...accepted], [[dtype, message], ...refused]]``;
+    slots cast ``[slots, [[dtype, returns' dtypes], ...accepted], [[dtype, message], ...refused], [[dtype, gate], ...]]``
+    (the last: the accepted dtypes refused as recorded, with the gating argument's setting that let them in);
     ``again`` is why the unmodified call failed when made again ('' when it ran): then nothing was probed.
     """
     names = [name for _, name, _, _ in call.slots.arguments] + [name for _, name, _ in call.slots.returns]
@@ -186,6 +233,7 @@ def probe_call(call: CapturedCall, label: str, timeout: float) -> dict[str, Any]
         "overload": call.slots.name,
         "sample": call.sample_dtype,
         "direct": call.direct,
+        "nonempty": call.nonempty,
         "slots": [[name, _named(d)] for name, d in zip(names, call.dtypes)],
         "again": "",
         "probes": [],
@@ -197,18 +245,24 @@ def probe_call(call: CapturedCall, label: str, timeout: float) -> dict[str, Any]
     original = {i: _single(d) for i, d in enumerate(call.dtypes[: len(call.slots.arguments)]) if d is not None}
     universe = dtype_universe()
     probes: list[list[Any]] = report["probes"]
+    gating = gates(call)
 
     def probe(cast: tuple[int, ...], skip: torch.dtype | None) -> bool:
-        """Cast ``cast`` to each other dtype; whether ATen accepted any."""
-        accepted, refused = [], []
+        """Cast ``cast`` to each other dtype (refused: again with each gating argument set); whether ATen accepted any."""
+        accepted, refused, gated = [], [], []
         for dtype in universe:
             if dtype is not skip:
                 returns, message = prober(dict.fromkeys(cast, dtype))
+                for gate in gating if returns is None else ():
+                    returns, _ = prober(dict.fromkeys(cast, dtype), gate)
+                    if returns is not None:
+                        gated.append([dtype_name(dtype), _gate_text(gate)])
+                        break
                 if returns is None:
                     refused.append([dtype_name(dtype), message])
                 else:
                     accepted.append([dtype_name(dtype), returns])
-        probes.append([[names[i] for i in cast], accepted, refused])
+        probes.append([[names[i] for i in cast], accepted, refused, gated])
         return bool(accepted)
 
     movable = {index for index in original if probe((index,), original[index])}

@@ -6,8 +6,10 @@ functions, ``_add_relu``, ``fill_diagonal_``. For each overload of the installed
 with a kernel a CPU call reaches and a tensor slot (out= overloads aside: their group
 follows their functional overload), a worker builds arguments from the schema alone:
 small tensors of one shape (2x3 first, then others), ints 1 or 0, int lists of the
-tensor's shape or ``[1]``, optional tensors given or left to their defaults, fillers for
-floats, scalars and bools, defaults for the rest. An overload with a dtype argument
+tensor's shape or ``[1]``, optional tensors and scalars given or left to their defaults, fillers for
+floats, scalars and bools, defaults for the rest. The same calls also probe an overload that
+samples reach only as an observation, never probed on a call with elements in every tensor
+(``remainder.Scalar`` inside ``take_along_dim``): ``migrate.evidence.derived``. An overload with a dtype argument
 (``ScalarType``) is left out: what it accepts may follow that argument, which probing
 never varies.
 The tensors take one base dtype (float32, then int64, bool, complex64; for float32 also
@@ -51,6 +53,7 @@ _BASE_DTYPES = ("float32", "int64", "bool", "complex64")
 _INTS = (1, 0)
 _FILLERS = {"float": 0.5, "Scalar": 1, "number": 1, "bool": False, "SymFloat": 0.5}
 _TENSOR_LISTS = ("List[Tensor]", "List[Optional[Tensor]]", "Optional[List[Tensor]]")
+_OPTIONAL_FILLERS = {"Optional[Scalar]": "Scalar", "Optional[number]": "number"}  # given with the optional tensors, else left to their default
 
 
 def _writes_out(schema: Any) -> bool:
@@ -108,6 +111,8 @@ def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None], combination: tu
             named[argument.name] = list(shape) if sizes else [number]
         elif kind in _FILLERS and required:
             named[argument.name] = _FILLERS[kind]
+        elif kind in _OPTIONAL_FILLERS and optional:  # clamp(self, min, max) needs one of its optional bounds
+            named[argument.name] = _FILLERS[_OPTIONAL_FILLERS[kind]]
         elif required:
             return None
     return torch_private.call_arguments(schema, named)
@@ -118,7 +123,7 @@ def _combinations(schema: Any) -> list[tuple[tuple[int, ...], int, bool, bool]]:
     kinds = {str(getattr(a, "real_type", a.type)) for a in schema.arguments}
     numbers = _INTS if kinds & {"int", "SymInt"} else _INTS[:1]
     sizes = (True, False) if kinds & {"List[int]", "List[SymInt]"} else (True,)
-    optional = (True, False) if kinds & {"Optional[Tensor]", "Optional[List[Tensor]]", "List[Optional[Tensor]]"} else (True,)
+    optional = (True, False) if kinds & {"Optional[Tensor]", "Optional[List[Tensor]]", "List[Optional[Tensor]]", *_OPTIONAL_FILLERS} else (True,)
     return list(itertools.product(_SHAPES, numbers, sizes, optional))
 
 
@@ -137,7 +142,7 @@ def _built_calls(func: Any, timeout: float) -> list[Any]:
 
     import torch
 
-    from migrate.evidence.runtime.recorders import CapturedCall, cloned, slot_dtypes
+    from migrate.evidence.runtime.recorders import CapturedCall, call_has_elements, cloned, slot_dtypes
 
     slots = torch_private.overload_slots(func)
     seed = zlib.crc32(slots.name.encode())
@@ -159,8 +164,9 @@ def _built_calls(func: Any, timeout: float) -> list[Any]:
                 continue
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
+            nonempty = call_has_elements(slots, args, kwargs, out)
             args, kwargs = kept
-            calls.append(CapturedCall(func, slots, tuple(args), kwargs, slot_dtypes(slots, args, kwargs, out), True, dtype_name))
+            calls.append(CapturedCall(func, slots, tuple(args), kwargs, slot_dtypes(slots, args, kwargs, out), True, dtype_name, nonempty))
             break
         if len(calls) == BASES:
             break

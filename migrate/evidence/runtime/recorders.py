@@ -23,14 +23,14 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Union
 
 import torch
 
 from migrate import torch_private
-from migrate.dispatch import TwoKeyObserver
+from migrate.dispatch import TwoKeyObserver, has_elements
 
 SlotDType = Union[str, tuple[Union[str, None], ...], None]
 """A slot's dtype in one call: a dtype name ('float32'), a list's element dtype names
@@ -45,6 +45,7 @@ class RawObservation:
     slots: tuple[tuple[str, SlotDType], ...]  # every tensor slot of the schema, in schema order
     direct: bool  # called from Python (the sample's own code), not from inside another overload
     count: int
+    nonempty: bool = True  # every tensor argument and return had an element (see ``has_elements``)
 
 
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
@@ -77,16 +78,26 @@ class CapturedCall:
     dtypes: tuple[Any, ...]  # per slot of ``slots`` (arguments, then returns), as ``dtypes_of`` gives them
     direct: bool
     sample_dtype: str
+    nonempty: bool = True  # every tensor argument and return had an element: what its probes accept counts
+
+
+def slot_values(slots: torch_private.OverloadSlots, args: tuple | list, kwargs: dict, out: Any) -> Iterator[tuple[Any, bool]]:
+    """Each slot's value in one call and whether it holds lists: its arguments as given, then its returns."""
+    for position, name, keyword_only, holds_list in slots.arguments:
+        yield (kwargs.get(name) if keyword_only or position >= len(args) else args[position]), holds_list
+    outs = out if slots.returns_tuple else (out,)
+    for position, _, holds_list in slots.returns:
+        yield outs[position], holds_list
 
 
 def slot_dtypes(slots: torch_private.OverloadSlots, args: tuple | list, kwargs: dict, out: Any) -> tuple[Any, ...]:
     """Each slot's dtypes in one call (``dtypes_of``): its arguments as given, then its returns."""
-    values = []
-    for position, name, keyword_only, holds_list in slots.arguments:
-        values.append(dtypes_of(kwargs.get(name) if keyword_only or position >= len(args) else args[position], holds_list))
-    outs = out if slots.returns_tuple else (out,)
-    values += [dtypes_of(outs[position], holds_list) for position, _, holds_list in slots.returns]
-    return tuple(values)
+    return tuple(dtypes_of(value, holds_list) for value, holds_list in slot_values(slots, args, kwargs, out))
+
+
+def call_has_elements(slots: torch_private.OverloadSlots, args: tuple | list, kwargs: dict, out: Any) -> bool:
+    """Whether every tensor argument and return of one call has an element (``has_elements``)."""
+    return all(has_elements(value) for value, _ in slot_values(slots, args, kwargs, out))
 
 
 def cloned(value: Any) -> Any:
@@ -132,17 +143,21 @@ class CallCapture:
         if not self._open(key, slots, direct):
             return None
         inputs = tuple(dtypes_of(_argument(args, kwargs, slot), slot[3]) for slot in slots.arguments)
-        if (key, inputs) in self._signatures:
+        nonempty = all(has_elements(_argument(args, kwargs, slot)) for slot in slots.arguments)
+        if (key, inputs, nonempty) in self._signatures:
             return None
         try:
             return cloned(args), cloned(kwargs)
         except Exception:  # a tensor that cannot be copied (an exotic layout): not probed
             return None
 
-    def keep(self, func: Any, key: int, slots: torch_private.OverloadSlots, call: tuple, values: tuple, direct: bool) -> None:
+    def keep(
+        self, func: Any, key: int, slots: torch_private.OverloadSlots, call: tuple, values: tuple, direct: bool, nonempty: bool
+    ) -> None:
         """Keep a call that returned (``call``: its arguments, already cloned for an overload that mutates)."""
         inputs = values[: len(slots.arguments)]
-        if not self._open(key, slots, direct) or (key, inputs) in self._signatures or all(v is None for v in inputs):
+        signature = (key, inputs, nonempty)
+        if not self._open(key, slots, direct) or signature in self._signatures or all(v is None for v in inputs):
             return
         args, kwargs = call
         if not slots.mutates:
@@ -150,13 +165,14 @@ class CallCapture:
                 args, kwargs = cloned(args), cloned(kwargs)
             except Exception:  # a tensor that cannot be copied: not probed
                 return
-        self._signatures.add((key, inputs))
-        self._kept.setdefault(key, []).append(CapturedCall(func, slots, args, kwargs, values, direct, self.sample_dtype))
+        self._signatures.add(signature)
+        self._kept.setdefault(key, []).append(CapturedCall(func, slots, args, kwargs, values, direct, self.sample_dtype, nonempty))
 
     def chosen(self) -> list[CapturedCall]:
         """The calls to probe, overload by overload: up to its budget, as varied as the kept calls allow.
 
-        First one call per pattern of absent slots (a mask passed or not), then one per
+        Calls on tensors with elements come first (only their probes can accept a dtype);
+        among them, first one call per pattern of absent slots (a mask passed or not), then one per
         sample dtype in turn, float32, int64 and bool first: a slot cast alone is judged
         beside the others' dtypes, and those are the ones most dtypes combine with.
         """
@@ -164,7 +180,7 @@ class CallCapture:
         for key, calls in self._kept.items():
             limit = max(self._limits.get((key, direct), 0) for direct in (False, True))
             rank = {name: i for i, name in enumerate(SAMPLE_DTYPE_PRIORITY)}
-            ranked = sorted(calls, key=lambda c: rank.get(c.sample_dtype, len(rank)))  # stable: then in the order run
+            ranked = sorted(calls, key=lambda c: (not c.nonempty, rank.get(c.sample_dtype, len(rank))))  # stable: then in the order run
             picked: dict[int, CapturedCall] = {}
             patterns = set()
             for call in ranked:
@@ -177,6 +193,7 @@ class CallCapture:
                 by_sample.setdefault(call.sample_dtype, []).append(call)
             for turn in itertools.zip_longest(*by_sample.values()):
                 picked.update((id(call), call) for call in turn if call is not None and id(call) not in picked)
+            picked = {i: call for nonempty in (True, False) for i, call in picked.items() if call.nonempty == nonempty}
             chosen.extend(list(picked.values())[:limit])
         return chosen
 
@@ -196,7 +213,7 @@ class Recording(TwoKeyObserver):
 
     def __init__(self, capture: CallCapture | None = None) -> None:
         # Keyed by id(overload): an OpOverload's hash is computed in Python, and this is the hot path.
-        self._counts: collections.Counter[tuple[int, bool, tuple[Any, ...]]] = collections.Counter()
+        self._counts: collections.Counter[tuple[int, bool, tuple[Any, ...], bool]] = collections.Counter()
         self._slots: dict[int, torch_private.OverloadSlots] = {}
         self._capture = capture
         super().__init__()
@@ -242,21 +259,24 @@ class Recording(TwoKeyObserver):
     def add(self, func: Any, args: tuple, kwargs: dict, out: Any, direct: bool, before: tuple | None = None) -> None:
         key = id(func)
         slots = self._slots_of(func)
-        signature = (key, direct, slot_dtypes(slots, args, kwargs, out))
+        values = tuple(slot_values(slots, args, kwargs, out))
+        dtypes = tuple(dtypes_of(value, holds_list) for value, holds_list in values)
+        nonempty = all(has_elements(value) for value, _ in values)
+        signature = (key, direct, dtypes, nonempty)
         self._counts[signature] += 1
         if self._capture is not None and self._counts[signature] == 1:
             call = before if slots.mutates else (args, kwargs)
             if call is not None:
-                self._capture.keep(func, key, slots, call, signature[2], direct)
+                self._capture.keep(func, key, slots, call, dtypes, direct, nonempty)
 
     def observations(self) -> list[RawObservation]:
         """What was recorded, with names instead of torch objects, sorted (a deterministic order)."""
         found = []
-        for (key, direct, values), count in self._counts.items():
+        for (key, direct, values, nonempty), count in self._counts.items():
             slots = self._slots[key]
             names = [name for _, name, _, _ in slots.arguments] + [name for _, name, _ in slots.returns]
-            found.append(RawObservation(slots.name, tuple(zip(names, map(_named, values))), direct, count))
-        return sorted(found, key=lambda o: (o.overload, not o.direct, repr(o.slots)))
+            found.append(RawObservation(slots.name, tuple(zip(names, map(_named, values))), direct, count, nonempty))
+        return sorted(found, key=lambda o: (o.overload, not o.direct, repr(o.slots), not o.nonempty))
 
 
 def _named(value: Any) -> SlotDType:

@@ -67,6 +67,7 @@ class Observation:
     sample_dtype: DType
     direct: bool  # called by the sample's own code, not from inside another overload
     count: int
+    nonempty: bool = True  # every tensor argument and return had an element; else the call proves no dtype accepted
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class Probe:
     cast: tuple[str, ...]  # the argument slots cast
     accepted: tuple[tuple[DType, tuple[SlotDTypes, ...]], ...]  # per dtype ATen accepted: each return slot's dtype
     rejected: tuple[tuple[DType, str], ...]  # per dtype ATen refused: its message
+    gated: tuple[tuple[DType, str], ...] = ()  # accepted dtypes refused as recorded: the gating argument's setting ('dtype=torch.float32')
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class ProbedCall:
     direct: bool
     probes: tuple[Probe, ...]
     refused_again: str = ""  # why the unmodified call failed when made again; then nothing was probed
+    nonempty: bool = True  # the call as recorded had an element in every tensor; else its probes accept nothing
 
     @classmethod
     def from_report(cls, opinfo: OpInfoId, report: dict[str, Any]) -> ProbedCall:
@@ -98,11 +101,13 @@ class ProbedCall:
                 tuple(cast),
                 tuple((interned_dtype(d), tuple(map(load, returns))) for d, returns in accepted),
                 tuple((interned_dtype(d), message) for d, message in rejected),
+                tuple((interned_dtype(d), gate) for d, gate in gated),
             )
-            for cast, accepted, rejected in report["probes"]
+            for cast, accepted, rejected, gated in report["probes"]
         )
         slots = tuple((name, load(dtypes)) for name, dtypes in report["slots"])
-        return cls(report["overload"], slots, opinfo, interned_dtype(report["sample"]), report["direct"], probes, report["again"])
+        sample = interned_dtype(report["sample"])
+        return cls(report["overload"], slots, opinfo, sample, report["direct"], probes, report["again"], report["nonempty"])
 
     def accepted_rows(self) -> Iterator[tuple[SlotDTypes, ...]]:
         """Each slot's dtype in each accepted probe: cast slots at the probe's dtype, returns as returned."""
@@ -184,7 +189,8 @@ class OpInfoRun:
         observations = []
         for o in self.observations:
             slot_names.setdefault(o.overload, [name for name, _ in o.slots])
-            observations.append([o.overload, o.sample_dtype.name, int(o.direct), o.count, [dump(d) for _, d in o.slots]])
+            observed = [o.overload, o.sample_dtype.name, int(o.direct), o.count, [dump(d) for _, d in o.slots], int(o.nonempty)]
+            observations.append(observed)
         failures = [[f.kind, f.reason, [d.name for d in f.dtypes], f.count] for f in self.failures]
         messages: dict[str, int] = {}  # each rejection message once: most recur across calls and slots
         probed = []
@@ -195,11 +201,12 @@ class OpInfoRun:
                     [names.index(n) for n in p.cast],
                     [[d.name, [dump(r) for r in returns]] for d, returns in p.accepted],
                     [[d.name, messages.setdefault(message, len(messages))] for d, message in p.rejected],
+                    [[d.name, gate] for d, gate in p.gated],
                 ]
                 for p in call.probes
             ]
             dtypes = [dump(d) for _, d in call.slots]
-            probed.append([call.overload, call.sample_dtype.name, int(call.direct), dtypes, call.refused_again, probes])
+            probed.append([call.overload, call.sample_dtype.name, int(call.direct), dtypes, call.refused_again, probes, int(call.nonempty)])
         return {
             "name": self.opinfo.name,
             "variant": self.opinfo.variant,
@@ -220,9 +227,15 @@ class OpInfoRun:
         slot_names = obj["slots"]
         observations = tuple(
             Observation(
-                overload, tuple(zip(slot_names[overload], map(load, dtypes))), opinfo, interned_dtype(sample), bool(direct), count
+                overload,
+                tuple(zip(slot_names[overload], map(load, dtypes))),
+                opinfo,
+                interned_dtype(sample),
+                bool(direct),
+                count,
+                bool(nonempty),
             )
-            for overload, sample, direct, count, dtypes in obj["observations"]
+            for overload, sample, direct, count, dtypes, nonempty in obj["observations"]
         )
         failures = tuple(
             Failure(opinfo, kind, reason, tuple(map(interned_dtype, dtypes)), count)
@@ -230,7 +243,7 @@ class OpInfoRun:
         )
         messages = obj["messages"]
         probed = []
-        for overload, sample, direct, dtypes, refused_again, probes in obj["probes"]:
+        for overload, sample, direct, dtypes, refused_again, probes, nonempty in obj["probes"]:
             names = slot_names[overload]
             probed.append(
                 ProbedCall(
@@ -244,10 +257,12 @@ class OpInfoRun:
                             tuple(names[i] for i in cast),
                             tuple((interned_dtype(d), tuple(map(load, returns))) for d, returns in accepted),
                             tuple((interned_dtype(d), messages[m]) for d, m in rejected),
+                            tuple((interned_dtype(d), gate) for d, gate in gated),
                         )
-                        for cast, accepted, rejected in probes
+                        for cast, accepted, rejected, gated in probes
                     ),
                     refused_again,
+                    bool(nonempty),
                 )
             )
         return cls(

@@ -1,0 +1,62 @@
+"""Benchmark of the cold first run, before and after a change; prints, never asserts.
+
+Runs the whole ``dtype-migrate --out DIR`` on an empty cache folder for two source trees, in
+alternating order: a git revision (exported with ``git archive``) and this working tree. Per run:
+wall time, and the CPU time the sweep's workers spent on the OpInfos (their ``cpu_seconds`` in the
+cache files: load on the machine does not inflate it); the best of each kind counts.
+Target: after / before <= 1.3.
+
+    /work/main/.venv/bin/python bench/bench_cold_run.py --before a155d44 -j 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+def _cold_run(source: Path, jobs: int, scratch: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the sweep's workers) of one full run on an empty cache."""
+    cache, out = tempfile.mkdtemp(dir=scratch), tempfile.mkdtemp(dir=scratch)
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    argv = [sys.executable, "-m", "migrate", "--cache-dir", cache, "--out", out, "-j", str(jobs)]
+    started = time.perf_counter()
+    subprocess.run(argv, cwd=source, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    runs = [json.loads(path.read_text()) for path in Path(cache, "opinfo").glob("*/*.json")]
+    return wall, sum(run.get("cpu_seconds", 0.0) for run in runs if isinstance(run, dict))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--before", required=True, help="git revision of the tree before the change")
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=1, help="pairs of runs; the best of each kind counts")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch_name:
+        scratch = Path(scratch_name)
+        old = scratch / "before"
+        old.mkdir()
+        archive = subprocess.run(["git", "archive", args.before], cwd=HERE, check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        results: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
+        for _ in range(args.repeat):
+            for kind, source in (("before", old), ("after", HERE)):
+                results[kind].append(_cold_run(source, args.jobs, scratch))
+                wall, cpu = results[kind][-1]
+                print(f"{kind}: {wall:.1f} s wall, {cpu:.1f} s CPU in the sweep's workers", flush=True)
+    best = {kind: (min(w for w, _ in runs), min(c for _, c in runs)) for kind, runs in results.items()}
+    print(f"cold run after / before: {best['after'][0] / best['before'][0]:.2f} wall, {best['after'][1] / best['before'][1]:.2f} CPU")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

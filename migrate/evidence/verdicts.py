@@ -1,0 +1,130 @@
+"""A verdict per dtype for each variable, read from its merged evidence (docs/evidence.md).
+
+A maintainer trusts a written set only if each of its dtypes rests on something ATen did.
+So every dtype a plain tensor can have gets one verdict per variable, the first that holds:
+
+- ``accepted``: a call with an element in every tensor argument and return ran (an OpInfo
+  observation, an accepted probe, a metadata-reading kernel on meta tensors); calls with an
+  empty tensor are ``empty`` evidence and never count, since ATen returns before its dtype
+  dispatch (``mm`` of (0, 2) and (2, 3) bool tensors runs);
+- ``other-device``: the OpInfo of this very overload claims it for CUDA (PyTorch's CI tests
+  that claim; the MPS, XPU and HPU sets OpInfo derives by default are no evidence);
+- ``rejected``: a probe of such a call raised, with ATen's message;
+- ``unknown``: nothing says. A variable with unknown verdicts is ``incomplete``: its set is a
+  lower bound, never a reason to narrow anything.
+
+In-place, out= and alias overloads that take another overload's constraints take its verdicts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from migrate.evidence.probe.merge import SCHEMA_CALL_WHERE, is_rejection
+from migrate.evidence.probe.merge import REJECTED as REJECTED_IN_WHERE
+from migrate.model.dtypes import TENSOR_DTYPES
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import (
+    ACCEPTED,
+    DECLARED,
+    EMPTY,
+    KERNEL,
+    OPINFO,
+    OTHER_DEVICE,
+    PROBE,
+    REJECTED,
+    UNKNOWN,
+    OverloadPlan,
+    Plan,
+    Variable,
+    Verdicts,
+)
+
+
+def verdicts_of(variable: Variable) -> Verdicts:
+    """The verdicts its evidence gives (see the module's docstring)."""
+    accepted, other, rejected = set(), set(), {}
+    for evidence in variable.evidence:
+        if is_rejection(evidence):
+            message = evidence.where.split(REJECTED_IN_WHERE, 1)[1]
+            for dtype in evidence.dtypes:
+                rejected.setdefault(dtype, message)
+        elif evidence.source in (OPINFO, PROBE, KERNEL):
+            accepted.update(evidence.dtypes)
+        elif evidence.source == DECLARED:
+            other.update(evidence.dtypes)
+    return Verdicts(tuple(accepted), tuple(other), tuple(rejected.items()))
+
+
+def with_verdicts(plan: OverloadPlan) -> OverloadPlan:
+    """The plan with each variable's verdicts."""
+    return replace(plan, variables=tuple(replace(v, verdicts=verdicts_of(v)) for v in plan.variables))
+
+
+def overload_kind(native: NativeFunctions, name: str) -> str:
+    """'backward' for a ``*_backward`` overload, else its kind in its group (functional, inplace, out, mutable, ...)."""
+    if name.split(".")[0].endswith("_backward"):
+        return "backward"
+    group = native.groups.get(name) if name in native.by_name else None
+    kind = next((kind for kind, names in group.members if name in names), None) if group is not None else None
+    return kind or "ungrouped"
+
+
+def empty_only(variable: Variable) -> tuple[int, int]:
+    """Dtypes only calls with an empty tensor showed at this variable: (counted as accepted before, still in its set).
+
+    The first are the dtypes the rule "an empty call proves nothing" removed; the second are those it
+    would have to (0 when the rule holds).
+    """
+    if variable.verdicts is None:
+        return 0, 0
+    shown = {d for e in variable.evidence if e.source == EMPTY and REJECTED_IN_WHERE not in e.where for d in e.dtypes}
+    other = {d for e in variable.evidence if e.source != EMPTY and not is_rejection(e) for d in e.dtypes}
+    only = {d for d in shown if variable.verdicts.of(d) not in (ACCEPTED, OTHER_DEVICE)}
+    return len(only), len({d for d in only if d in variable.dtypes and d not in other})
+
+
+def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> dict:
+    """Verdicts counted over the plan's variables, unknown ones by overload kind, and the dtypes from empty calls."""
+    counts: Counter[str] = Counter()
+    unknown_by_kind: Counter[str] = Counter()
+    incomplete = variables = before = now = 0
+    observed_built = sum(
+        1
+        for o in plan.overloads
+        if any(e.source == OPINFO for v in o.variables for e in v.evidence)
+        and any(e.source == PROBE and SCHEMA_CALL_WHERE in e.where for v in o.variables for e in v.evidence)
+    )
+    for overload in plan.overloads:
+        for variable in overload.variables:
+            if variable.verdicts is None:
+                continue
+            variables += 1
+            incomplete += variable.incomplete
+            for dtype in TENSOR_DTYPES:
+                counts[variable.verdicts.of(dtype)] += 1
+            unknown_by_kind[overload_kind(native, overload.name)] += len(variable.verdicts.unknown)
+            removed, kept = empty_only(variable)
+            before, now = before + removed, now + kept
+    return {
+        "variables": variables,
+        "incomplete_variables": incomplete,
+        "by_verdict": {verdict: counts[verdict] for verdict in (ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN)},
+        "unknown_by_kind": dict(sorted(unknown_by_kind.items(), key=lambda item: (-item[1], item[0]))),
+        "empty_call_dtypes": {"before": before, "now": now},
+        "observed_only_probed_on_built_calls": observed_built,
+    }
+
+
+def dtype_verdict_lines(summary: dict) -> list[str]:
+    """The summary's lines about verdicts (``summary`` as ``dtype_verdict_summary`` gives it)."""
+    by_verdict = ", ".join(f"{verdict} {count}" for verdict, count in summary["by_verdict"].items())
+    kinds = ", ".join(f"{kind} {count}" for kind, count in summary["unknown_by_kind"].items()) or "none"
+    empty = summary["empty_call_dtypes"]
+    return [
+        f"verdicts: {by_verdict} (per variable and dtype); {summary['incomplete_variables']} of {summary['variables']} variables incomplete",
+        f"unknown verdicts by overload kind: {kinds}",
+        f"dtypes only calls on empty tensors showed: {empty['before']} counted as accepted before, {empty['now']} declared now; "
+        f"{summary['observed_only_probed_on_built_calls']} overloads only observed probed on a call built from the schema",
+    ]

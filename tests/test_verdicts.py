@@ -1,0 +1,193 @@
+"""Verdicts per dtype: calls on empty tensors accept nothing, only OpInfo's CUDA claim is other-device evidence,
+gating arguments are probed, and the real run's table rows (issue 23) hold."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from migrate import torch_private
+from migrate.evidence.opinfo.observations import plans_from_observations
+from migrate.evidence.probe import worker as probing
+from migrate.evidence.probe.merge import probe_plans
+from migrate.evidence.runtime import recorders
+from migrate.evidence.runtime.runs import CatalogueEntry, Observation, OpInfoId, Probe, ProbedCall
+from migrate.evidence.verdicts import dtype_verdict_summary, verdicts_of, with_verdicts
+from migrate.infer import merge_overload
+from migrate.model.dtypes import TENSOR_DTYPES, DType
+from migrate.model.native import NativeFunctions, installed_native_functions
+from migrate.model.plan import ACCEPTED, DECLARED, EMPTY, OTHER_DEVICE, REJECTED, UNKNOWN, OverloadPlan, Plan, Variable, Verdicts
+
+F32, F64, I64, BOOL = (DType(n) for n in ("float32", "float64", "int64", "bool"))
+MM = OpInfoId("mm")
+
+
+def _recorded(code) -> list[recorders.RawObservation]:
+    with recorders.Recording() as recording:
+        with recording.active():
+            code()
+    return recording.observations()
+
+
+def test_a_recorded_call_on_an_empty_tensor_is_marked_and_accepts_no_dtype():
+    empty = torch.zeros(0, 2, dtype=torch.bool)
+    (raw,) = [o for o in _recorded(lambda: torch.mm(empty, torch.zeros(2, 3, dtype=torch.bool))) if o.overload == "aten::mm"]
+    assert not raw.nonempty  # it ran: ATen returned before its dtype dispatch
+    (full,) = [o for o in _recorded(lambda: torch.mm(torch.ones(2, 2), torch.ones(2, 3))) if o.overload == "aten::mm"]
+    assert full.nonempty
+    slots = (("self", BOOL), ("mat2", BOOL), ("return.0", BOOL))
+    observations = [
+        Observation("aten::mm", slots, MM, BOOL, True, 1, nonempty=False),
+        Observation("aten::mm", tuple((name, F32) for name, _ in slots), MM, F32, True, 1),
+    ]
+    plan = with_verdicts(plans_from_observations(observations)["mm"])
+    (variable,) = plan.variables
+    assert variable.dtypes == (F32,)
+    assert variable.verdicts.of(BOOL) == UNKNOWN and variable.verdicts.of(F32) == ACCEPTED
+    assert any(e.source == EMPTY and BOOL in e.dtypes for e in variable.evidence)  # kept for the report
+
+
+def test_a_probe_of_an_empty_call_accepts_nothing_and_a_gather_with_an_empty_index_adds_no_uint8():
+    slots = (("self", F32), ("index", I64), ("return.0", F32))
+    uint8 = DType("uint8")
+    accepting = Probe(("index",), ((uint8, (F32,)),), ())
+    empty = ProbedCall("aten::gather", slots, OpInfoId("gather"), F32, True, (accepting,), nonempty=False)
+    refusing = Probe(("index",), (), ((uint8, "RuntimeError: gather(): Expected dtype int32/int64 for index"),))
+    full = ProbedCall("aten::gather", slots, OpInfoId("gather"), F32, True, (refusing,))
+    observations = [Observation("aten::gather", slots, OpInfoId("gather"), F32, True, 1)]
+    plan = with_verdicts(merge_overload("gather", None, plans_from_observations(observations)["gather"], probe_plans([empty, full], observations)["gather"]))
+    index = plan.variable_of("index")
+    assert uint8 not in index.dtypes
+    assert index.verdicts.of(uint8) == REJECTED and "int32/int64" in dict(index.verdicts.rejected)[uint8]
+
+
+def test_other_device_is_opinfo_cuda_claim_only():
+    relu = next(op for op in torch_private.op_db() if op.name == "nn.functional.relu")
+    declared = torch_private.opinfo_declared_dtypes(relu)
+    assert set(declared) == {"cuda"}  # MPS/XPU/HPU sets OpInfo derives by default are tested by nobody
+    assert declared["cuda"] == frozenset(relu.supported_dtypes("cuda"))
+    assert torch.bool not in declared["cuda"]
+
+
+def test_a_cuda_claim_attaches_to_the_opinfos_own_op_called_directly_only():
+    entry = CatalogueEntry(OpInfoId("f"), (F32,), (("cuda", (F32, F64)),), ("f",))
+    slots = (("self", F32), ("return.0", F32))
+    own = Observation("aten::f", slots, OpInfoId("f"), F32, True, 1)
+    nested = Observation("aten::g", slots, OpInfoId("f"), F32, False, 1)
+    plans = plans_from_observations([own, nested], [entry])
+    own_variable, nested_variable = plans["f"].variables[0], plans["g"].variables[0]
+    assert any(e.source == DECLARED and F64 in e.dtypes for e in own_variable.evidence)
+    assert not any(e.source == DECLARED for e in nested_variable.evidence)
+    assert verdicts_of(own_variable).of(F64) == OTHER_DEVICE
+
+
+def test_mean_of_an_int64_tensor_with_dtype_float32_is_a_valid_call_so_mean_accepts_int64():
+    (captured,) = _captured(lambda: torch.mean(torch.ones(3)), "aten::mean")
+    report = probing.probe_call(captured, "mean", timeout=10)
+    ((cast, accepted, refused, gated),) = report["probes"]
+    assert cast == ["self"] and ["int64", "dtype=torch.float32"] in gated and "int64" in [d for d, _ in accepted]
+    assert "int64" not in [d for d, _ in refused]
+    call = ProbedCall.from_report(OpInfoId("mean"), report)
+    variable = probe_plans([call])["mean"].variable_of("self")
+    assert I64 in variable.dtypes and BOOL in variable.dtypes
+    assert any("dtype=torch.float32" in e.where and I64 in e.dtypes for e in variable.evidence)
+
+
+def _captured(code, overload: str) -> list[recorders.CapturedCall]:
+    capture = recorders.CallCapture(lambda name, direct: 3)
+    capture.sample_dtype = "float32"
+    with recorders.Recording(capture) as recording:
+        with recording.active():
+            code()
+    return [c for c in capture.chosen() if c.slots.name == overload]
+
+
+def test_verdicts_precedence_and_json_round_trip():
+    verdicts = Verdicts((F32,), (F32, F64), ((F64, "no"), (BOOL, "RuntimeError: no bool")))
+    assert [verdicts.of(d) for d in (F32, F64, BOOL, I64)] == [ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN]
+    assert verdicts.incomplete and len(verdicts.unknown) == len(TENSOR_DTYPES) - 3
+    assert Verdicts.from_json(json.loads(json.dumps(verdicts.to_json()))) == verdicts
+    variable = Variable("T", (F32, F64), ("self",), (), verdicts)
+    assert Variable.from_json(variable.to_json()) == variable and variable.to_json()["incomplete"]
+
+
+def test_the_summary_counts_unknown_verdicts_by_overload_kind():
+    native = NativeFunctions.load(installed_native_functions())
+    complete = Verdicts(TENSOR_DTYPES)
+    plan = Plan(
+        (),
+        (
+            OverloadPlan("add.Tensor", (Variable("T", (F32,), ("self",), (), Verdicts((F32,))),)),
+            OverloadPlan("add_.Tensor", (Variable("T", TENSOR_DTYPES, ("self",), (), complete),)),
+            OverloadPlan("relu_", (Variable("T", (F32,), ("self",), (), Verdicts((F32,), (), ((BOOL, "no"),))),)),
+        ),
+    )
+    summary = dtype_verdict_summary(native, plan)
+    assert summary["unknown_by_kind"] == {"functional": len(TENSOR_DTYPES) - 1, "inplace": len(TENSOR_DTYPES) - 2}
+    assert summary["incomplete_variables"] == 2 and summary["by_verdict"][REJECTED] == 1
+
+
+# --- the real run: the rows of issue 23's table --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory) -> tuple[dict, Path]:
+    from migrate.cli import main
+
+    out = tmp_path_factory.mktemp("verdicts")
+    assert main(["--out", str(out), "--report", str(out / "report.json")]) == 0
+    return json.loads((out / "report.json").read_text()), out
+
+
+def _slot(report: dict, overload: str, slot: str) -> dict:
+    (plan,) = [o for o in report["overloads"] if o["name"] == overload]
+    (variable,) = [v for v in plan["variables"] if slot in v["binds"]]
+    return variable
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("overload", "slot", "dtype", "declared"),
+    [
+        ("mm", "self", "torch.bool", False),
+        ("clamp", "self", "torch.int64", True),
+        ("remainder.Scalar", "self", "torch.float32", True),
+        ("gather", "index", "torch.uint8", False),
+        ("mean", "self", "torch.int64", True),
+        ("relu", "self", "torch.bool", False),
+        ("max_pool2d", "self", "torch.bool", False),
+        ("avg_pool2d", "self", "torch.bool", False),
+        ("searchsorted.Tensor", "self", "torch.complex32", False),
+        ("searchsorted.Tensor", "self", "torch.complex64", False),
+        ("searchsorted.Tensor", "sorted_sequence", "torch.float8_e4m3fn", False),
+    ],
+)
+def test_the_real_run_declares_what_aten_does_on_non_empty_tensors(real_run, overload, slot, dtype, declared):
+    report, _ = real_run
+    variable = _slot(report, overload, slot)
+    assert (dtype in variable["dtypes"]) == declared
+    verdict = variable["verdicts"]["by_dtype"][dtype]
+    assert verdict in ((ACCEPTED, OTHER_DEVICE) if declared else (REJECTED, UNKNOWN))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [torch.complex32, torch.float8_e4m3fn])
+def test_cumsum_declares_a_dtype_it_refuses_alone_exactly_when_its_dtype_argument_lets_it_in(real_run, dtype):
+    report, _ = real_run
+    declared = str(dtype) in _slot(report, "cumsum", "self")["dtypes"]
+    with pytest.raises(RuntimeError, match="not implemented"):
+        torch.cumsum(torch.ones(3, dtype=dtype), 0)
+    assert torch.cumsum(torch.ones(3, dtype=dtype), 0, dtype=torch.float32).dtype == torch.float32
+    assert declared  # a may-accept set: cumsum(x, 0, dtype=torch.float32) is a valid call
+
+
+@pytest.mark.slow
+def test_the_real_run_declares_no_dtype_only_empty_calls_showed_and_keeps_its_coverage(real_run):
+    report, _ = real_run
+    summary = report["summary"]
+    assert summary["verdicts"]["empty_call_dtypes"]["now"] == 0
+    assert summary["verdicts"]["empty_call_dtypes"]["before"] > 0
+    assert summary["coverage"]["entry_share"] >= 0.80
