@@ -363,9 +363,17 @@ def test_the_worker_probes_the_mask_again_beside_each_query_dtype_only_where_pro
 
     def probed(indices: tuple[int, ...]) -> list:
         results = [(d, aten(dict.fromkeys(indices, d))) for d in universe if d != "float32"]
-        return [[names[i] for i in indices], [[d, r] for d, (r, _) in results if r], [[d, m] for d, (r, m) in results if not r]]
+        return [[names[i] for i in indices], [[d, r] for d, (r, _) in results if r], [[d, m] for d, (r, m) in results if not r], []]
 
-    report = {"overload": "aten::scaled_dot_product_attention", "sample": "float32", "direct": True, "slots": slots, "again": "", "probes": []}
+    report = {
+        "overload": "aten::scaled_dot_product_attention",
+        "sample": "float32",
+        "direct": True,
+        "slots": slots,
+        "again": "",
+        "nonempty": True,
+        "probes": [],
+    }
     report["probes"] = [probed((i,)) for i in range(4)] + [probed((0, 1, 2, 3)), probed((0, 1, 2))]
     made = list(context_reports(call, report, aten, universe, str))
     assert [[dict(r["slots"])["query"], r["probes"][0][0], [d for d, _ in r["probes"][0][1]]] for r in made] == [
@@ -377,5 +385,5 @@ def test_the_worker_probes_the_mask_again_beside_each_query_dtype_only_where_pro
     (fact,) = follows_facts(calls)["scaled_dot_product_attention"]
     assert fact.dtypes == named("bool", "float32")
 
-    report["probes"][3] = probed((3,))[:1] + [[[d, ("float32",)] for d in universe if d != "float32"], []]  # a mask that takes anything
+    report["probes"][3] = probed((3,))[:1] + [[[d, ("float32",)] for d in universe if d != "float32"], [], []]  # a mask that takes anything
     assert list(context_reports(call, report, aten, universe, str)) == []

@@ -11,7 +11,7 @@ import torch
 
 from migrate import torch_private
 from migrate.evidence.opinfo.observations import plans_from_observations
-from migrate.evidence.probe import worker as probing
+from migrate.evidence.probe import prober as probing
 from migrate.evidence.probe.merge import probe_plans
 from migrate.evidence.runtime import recorders
 from migrate.evidence.runtime.runs import CatalogueEntry, Observation, OpInfoId, Probe, ProbedCall
@@ -110,7 +110,7 @@ def test_verdicts_precedence_and_json_round_trip():
     assert [verdicts.of(d) for d in (F32, F64, BOOL, I64)] == [ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN]
     assert verdicts.incomplete and len(verdicts.unknown) == len(TENSOR_DTYPES) - 3
     assert Verdicts.from_json(json.loads(json.dumps(verdicts.to_json()))) == verdicts
-    variable = Variable("T", (F32, F64), ("self",), (), verdicts)
+    variable = Variable("T", (F32, F64), ("self",), verdicts=verdicts)
     assert Variable.from_json(variable.to_json()) == variable and variable.to_json()["incomplete"]
 
 
@@ -120,9 +120,9 @@ def test_the_summary_counts_unknown_verdicts_by_overload_kind():
     plan = Plan(
         (),
         (
-            OverloadPlan("add.Tensor", (Variable("T", (F32,), ("self",), (), Verdicts((F32,))),)),
-            OverloadPlan("add_.Tensor", (Variable("T", TENSOR_DTYPES, ("self",), (), complete),)),
-            OverloadPlan("relu_", (Variable("T", (F32,), ("self",), (), Verdicts((F32,), (), ((BOOL, "no"),))),)),
+            OverloadPlan("add.Tensor", (Variable("T", (F32,), ("self",), verdicts=Verdicts((F32,))),)),
+            OverloadPlan("add_.Tensor", (Variable("T", TENSOR_DTYPES, ("self",), verdicts=complete),)),
+            OverloadPlan("relu_", (Variable("T", (F32,), ("self",), verdicts=Verdicts((F32,), (), ((BOOL, "no"),))),)),
         ),
     )
     summary = dtype_verdict_summary(native, plan)

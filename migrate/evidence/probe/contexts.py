@@ -28,8 +28,8 @@ def context_reports(call: Any, report: dict[str, Any], prober: Prober, universe:
     arguments = [name for _, name, _, _ in call.slots.arguments]
     recorded = dict(report["slots"])
     by_name = {dtype_name(d): d for d in universe}
-    alone = {cast[0]: {d for d, _ in accepted} for cast, accepted, _ in report["probes"] if len(cast) == 1}
-    for cast, accepted, _ in report["probes"]:
+    alone = {cast[0]: {d for d, _ in accepted} for cast, accepted, _, _ in report["probes"] if len(cast) == 1}
+    for cast, accepted, _, _ in report["probes"]:
         core = [name for name in cast if not alone.get(name)]
         if len(cast) < 2 or not core or any(not isinstance(recorded[name], str) for name in cast):
             continue
@@ -61,4 +61,4 @@ def _beside(call, report, prober: Prober, universe, arguments: list[str], core: 
                 accepted.append([dtype_name(other), returned])
     inputs = [[name, dtype_name(dtype) if name in core else d] for name, d in report["slots"][: len(arguments)]]
     outputs = [[name, d] for (name, _), d in zip(report["slots"][len(arguments) :], returns)]
-    return {**report, "slots": inputs + outputs, "again": "", "probes": [[[slot], accepted, refused]]}
+    return {**report, "slots": inputs + outputs, "again": "", "probes": [[[slot], accepted, refused, []]]}
