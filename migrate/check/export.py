@@ -29,15 +29,28 @@ from typing import Any
 
 from migrate.cache import cache_root, store
 from migrate.check import export_worker
-from migrate.check.export_worker import NO_SAMPLE, OK, STATUSES
 from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
-from migrate.model.dtypes import DType, canonical
+from migrate.model.dtypes import DType, canonical, format_set
+from migrate.model.export_status import (
+    EXPORT_ERROR,
+    FAILED,
+    INVALID_MODEL,
+    MISMATCH,
+    NO_KERNEL,
+    NO_SAMPLE,
+    OK,
+    PARTIAL,
+    RUNTIME_ERROR,
+    STATUSES,
+    ExportVerdict,
+)
+from migrate.model import export_status
 from migrate.model.plan import Conflict, Variable
 
-FORMAT = 1  # of the cache files
+FORMAT = 2  # of the cache files
 JOB_OVERLOADS = 40  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter
 JOB_TIMEOUT = 1200.0  # seconds per worker
-FAILING = tuple(s for s in STATUSES if s not in (OK, NO_SAMPLE))
+FAILING = (EXPORT_ERROR, INVALID_MODEL, RUNTIME_ERROR, MISMATCH)  # a coverage gap is confirmed by these
 COVERAGE_GAP = "export-coverage-gap"
 CONFIRMED, REFUTED = "confirmed", "refuted"
 
@@ -52,16 +65,34 @@ class CaseRequest:
 
 
 @dataclass(frozen=True)
+class CallResult:
+    """One sampled call of a case: every tensor input's dtype, its status and message."""
+
+    dtypes: tuple[tuple[str, str], ...]  # (slot, 'torch.x')
+    status: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dtypes": dict(self.dtypes), "status": self.status, "message": self.message}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> CallResult:
+        return cls(tuple(obj["dtypes"].items()), obj["status"], stable_message(obj["message"]))
+
+
+@dataclass(frozen=True)
 class CaseResult:
-    """A checked case: the request, the torchlib function the exporter used, the call's input dtypes, status, message."""
+    """A checked case: the request, the torchlib function the exporter used, the first call's input dtypes,
+    the status and message of all its calls together, and each call's own."""
 
     overload: str
     cast: tuple[str, ...]
     dtype: DType
     function: str
-    dtypes: tuple[tuple[str, str], ...]  # every tensor input slot of the call: (slot, 'torch.x')
+    dtypes: tuple[tuple[str, str], ...]  # every tensor input slot of the first call: (slot, 'torch.x')
     status: str
     message: str
+    calls: tuple[CallResult, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +103,7 @@ class CaseResult:
             "dtypes": dict(self.dtypes),
             "status": self.status,
             "message": self.message,
+            "calls": [call.to_json() for call in self.calls],
         }
 
     @classmethod
@@ -84,6 +116,7 @@ class CaseResult:
             tuple(obj["dtypes"].items()),
             obj["status"],
             stable_message(obj["message"]),
+            tuple(CallResult.from_json(call) for call in obj.get("calls", ())),
         )
 
     @classmethod
@@ -125,17 +158,35 @@ class ExportCheck:
 
 
 def requests(declared: Mapping[str, tuple[Variable, ...]], registered: Iterable[str]) -> dict[str, tuple[CaseRequest, ...]]:
-    """Per registered overload with declared variables: a case per input variable and dtype ONNX can express."""
+    """Per registered overload with declared variables, its cases: the diagonal first, then each variable alone.
+
+    The diagonal, for each declared dtype ONNX can express: the slots of the variable declaring it
+    at that dtype, or, when the overload has independent variables, the slots of every variable
+    declaring that dtype (as ``sample_inputs(dtype)`` makes every tensor of that kind that dtype).
+    Then, for independent variables, each variable's slots cast alone (the others as sampled).
+    """
     found = {}
     for overload in sorted(set(registered)):
-        cases = []
-        for variable in declared.get(overload, ()):
-            cast = tuple(slot for slot in variable.binds if not slot.startswith("return."))
-            if cast:
-                cases += [CaseRequest(overload, cast, dtype) for dtype in canonical(variable.dtypes) if dtype.onnx is not None]
+        variables = [(v, _input_slots(v), canonical(v.dtypes)) for v in declared.get(overload, ())]
+        variables = [(v, cast, dtypes) for v, cast, dtypes in variables if cast]
+        independent = len(variables) > 1
+        diagonal, alone = [], []
+        for _, cast, dtypes in variables:
+            for dtype in (d for d in dtypes if d.onnx is not None):
+                if independent:
+                    together = tuple(slot for _, other, others in variables if dtype in others for slot in other)
+                    diagonal.append(CaseRequest(overload, together, dtype))
+                    alone.append(CaseRequest(overload, cast, dtype))
+                else:
+                    diagonal.append(CaseRequest(overload, cast, dtype))
+        cases = tuple(dict.fromkeys(diagonal + alone))
         if cases:
-            found[overload] = tuple(cases)
+            found[overload] = cases
     return found
+
+
+def _input_slots(variable: Variable) -> tuple[str, ...]:
+    return tuple(slot for slot in variable.binds if not slot.startswith("return."))
 
 
 # --- the cache -----------------------------------------------------------------------------------
@@ -161,7 +212,8 @@ def results_dir(torchlib: Path, cache_dir: Path | str | None = None) -> Path:
     key = hashlib.sha256()
     for part in (str(FORMAT), _version("torch"), _version("onnxscript"), _version("onnxruntime"), torchlib_digest(torchlib)):
         key.update(part.encode() + b"\0")
-    key.update(Path(export_worker.__file__).read_bytes())
+    for module in (export_worker, export_status):
+        key.update(Path(module.__file__).read_bytes())
     return cache_root(cache_dir) / "export" / key.hexdigest()[:32]
 
 
@@ -286,7 +338,7 @@ def _run(
                 for case in missing[overload]:
                     if (case.cast, case.dtype) not in done:
                         why = f"{phase}: {outcome.reason}" if phase else outcome.reason
-                        results.append(_result(case, "", (), export_worker.EXPORT_ERROR, why))
+                        results.append(_result(case, "", (), EXPORT_ERROR, why))
                 order = {(case.cast, case.dtype): i for i, case in enumerate(missing[overload])}
                 results.sort(key=lambda r: order[r.cast, r.dtype])
                 yield overload, tuple(results), outcome.status == DONE
@@ -333,7 +385,7 @@ def verdict_summary(conflicts: Mapping[str, tuple[Conflict, ...]], judged: Mappi
 # --- output -------------------------------------------------------------------------------------
 
 
-SHORT = {OK: "ok", "export-error": "EXP", "invalid-model": "INV", "runtime-error": "RUN", "mismatch": "MIS", NO_SAMPLE: "-"}
+SHORT = {OK: "ok", PARTIAL: "part", EXPORT_ERROR: "EXP", INVALID_MODEL: "INV", NO_KERNEL: "KER", RUNTIME_ERROR: "RUN", MISMATCH: "MIS", NO_SAMPLE: "-"}
 
 
 def table(check: ExportCheck) -> str:
