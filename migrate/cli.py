@@ -52,6 +52,7 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--yaml-only", action="store_true", help="write the yaml files only; leave torchlib as it is")
     parser.add_argument("-j", "--jobs", type=int, metavar="N", help="worker processes for the OpInfo sweep (default: all cores)")
     parser.add_argument("--refresh", action="store_true", help="run the OpInfo samples again instead of reading the cache")
+    parser.add_argument("--export-check", action="store_true", help="check the torchlib's exports first (dtype-migrate export-check) for the rewrite")
     return parser
 
 
@@ -187,6 +188,7 @@ def _export_check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--report", type=Path, metavar="FILE", help="write every case and the summary as JSON")
     parser.add_argument("--cache-dir", type=Path, metavar="DIR")
     parser.add_argument("--refresh", action="store_true", help="export again instead of reading cached results")
+    parser.add_argument("--missing", action="store_true", help="print the provisioning list instead of the table: declared dtypes no torchlib function exports")
     return parser
 
 
@@ -327,7 +329,10 @@ def _summary_text(summary: dict, result: YamlResult) -> str:
     if "torchlib" in summary:
         t = summary["torchlib"]
         notes = ", ".join(f"{k} {n}" for k, n in t["notes"].items())
-        lines.append(f"torchlib: {t['functions_changed']} functions rewritten in {t['modules_changed']} modules" + (f"; notes: {notes}" if notes else ""))
+        lines.append(
+            f"torchlib: {t['functions_changed']} functions rewritten in {t['modules_changed']} modules; "
+            f"{t['annotations_narrowed']} annotations narrowed, {t['annotations_widened']} widened" + (f"; notes: {notes}" if notes else "")
+        )
     if summary["conflicts"]:
         lines.append("conflicts: " + ", ".join(f"{k} {n}" for k, n in summary["conflicts"].items()) + " (each listed in --report)")
     lines += [f"conflict: {c.message}" for c in result.global_conflicts]
@@ -343,6 +348,8 @@ def _codemod_summary(rewrite: TorchlibRewrite) -> dict:
     return {
         "modules_changed": len(rewrite.files),
         "functions_changed": sum(1 for f in rewrite.functions if f.changed),
+        "annotations_narrowed": rewrite.narrowed,
+        "annotations_widened": rewrite.widened,
         "notes": notes,
         "note_lines": list(rewrite.notes),
     }
@@ -413,9 +420,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.yaml_only:
         kept = {o.name for o in result.outcomes if o.status == KEPT}  # torchlib follows what the yaml says
         written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept))
+        from migrate.check.export import rewrite_verdicts
         from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
 
-        rewrite = rewrite_torchlib(torchlib, written_plan, native, only=selected, cache_dir=args.cache_dir)
+        declared = {o.name: o.variables for o in written_plan.overloads if selected is None or o.name in selected}
+        exported = rewrite_verdicts(declared, torchlib.by_overload, torchlib_root, args.cache_dir, args.export_check, args.jobs)
+        rewrite = rewrite_torchlib(torchlib, written_plan, native, only=selected, cache_dir=args.cache_dir, exported=exported)
         for output in torchlib_outputs(rewrite, torchlib.root, args.out, mirror=args.out is not None):
             outputs.append(replace(output, display=targets.display(output.source, output.display)))
         summary["torchlib"] = _codemod_summary(rewrite)
@@ -488,14 +498,19 @@ def run_export_check(args: argparse.Namespace) -> int:
     if plan is not None:
         listed = {o.name: o.conflicts for o in plan.overloads if o.name in registered}
         conflicts = verdict_summary(listed, verdicts(listed, torchlib_root, args.cache_dir))
-    sys.stdout.write(table(result))
+    provisioning = None
+    if args.missing:
+        from migrate.check.export import missing, missing_text, reached_calls
+
+        provisioning = missing(result, declared, reached_calls(registered, args.cache_dir))
+    sys.stdout.write(table(result) if provisioning is None else missing_text(provisioning))
     if conflicts is not None:
         sys.stdout.write(
             f"export coverage gaps: {conflicts['confirmed']} confirmed, {conflicts['refuted']} refuted, "
             f"{conflicts['unchecked']} unchecked (of {conflicts['conflicts']})\n"
         )
     if args.report is not None:
-        store(args.report, report_json(result, conflicts).encode())
+        store(args.report, report_json(result, conflicts, provisioning).encode())
     return EXIT_OK
 
 

@@ -30,10 +30,9 @@ from typing import Any
 from migrate.cache import cache_root, store
 from migrate.check import export_worker
 from migrate.evidence.runtime.workers import DONE, Job, run_in_workers
-from migrate.model.dtypes import DType, canonical, format_set
+from migrate.model.dtypes import DType, canonical
 from migrate.model.export_status import (
     EXPORT_ERROR,
-    FAILED,
     INVALID_MODEL,
     MISMATCH,
     NO_KERNEL,
@@ -43,6 +42,7 @@ from migrate.model.export_status import (
     RUNTIME_ERROR,
     STATUSES,
     ExportVerdict,
+    combined,
 )
 from migrate.model import export_status
 from migrate.model.plan import Conflict, Variable
@@ -382,6 +382,123 @@ def verdict_summary(conflicts: Mapping[str, tuple[Conflict, ...]], judged: Mappi
     return {"conflicts": total, CONFIRMED: counts[CONFIRMED], REFUTED: counts[REFUTED], "unchecked": total - counts[CONFIRMED] - counts[REFUTED]}
 
 
+# --- wiring back: the torchlib rewrite ---------------------------------------------------------
+
+
+def rewrite_verdicts(
+    declared: Mapping[str, tuple[Variable, ...]],
+    registered: Iterable[str],
+    torchlib: Path,
+    cache_dir: Path | str | None = None,
+    compute: bool = False,
+    jobs: int | None = None,
+) -> dict[str, tuple[ExportVerdict, ...]]:
+    """export-check's cases per registered overload of this torch_lib, for the rewrite: the cached ones
+    (checked first when ``compute``); an overload without cached results has none."""
+    registered = sorted(set(registered) & declared.keys())
+    if compute:
+        run_export_check(declared, registered, torchlib, jobs, cache_dir)
+    folder = results_dir(torchlib, cache_dir)
+    found = {}
+    for overload in registered:
+        results = cached_results(folder, overload)
+        if results:
+            found[overload] = tuple(ExportVerdict(r.cast, r.dtype, r.status, r.message) for r in results)
+    return found
+
+
+# --- the provisioning list ---------------------------------------------------------------------
+
+# What keeps a declared dtype from exporting, for the list a torchlib maintainer works from; the runtime's gaps apart.
+GAP_KINDS = {INVALID_MODEL: "spec", EXPORT_ERROR: "torchlib", MISMATCH: "mismatch", NO_KERNEL: "no-kernel", RUNTIME_ERROR: "runtime"}
+RUNTIME_GAPS = ("no-kernel", "runtime")
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Declared dtypes of one variable that do not export for one reason, and the first case's message."""
+
+    kind: str  # a value of GAP_KINDS
+    slots: tuple[str, ...]
+    dtypes: tuple[DType, ...]
+    message: str
+
+
+@dataclass(frozen=True)
+class Missing:
+    """An overload whose torchlib function does not export some dtypes ATen accepts, and how many sampled calls reach it."""
+
+    overload: str
+    function: str
+    reached: int  # calls of the overload the OpInfo sweep recorded
+    gaps: tuple[Gap, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "overload": self.overload,
+            "function": self.function,
+            "reached": self.reached,
+            "gaps": [{"kind": g.kind, "slots": list(g.slots), "dtypes": [str(d) for d in g.dtypes], "message": g.message} for g in self.gaps],
+        }
+
+
+def missing(check: ExportCheck, declared: Mapping[str, tuple[Variable, ...]], reached: Mapping[str, int]) -> tuple[Missing, ...]:
+    """Per overload, the declared dtypes no case of a variable exports (its own case and the diagonal holding it
+    combined, as the rewrite reads them), grouped by what failed; the overloads most sampled calls reach first."""
+    from migrate.write.torchlib.narrowing import by_dtype
+
+    cases: dict[str, list[CaseResult]] = {}
+    for case in check.cases:
+        cases.setdefault(case.overload, []).append(case)
+    found = []
+    for overload, results in cases.items():
+        verdicts = tuple(ExportVerdict(r.cast, r.dtype, r.status, r.message) for r in results)
+        gaps: dict[tuple[str, tuple[str, ...]], dict[DType, str]] = {}
+        for variable in declared.get(overload, ()):
+            cast = _input_slots(variable)
+            for dtype, outcomes in by_dtype(verdicts, cast).items():
+                status, message = combined(outcomes)
+                if status in GAP_KINDS:
+                    gaps.setdefault((GAP_KINDS[status], cast), {})[dtype] = message
+        if gaps:
+            order = list(GAP_KINDS.values())
+            listed = tuple(
+                Gap(kind, cast, canonical(by), by[canonical(by)[0]])
+                for (kind, cast), by in sorted(gaps.items(), key=lambda item: (order.index(item[0][0]), item[0][1]))
+            )
+            function = next((r.function for r in results if r.function), "")
+            found.append(Missing(overload, function, reached.get(overload, 0), listed))
+    return tuple(sorted(found, key=lambda m: (-m.reached, m.overload)))
+
+
+def reached_calls(overloads: Iterable[str], cache_dir: Path | str | None) -> dict[str, int]:
+    """Per overload, how many calls of it the OpInfo sweep recorded (every OpInfo, direct or inside another op)."""
+    from migrate.evidence.opinfo.sweep import load_cached_run, load_catalogue
+
+    keys = {("aten::" + o).removesuffix(".default"): o for o in overloads}
+    counts: Counter[str] = Counter()
+    for entry in load_catalogue(cache_dir):
+        run = load_cached_run(cache_dir, entry.opinfo)
+        if run is None or not (run.overloads & keys.keys()):
+            continue
+        for observation in run.observations:
+            if observation.overload in keys:
+                counts[keys[observation.overload]] += observation.count
+    return dict(counts)
+
+
+def missing_text(rows: tuple[Missing, ...], top: int | None = None) -> str:
+    """The provisioning list: totals by kind, then one row per overload, most reached first."""
+    pairs = Counter(g.kind for m in rows for g in m.gaps for _ in g.dtypes)
+    torchlib = ", ".join(f"{kind} {pairs[kind]}" for kind in GAP_KINDS.values() if kind not in RUNTIME_GAPS)
+    runtime = ", ".join(f"{kind} {pairs[kind]}" for kind in RUNTIME_GAPS)
+    lines = [f"{len(rows)} overloads lack {sum(pairs.values())} declared dtypes: {torchlib}; onnxruntime's gaps apart: {runtime}"]
+    for rank, row in enumerate(rows[:top] if top else rows, 1):
+        gaps = "; ".join(f"{g.kind} {','.join(g.slots)} {' '.join(d.name for d in g.dtypes)} ({g.message[:120]})" for g in row.gaps)
+        lines.append(f"{rank:4}  {row.overload}  {row.reached} calls  {row.function or '?'}: {gaps}")
+    return "\n".join(lines) + "\n"
+
+
 # --- output -------------------------------------------------------------------------------------
 
 
@@ -409,9 +526,12 @@ def table(check: ExportCheck) -> str:
     return "\n".join(text) + "\n"
 
 
-def report_json(check: ExportCheck, conflict_summary: dict[str, int] | None = None) -> str:
+def report_json(check: ExportCheck, conflict_summary: dict[str, int] | None = None, provisioning: tuple[Missing, ...] | None = None) -> str:
     summary = check.summary()
     if conflict_summary is not None:
         summary["conflicts"] = conflict_summary
-    return json.dumps({"cases": [case.to_json() for case in check.cases], "summary": summary}, indent=1) + "\n"
+    report: dict[str, Any] = {"cases": [case.to_json() for case in check.cases], "summary": summary}
+    if provisioning is not None:
+        report["missing"] = [row.to_json() for row in provisioning]
+    return json.dumps(report, indent=1) + "\n"
 

@@ -18,6 +18,9 @@ annotations, then runs one libcst transformer per concern (``codemods``):
   declaration (a dtype it lacks, or two slots it ties that the declaration does
   not), and ``complex=True`` functions keep their real-view annotations. Parameters
   the schema does not call tensors (Scalar, SymInt) are never touched.
+- **narrowing** (``narrowing``): a dtype leaves an annotation only when ATen rejects it
+  or its export fails (export-check's results, when given), and joins only when its
+  export works; each change is a note (``dtype-removed``, ``dtype-added``).
 - **docstrings** opening with the old schema get the typed one;
 - **imports** through ``AddImportsVisitor``/``RemoveImportsVisitor``.
 
@@ -39,6 +42,7 @@ from migrate.cache import cache_root, content_key, read_pickle, write_pickle
 from migrate.errors import InputError
 from migrate.evidence.torchlib.resolve import TorchlibEvidence
 from migrate.model.dtypes import DType
+from migrate.model.export_status import ExportVerdict
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import Plan
 from migrate.write.outputs import Output
@@ -47,6 +51,7 @@ if TYPE_CHECKING:  # libcst and the transformers load only when a rewrite is not
     from migrate.write.torchlib.decide import FunctionDecision
     from migrate.write.torchlib.naming import ModuleWork
 
+REWRITE_FORMAT = "2"  # of the cached rewrites
 OUTPUT_FOLDER = "torch_lib"
 """The folder the rewritten tree is shown (and written, under ``--out``) as."""
 
@@ -79,6 +84,8 @@ class TorchlibRewrite:
     files: tuple[tuple[str, bytes, bytes], ...]  # (path relative to the torchlib root, before, after), changed only
     notes: tuple[str, ...]  # 'kind: message' lines, kinds in NOTE_KINDS order
     functions: tuple[RewrittenFunction, ...] = ()
+    narrowed: int = 0  # rewritten annotations that lost a dtype the original had
+    widened: int = 0  # rewritten annotations that gained a dtype a real export proved
 
     def notes_of(self, kind: str) -> tuple[str, ...]:
         return tuple(n for n in self.notes if n.startswith(kind + ": "))
@@ -123,43 +130,57 @@ def rewrite_torchlib(
     only: set[str] | None = None,
     cache_dir: Path | str | None = None,
     reuse: bool = True,
+    exported: dict[str, tuple[ExportVerdict, ...]] | None = None,
 ) -> TorchlibRewrite:
     """Apply ``plan`` to the torchlib tree the evidence was scanned from (``only``: those overloads' functions).
 
     Only modules registering a planned overload are parsed; the rest are known from the scan's cache.
     The result is cached by the scan's key (the code, the tree's files, the yaml), what the plan
     says to write and ``only``: a run whose inputs did not change parses no module
-    (``reuse=False`` does the work regardless, for benchmarks).
+    (``reuse=False`` does the work regardless, for benchmarks). ``exported``: export-check's
+    cases per overload, for the narrowing rule.
     """
     path = None
     if evidence.key and reuse:
-        key = content_key("rewrite", evidence.key, _written_form(plan), ",".join(sorted(only)) if only is not None else "\0all")
+        scope = ",".join(sorted(only)) if only is not None else "\0all"
+        key = content_key("rewrite", REWRITE_FORMAT, evidence.key, _written_form(plan), scope, _exported_form(exported or {}))
         path = cache_root(cache_dir) / "rewrites" / f"{key}.pickle"
         cached = read_pickle(path, TorchlibRewrite)
         if cached is not None:
             return cached
     with _without_cyclic_gc():
-        rewrite = _rewrite(evidence, plan, native, only, cache_dir)
+        rewrite = _rewrite(evidence, plan, native, only, cache_dir, exported or {})
     if path is not None:
         write_pickle(path, rewrite)
     return rewrite
 
 
 def _written_form(plan: Plan) -> str:
-    """All of the plan the writer reads: each overload's variables (names, dtypes, slots) and the global sets.
+    """All of the plan the writer reads: each overload's variables (names, dtypes, slots, dtypes ATen rejects) and the global sets.
 
-    Evidence and conflicts are for the report; they never change what is written.
+    The rest of the evidence and the conflicts are for the report; they never change what is written.
     """
+    from migrate.write.torchlib.narrowing import rejected_dtypes
+
     def spelled(dtypes: tuple[DType, ...]) -> str:
         return ",".join(map(str, dtypes))
 
     lines = [f"{g.name}\0{spelled(g.dtypes)}\0{g.desc}" for g in plan.global_sets]
     for overload in plan.overloads:
-        lines.append(overload.name + "".join(f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}" for v in overload.variables))
+        lines.append(
+            overload.name
+            + "".join(f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}:{list(rejected_dtypes(v).items())}" for v in overload.variables)
+        )
     return "\n".join(lines)
 
 
-def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache_dir) -> TorchlibRewrite:
+def _exported_form(exported: dict[str, tuple[ExportVerdict, ...]]) -> str:
+    return "\n".join(f"{o}\0{v.cast}\0{v.dtype}\0{v.status}\0{v.message}" for o in sorted(exported) for v in exported[o])
+
+
+def _rewrite(
+    evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache_dir, exported: dict[str, tuple[ExportVerdict, ...]]
+) -> TorchlibRewrite:
     from migrate.write.torchlib.apply import Applier
     from migrate.write.torchlib.decide import NOTE_KINDS, Planner
     from migrate.write.torchlib.naming import ModuleWork, Namer
@@ -168,7 +189,7 @@ def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, on
     tree = TorchlibTree(Path(evidence.root), cache_dir)
     if not tree.modules:
         raise InputError("no Python modules to rewrite", evidence.root)
-    planner = Planner(tree, evidence, plan, native, only)
+    planner = Planner(tree, evidence, plan, native, only, exported)
     planned = {o.name for o in plan.overloads if only is None or o.name in only}
     touched = {r.path for name in planned for r in evidence.by_overload.get(name, ())}
     works = []
@@ -181,6 +202,8 @@ def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, on
     namer = Namer(planner, tree)
     for work in works:
         namer.name_module(work)
+        for function in work.functions:
+            planner.note_changes(function)
     applier = Applier(tree)
     files = []
     after_of = {}
@@ -195,7 +218,9 @@ def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, on
             files.append((path, before, after_of[path]))
     functions = tuple(_record(w, f) for w in works for f in w.functions if f.rewrite)
     notes = tuple(f"{kind}: {message}" for kind in NOTE_KINDS for message in planner.notes[kind])
-    return TorchlibRewrite(tuple(files), notes, functions)
+    classes = [cls for w in works for f in w.functions for cls in f.rewrite]
+    narrowed, widened = sum(1 for c in classes if c.removed), sum(1 for c in classes if c.added)
+    return TorchlibRewrite(tuple(files), notes, functions, narrowed, widened)
 
 
 def _record(work: ModuleWork, function: FunctionDecision) -> RewrittenFunction:
