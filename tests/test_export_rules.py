@@ -123,6 +123,8 @@ def test_settle_keeps_what_nobody_refuted_and_changes_only_on_proof():
     assert settled.removed[0].why == "export invalid-model: MatMul int64"
     assert settle({f32}, {f32, b}, {f32: (PARTIAL, "3D"), b: (RUNTIME_ERROR, "")}, {}).dtypes == (b, f32)
     assert settle({f32}, set(), {f32: (NO_KERNEL, "")}, {}).dtypes == ()  # no-kernel does not join
+    c64 = DType("complex64")
+    assert settle({f32, c64}, {f32}, {c64: (OK, "")}, {}).dtypes == (f32,)  # another function exported the complex call
 
 
 def test_rejected_dtypes_come_from_probe_rejections_one_message_per_dtype():

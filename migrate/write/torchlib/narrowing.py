@@ -3,7 +3,8 @@
 An annotation claims the dtypes its ONNX function handles; onnxscript's tests skip every
 dtype it lacks. So a dtype leaves an annotation only on proof: ATen refused it (a probe's
 rejection message), or its export failed (``export-error``, ``invalid-model``,
-``mismatch``). A dtype joins only when its export is ``ok`` or ``partial``;
+``mismatch``). A dtype joins only when its export is ``ok`` or ``partial`` (a complex
+dtype never: the exporter gives complex inputs to another function);
 a ``no-kernel`` dtype stays (the ONNX function is valid for it, onnxruntime's CPU provider
 lacks a kernel). A variable's verdict for a dtype combines its own case and the diagonal
 holding it (``partial`` when they disagree). Absence of evidence changes nothing.
@@ -83,7 +84,7 @@ def settle(
     for dtype in canonical(declared | original):
         status, message = exported.get(dtype, ("", ""))
         why = f"{status}: {message}" if message else status
-        if status in JOINING or (status in HANDLED and dtype in original):
+        if (status in JOINING and not _complex(dtype)) or (status in HANDLED and dtype in original):
             kept.append(dtype)
             if dtype not in original:
                 added.append(Change(dtype, f"export {why}"))
@@ -95,6 +96,12 @@ def settle(
         elif dtype in original:
             kept.append(dtype)
     return Settled(tuple(kept), tuple(added), tuple(removed))
+
+
+def _complex(dtype: DType) -> bool:
+    """The exporter sends complex inputs to a ``complex=True`` function (or a decomposition), never to the
+    function being annotated: its export proves nothing about that function."""
+    return dtype.name.startswith("complex")
 
 
 def by_dtype(verdicts: Iterable[ExportVerdict], cast: tuple[str, ...]) -> dict[DType, list[tuple[str, str]]]:
