@@ -19,15 +19,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib  # noqa: E402
 from migrate.model.dtypes import DType  # noqa: E402
-from migrate.model.export_status import HANDLED, NO_KERNEL, OK, ExportVerdict, combined  # noqa: E402
+from migrate.model.export_status import HANDLED, NO_KERNEL, OK, combined  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402
-from migrate.write.torchlib.narrowing import by_dtype  # noqa: E402
+from migrate.write.torchlib.narrowing import ExportVerdict, by_dtype  # noqa: E402
 
 
 def verdicts(report: Path) -> dict[str, tuple[ExportVerdict, ...]]:
     found: dict[str, list[ExportVerdict]] = {}
     for case in json.loads(report.read_text())["cases"]:
-        verdict = ExportVerdict(tuple(case["cast"]), DType.parse(case["dtype"]), case["status"], case["message"])
+        calls = tuple((tuple(c["dtypes"]), c["status"], c["message"]) for c in case["calls"])
+        verdict = ExportVerdict(tuple(case["cast"]), DType.parse(case["dtype"]), case["status"], case["message"], calls)
         found.setdefault(case["overload"], []).append(verdict)
     return {o: tuple(v) for o, v in found.items()}
 
@@ -38,12 +39,20 @@ def main() -> None:
     before = scan_torchlib(installed_torchlib(), native, None)
     after = scan_torchlib(out / "torch_lib", native, None)
     rewritten = verdicts(rewritten_report)
-    changed = sorted(o for o in after.overloads if o in before.overloads and after.overloads[o] != before.overloads[o])
+    def said(plan) -> set[tuple]:
+        return {(v.dtypes, v.binds) for v in plan.variables}
+
+    checked_overloads = set(rewritten)
+    changed = sorted(
+        o for o in after.overloads if o in before.overloads and o in checked_overloads and said(after.overloads[o]) != said(before.overloads[o])
+    )
     checked = unchecked_kept = 0
     bad = []
     for overload in changed:
         old = {slot: set(v.dtypes) for v in before.overloads[overload].variables for slot in v.binds}
         for variable in after.overloads[overload].variables:
+            if (variable.dtypes, variable.binds) in said(before.overloads[overload]):
+                continue  # an annotation the run left as it was
             cast = tuple(s for s in variable.binds if not s.startswith("return."))
             found = {d: combined(o) for d, o in by_dtype(rewritten.get(overload, ()), cast).items()}
             had = set.intersection(*[old.get(s, set()) for s in variable.binds]) if variable.binds else set()
@@ -64,7 +73,7 @@ def main() -> None:
         if original.get((o := c["overload"], cast := tuple(c["cast"]), d := c["dtype"])) == OK and c["status"] != OK
     ]
     statuses = Counter(c["status"] for c in json.loads(rewritten_report.read_text())["cases"])
-    print(f"overloads whose annotations changed: {len(changed)}; rewritten cases by status: {dict(statuses)}")
+    print(f"checked overloads whose annotations changed: {len(changed)} ({', '.join(changed)}); rewritten cases by status: {dict(statuses)}")
     print(f"dtypes of rewritten annotations: {checked} export ok/partial, {unchecked_kept} unchecked and in the original, {len(bad)} neither")
     print(*bad[:20], sep="\n")
     print(f"cases ok on the original and worse on the rewritten torch_lib: {len(worse)}")

@@ -23,14 +23,13 @@ from migrate.model.export_status import (
     OK,
     PARTIAL,
     RUNTIME_ERROR,
-    ExportVerdict,
     combined,
     load_failure_status,
 )
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import PROBE, Evidence, Plan, Variable
 from migrate.write.torchlib.decide import DTYPE_ADDED, DTYPE_REMOVED
-from migrate.write.torchlib.narrowing import rejected_dtypes, settle
+from migrate.write.torchlib.narrowing import ExportVerdict, rejected_dtypes, settle
 from migrate.write.torchlib.rewrite import rewrite_torchlib
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codemod"
@@ -195,3 +194,13 @@ def test_a_variable_of_returns_only_takes_no_verdict():
     assert by_dtype(verdicts, ()) == {}
     assert by_dtype(verdicts, ("self",)) == {DType("int64"): [(INVALID_MODEL, "m"), (OK, "")]}
     assert by_dtype(verdicts, ("other",)) == {DType("int64"): [(OK, "")]}
+
+
+def test_a_variable_is_judged_by_the_calls_that_pass_it_a_tensor():
+    """bincount's diagonal at int64: the call without weights is ok, the one with them fails. Self is partial; weights fails."""
+    from migrate.write.torchlib.narrowing import by_dtype
+
+    calls = ((("self", "weights"), EXPORT_ERROR, "weights is not supported"), (("self",), OK, ""))
+    verdicts = [ExportVerdict(("self", "weights"), DType("int64"), PARTIAL, "weights is not supported", calls)]
+    assert combined(by_dtype(verdicts, ("self",))[DType("int64")]) == (PARTIAL, "weights is not supported")
+    assert combined(by_dtype(verdicts, ("weights",))[DType("int64")]) == (EXPORT_ERROR, "weights is not supported")

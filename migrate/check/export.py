@@ -41,11 +41,11 @@ from migrate.model.export_status import (
     PARTIAL,
     RUNTIME_ERROR,
     STATUSES,
-    ExportVerdict,
     combined,
 )
 from migrate.model import export_status
 from migrate.model.plan import Conflict, Variable
+from migrate.write.torchlib.narrowing import ExportVerdict, by_dtype
 
 FORMAT = 2  # of the cache files
 JOB_OVERLOADS = 40  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter
@@ -118,6 +118,11 @@ class CaseResult:
             stable_message(obj["message"]),
             tuple(CallResult.from_json(call) for call in obj.get("calls", ())),
         )
+
+    def verdict(self) -> ExportVerdict:
+        """The case as the rewrite and the provisioning list read it: each call with the slots it passed a tensor to."""
+        calls = tuple((tuple(slot for slot, _ in call.dtypes), call.status, call.message) for call in self.calls)
+        return ExportVerdict(self.cast, self.dtype, self.status, self.message, calls)
 
     @classmethod
     def from_report(cls, report: dict[str, Any]) -> CaseResult:
@@ -403,7 +408,7 @@ def rewrite_verdicts(
     for overload in registered:
         results = cached_results(folder, overload)
         if results:
-            found[overload] = tuple(ExportVerdict(r.cast, r.dtype, r.status, r.message) for r in results)
+            found[overload] = tuple(r.verdict() for r in results)
     return found
 
 
@@ -445,14 +450,12 @@ class Missing:
 def missing(check: ExportCheck, declared: Mapping[str, tuple[Variable, ...]], reached: Mapping[str, int]) -> tuple[Missing, ...]:
     """Per overload, the declared dtypes no case of a variable exports (its own case and the diagonal holding it
     combined, as the rewrite reads them), grouped by what failed; the overloads most sampled calls reach first."""
-    from migrate.write.torchlib.narrowing import by_dtype
-
     cases: dict[str, list[CaseResult]] = {}
     for case in check.cases:
         cases.setdefault(case.overload, []).append(case)
     found = []
     for overload, results in cases.items():
-        verdicts = tuple(ExportVerdict(r.cast, r.dtype, r.status, r.message) for r in results)
+        verdicts = tuple(r.verdict() for r in results)
         gaps: dict[tuple[str, tuple[str, ...]], dict[DType, str]] = {}
         for variable in declared.get(overload, ()):
             cast = _input_slots(variable)

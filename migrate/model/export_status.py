@@ -8,9 +8,7 @@ them. No torch, no onnxruntime: messages in, statuses out.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from migrate.model.dtypes import DType
 
 OK = "ok"
 PARTIAL = "partial"  # some sampled calls of the case export and match, some do not
@@ -52,13 +50,3 @@ def combined(outcomes: Iterable[tuple[str, str]]) -> tuple[str, str]:
         failing = next((o for o in others if o[0] != PARTIAL), others[0])
         return PARTIAL, failing[1]
     return others[0]
-
-
-@dataclass(frozen=True)
-class ExportVerdict:
-    """What export-check found for one overload's slots cast to one dtype: the case's status and message."""
-
-    cast: tuple[str, ...]
-    dtype: DType
-    status: str
-    message: str

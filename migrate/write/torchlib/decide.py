@@ -21,11 +21,11 @@ from codemods.module_index import DefInfo
 from codemods.typevars import TypeVarSpec
 from migrate.evidence.torchlib.resolve import Constraint, TorchlibEvidence
 from migrate.model.dtypes import DType, canonical, format_set
-from migrate.model.export_status import ExportVerdict, combined
+from migrate.model.export_status import combined
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 from migrate.model.schema import RETURN_PREFIX, SchemaError, TypedSchema
-from migrate.write.torchlib.narrowing import Change, by_dtype, rejected_dtypes, settle
+from migrate.write.torchlib.narrowing import ANY_TENSOR, Change, ExportVerdict, by_dtype, rejected_dtypes, settle
 from migrate.write.torchlib.tree import TorchlibModule, TorchlibTree
 
 # Note kinds, in the order the notes are listed.
@@ -322,9 +322,9 @@ class Planner:
         rejection, joins on an export that works; without export results, a declaration wider than the
         annotation keeps it as today."""
         claims = [c.dtypes for s in cls.slots if (c := current.get(s)) is not None]
-        if not claims or any(c is None for c in claims):  # unannotated, or any dtype: as today
+        if not claims:  # unannotated: as today
             return
-        original = set.intersection(*[set(onnx_part(c)) for c in claims])
+        original = set.intersection(*[set(onnx_part(ANY_TENSOR if c is None else c)) for c in claims])
         declared = set(cls.onnx)
         exported = self._exported(cls)
         if not exported and not declared <= original:

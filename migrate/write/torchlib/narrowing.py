@@ -17,10 +17,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from migrate.evidence.probe.merge import REJECTED, is_rejection
-from migrate.model.dtypes import DType, canonical
-from migrate.model.export_status import FAILED, HANDLED, OK, PARTIAL, ExportVerdict
+from migrate.model.dtypes import DType, canonical, named
+from migrate.model.export_status import FAILED, HANDLED, OK, PARTIAL
 from migrate.model.plan import Variable
 
+ANY_TENSOR = named(
+    *("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32", "float64"),
+    *("complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"),
+)  # what an annotation of any tensor (``TensorType``) claims: the dtypes a declaration can name
 JOINING = (OK, PARTIAL)  # a dtype the original annotation lacks joins only on a call that really exports and matches
 _ALTERNATIVES = re.compile(r"\{([^{}]*)\}")
 
@@ -49,6 +53,18 @@ def _per_dtype(text: str, dtypes: tuple[DType, ...]) -> dict[DType, str]:
         if len(dtypes) > 1 and len(alternatives) == len(dtypes):
             return {d: text[: match.start()] + a + text[match.end() :] for d, a in zip(dtypes, alternatives)}
     return {d: text for d in dtypes}
+
+
+@dataclass(frozen=True)
+class ExportVerdict:
+    """What export-check found for one overload's slots cast to one dtype: the case's status and message,
+    and each call's (the slots it passed a tensor to, its status and message)."""
+
+    cast: tuple[str, ...]
+    dtype: DType
+    status: str
+    message: str
+    calls: tuple[tuple[tuple[str, ...], str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,9 +121,16 @@ def _complex(dtype: DType) -> bool:
 
 
 def by_dtype(verdicts: Iterable[ExportVerdict], cast: tuple[str, ...]) -> dict[DType, list[tuple[str, str]]]:
-    """Per dtype, the verdicts of the cases that cast these slots: the variable's own case and the diagonal holding it."""
+    """Per dtype, the outcomes of the calls that cast these slots: those of the variable's own case and of the
+    diagonal holding it, that pass a tensor to every one of the slots (a call without weights says nothing of them)."""
     found: dict[DType, list[tuple[str, str]]] = {}
     for verdict in verdicts if cast else ():  # a variable of returns only has no case
-        if set(cast) <= set(verdict.cast):
-            found.setdefault(verdict.dtype, []).append((verdict.status, verdict.message))
+        if not set(cast) <= set(verdict.cast):
+            continue
+        if verdict.calls:
+            outcomes = [(status, message) for slots, status, message in verdict.calls if set(cast) <= set(slots)]
+        else:
+            outcomes = [(verdict.status, verdict.message)]
+        if outcomes:
+            found.setdefault(verdict.dtype, []).extend(outcomes)
     return found

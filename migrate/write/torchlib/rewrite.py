@@ -42,12 +42,12 @@ from migrate.cache import cache_root, content_key, read_pickle, write_pickle
 from migrate.errors import InputError
 from migrate.evidence.torchlib.resolve import TorchlibEvidence
 from migrate.model.dtypes import DType
-from migrate.model.export_status import ExportVerdict
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import Plan
 from migrate.write.outputs import Output
 
 if TYPE_CHECKING:  # libcst and the transformers load only when a rewrite is not in the cache
+    from migrate.write.torchlib.narrowing import ExportVerdict
     from migrate.write.torchlib.decide import FunctionDecision
     from migrate.write.torchlib.naming import ModuleWork
 
@@ -175,7 +175,7 @@ def _written_form(plan: Plan) -> str:
 
 
 def _exported_form(exported: dict[str, tuple[ExportVerdict, ...]]) -> str:
-    return "\n".join(f"{o}\0{v.cast}\0{v.dtype}\0{v.status}\0{v.message}" for o in sorted(exported) for v in exported[o])
+    return "\n".join(f"{o}\0{v.cast}\0{v.dtype}\0{v.status}\0{v.message}\0{v.calls}" for o in sorted(exported) for v in exported[o])
 
 
 def _rewrite(
