@@ -21,7 +21,7 @@ from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib 
 from migrate.model.dtypes import DType  # noqa: E402
 from migrate.model.export_status import HANDLED, NO_KERNEL, OK, combined  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402
-from migrate.write.torchlib.narrowing import ExportVerdict, by_dtype  # noqa: E402
+from migrate.write.torchlib.narrowing import ANY_TENSOR, ExportVerdict, by_dtype  # noqa: E402
 
 
 def verdicts(report: Path) -> dict[str, tuple[ExportVerdict, ...]]:
@@ -55,7 +55,7 @@ def main() -> None:
                 continue  # an annotation the run left as it was
             cast = tuple(s for s in variable.binds if not s.startswith("return."))
             found = {d: combined(o) for d, o in by_dtype(rewritten.get(overload, ()), cast).items()}
-            had = set.intersection(*[old.get(s, set()) for s in variable.binds]) if variable.binds else set()
+            had = set.intersection(*[old.get(s, set(ANY_TENSOR)) for s in variable.binds])  # a slot torchlib left free: any dtype
             for dtype in variable.dtypes:
                 if dtype.onnx is None:
                     continue
