@@ -81,6 +81,7 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--yaml-only", action="store_true", help="write the yaml files only; leave torchlib as it is")
     parser.add_argument("--refresh", action="store_true", help="run the OpInfo samples (and autocast observations) again instead of reading the cache")
     parser.add_argument("--autocast-source", type=Path, metavar="DIR", help="read autocast policies from this source tree's autocast_mode.cpp/.h")
+    parser.add_argument("--export-check", action="store_true", help="check the torchlib's exports first (dtype-migrate export-check) for the rewrite")
     return parser
 
 
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     session = Session(_options(args))
     if not (args.dry_run or args.check or args.out is not None):
         session.refuse_installed(args.yaml_only)
-    migration = session.migrate(args.plan, args.overwrite, args.yaml_only, args.out, args.report)
+    migration = session.migrate(args.plan, args.overwrite, args.yaml_only, args.out, args.report, args.export_check)
     text = migration.text
     if args.dry_run:
         print_diff(unified_diff(list(migration.outputs)))
@@ -192,20 +193,23 @@ def _export_check_parser() -> argparse.ArgumentParser:
     _inputs(parser)
     parser.add_argument("--report", type=Path, metavar="FILE", help="write every case and the summary as JSON")
     parser.add_argument("--refresh", action="store_true", help="export again instead of reading cached results")
+    parser.add_argument("--missing", action="store_true", help="print the provisioning list instead of the table: declared dtypes no torchlib function exports")
     return parser
 
 
 def run_export_check(args: argparse.Namespace) -> int:
+    from migrate.audit.export import missing, missing_text, reached_calls, report_json, table
     from migrate.cache import store
-    from migrate.audit.export import report_json, table
 
-    result, conflicts = Session(replace(_options(args), refresh=False)).export_check(args.refresh)
-    sys.stdout.write(table(result))
+    session = Session(replace(_options(args), refresh=False))
+    result, conflicts, declared = session.export_check(args.refresh)
+    provisioning = missing(result, declared, reached_calls(declared, session.cache)) if args.missing else None
+    sys.stdout.write(table(result) if provisioning is None else missing_text(provisioning))
     if conflicts is not None:
         gaps = ", ".join(f"{conflicts[k]} {k}" for k in ("confirmed", "refuted", "unchecked"))
         sys.stdout.write(f"export coverage gaps: {gaps} (of {conflicts['conflicts']})\n")
     if args.report is not None:
-        store(args.report, report_json(result, conflicts).encode())
+        store(args.report, report_json(result, conflicts, provisioning).encode())
     return EXIT_OK
 
 

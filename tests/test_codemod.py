@@ -1,7 +1,8 @@
 """The torchlib codemod on fixtures: one module per rule, before and after, and the codemods' building blocks.
 
 ``fixtures/codemod/before`` is a small torchlib tree, ``plan.json`` a hand-built plan
-over the entries of ``native_functions.yaml`` in the same folder, and ``after`` the
+over the entries of ``native_functions.yaml`` in the same folder (its probe evidence says
+ATen rejects every ONNX dtype a variable does not declare, so that narrowing is allowed), and ``after`` the
 tree the rewrite must produce. Each test below checks one rule's module byte for byte
 and the report lines that rule owes.
 """
@@ -21,7 +22,7 @@ from migrate.cache import StageCache
 from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import OverloadPlan, Plan
-from migrate.write.torchlib.decide import DROPPED_NON_ONNX, GLOBAL_SET, INLINE_SET, KEPT_COMPLEX, KEPT_NARROWER, UNION
+from migrate.write.torchlib.decide import DROPPED_NON_ONNX, DTYPE_REMOVED, GLOBAL_SET, INLINE_SET, KEPT_COMPLEX, KEPT_NARROWER, UNION
 from migrate.write.torchlib.rewrite import TorchlibRewrite, rewrite_torchlib, torchlib_outputs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codemod"
@@ -180,7 +181,13 @@ def test_a_plan_with_nothing_new_changes_nothing(native, tmp_path):
 def test_only_touches_the_functions_of_those_overloads(native, plan, tmp_path):
     result = rewrite(BEFORE, native, plan, tmp_path, only={"where.self"})
     assert [p for p, _, _ in result.files] == ["ops/annotations.py", "tensor_typing.py"]
-    assert result.notes == (f"{GLOBAL_SET}: added TFloating [torch.float32, torch.float64] to tensor_typing.py",)
+    assert result.notes_of(GLOBAL_SET) == (f"{GLOBAL_SET}: added TFloating [torch.float32, torch.float64] to tensor_typing.py",)
+    removed = "bool uint8 int8 int16 int32 int64 float16 bfloat16".split()  # the fixture's plan says ATen rejects each
+    where = "ops/annotations.py:37 aten_where (where.self) self, other, return.0"
+    assert result.notes_of(DTYPE_REMOVED) == tuple(
+        f"{DTYPE_REMOVED}: {where}: torch.{d} (ATen rejects it: the fixture's ATen refuses this dtype)" for d in removed
+    )
+    assert len(result.notes) == 1 + len(removed) and result.narrowed == 1
     ((_, before, after), _) = result.files
     old, new = before.decode().splitlines(), after.decode().splitlines()
     assert [line for line in old if line not in new] == [

@@ -26,16 +26,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate.cache import StageCache, store
 from migrate.audit import export_worker
-from migrate.audit.export_worker import NO_SAMPLE, OK, STATUSES
+from migrate.cache import StageCache, store
 from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
+from migrate.model import export_status
 from migrate.model.dtypes import DType, canonical
+from migrate.model.export_status import (
+    EXPORT_ERROR,
+    INVALID_MODEL,
+    MISMATCH,
+    NO_KERNEL,
+    NO_SAMPLE,
+    OK,
+    PARTIAL,
+    RUNTIME_ERROR,
+    STATUSES,
+    combined,
+)
+from migrate.model.names import OverloadName
 from migrate.model.plan import Conflict, OverloadPlan, Variable
+from migrate.write.torchlib.narrowing import ExportVerdict, by_dtype
 
 JOB_OVERLOADS = 40  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter
 JOB_TIMEOUT = 1200.0  # seconds per worker
-FAILING = tuple(s for s in STATUSES if s not in (OK, NO_SAMPLE))
+FAILING = (EXPORT_ERROR, INVALID_MODEL, RUNTIME_ERROR, MISMATCH)  # a coverage gap is confirmed by these
 COVERAGE_GAP = "export-coverage-gap"
 CONFIRMED, REFUTED = "confirmed", "refuted"
 
@@ -50,16 +64,34 @@ class CaseRequest:
 
 
 @dataclass(frozen=True)
+class CallResult:
+    """One sampled call of a case: every tensor input's dtype, its status and message."""
+
+    dtypes: tuple[tuple[str, str], ...]  # (slot, 'torch.x')
+    status: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dtypes": dict(self.dtypes), "status": self.status, "message": self.message}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> CallResult:
+        return cls(tuple(obj["dtypes"].items()), obj["status"], stable_message(obj["message"]))
+
+
+@dataclass(frozen=True)
 class CaseResult:
-    """A checked case: the request, the torchlib function the exporter used, the call's input dtypes, status, message."""
+    """A checked case: the request, the torchlib function the exporter used, the first call's input dtypes,
+    the status and message of all its calls together, and each call's own."""
 
     overload: str
     cast: tuple[str, ...]
     dtype: DType
     function: str
-    dtypes: tuple[tuple[str, str], ...]  # every tensor input slot of the call: (slot, 'torch.x')
+    dtypes: tuple[tuple[str, str], ...]  # every tensor input slot of the first call: (slot, 'torch.x')
     status: str
     message: str
+    calls: tuple[CallResult, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +102,7 @@ class CaseResult:
             "dtypes": dict(self.dtypes),
             "status": self.status,
             "message": self.message,
+            "calls": [call.to_json() for call in self.calls],
         }
 
     @classmethod
@@ -82,7 +115,13 @@ class CaseResult:
             tuple(obj["dtypes"].items()),
             obj["status"],
             stable_message(obj["message"]),
+            tuple(CallResult.from_json(call) for call in obj.get("calls", ())),
         )
+
+    def verdict(self) -> ExportVerdict:
+        """The case as the rewrite and the provisioning list read it: each call with the slots it passed a tensor to."""
+        calls = tuple((tuple(slot for slot, _ in call.dtypes), call.status, call.message) for call in self.calls)
+        return ExportVerdict(self.cast, self.dtype, self.status, self.message, calls)
 
     @classmethod
     def from_report(cls, report: dict[str, Any]) -> CaseResult:
@@ -123,18 +162,37 @@ class ExportCheck:
 
 
 def requests(declared: Mapping[str, tuple[Variable, ...]], registered: Iterable[str]) -> dict[str, tuple[CaseRequest, ...]]:
-    """Per registered overload with declared variables: a case per input variable and dtype ONNX can express."""
+    """Per registered overload with declared variables, its cases: the diagonal first, then each variable alone.
+
+    The diagonal, for each declared dtype ONNX can express: the slots of the variable declaring it
+    at that dtype, or, when the overload has independent variables, the slots of every variable
+    declaring that dtype (as ``sample_inputs(dtype)`` makes every tensor of that kind that dtype).
+    Then, for independent variables, each variable's slots cast alone (the others as sampled).
+    """
     found = {}
     for overload in sorted(set(registered)):
-        cases = []
-        variables = OverloadPlan(overload, tuple(declared.get(overload, ())))
-        for variable in variables.variables:
-            cast = tuple(slot for slot in variable.binds if not slot.startswith("return."))
-            if cast:  # a variable that follows others is checked at every dtype it may take
-                cases += [CaseRequest(overload, cast, dtype) for dtype in variables.possible(variable) if dtype.onnx is not None]
+        plan = OverloadPlan(overload, tuple(declared.get(overload, ())))
+        # a variable that follows others is checked at every dtype it may take
+        variables = [(v, _input_slots(v), plan.possible(v)) for v in plan.variables]
+        variables = [(v, cast, dtypes) for v, cast, dtypes in variables if cast]
+        independent = len(variables) > 1
+        diagonal, alone = [], []
+        for _, cast, dtypes in variables:
+            for dtype in (d for d in dtypes if d.onnx is not None):
+                if independent:
+                    together = tuple(slot for _, other, others in variables if dtype in others for slot in other)
+                    diagonal.append(CaseRequest(overload, together, dtype))
+                    alone.append(CaseRequest(overload, cast, dtype))
+                else:
+                    diagonal.append(CaseRequest(overload, cast, dtype))
+        cases = tuple(dict.fromkeys(diagonal + alone))
         if cases:
-            found[overload] = tuple(cases)
+            found[overload] = cases
     return found
+
+
+def _input_slots(variable: Variable) -> tuple[str, ...]:
+    return tuple(slot for slot in variable.binds if not slot.startswith("return."))
 
 
 # --- the cache -----------------------------------------------------------------------------------
@@ -151,7 +209,7 @@ def torchlib_digest(root: Path) -> str:
 def results_dir(torchlib: Path, cache: StageCache) -> Path:
     """Where the results for this torch_lib live: the ``export`` stage (keyed by the worker's code and the
     torch, onnxscript and onnxruntime versions), a folder per torch_lib content."""
-    return cache.stage("export", export_worker.__name__).folder / torchlib_digest(torchlib)[:32]
+    return cache.stage("export", export_worker.__name__, export_status.__name__).folder / torchlib_digest(torchlib)[:32]
 
 
 def _file(folder: Path, overload: str) -> Path:
@@ -215,7 +273,7 @@ def _sources(overloads: Iterable[str], cache: StageCache) -> dict[str, tuple[tup
     """
     from migrate.evidence.opinfo.sweep import SweepCache
 
-    keys = {("aten::" + o).removesuffix(".default"): o for o in overloads}
+    keys = {OverloadName.parse(o).qualified: o for o in overloads}
     best: dict[str, tuple] = {}
     sweep = SweepCache.of(cache)
     catalogue = sweep.catalogue()
@@ -276,7 +334,7 @@ def _run(
                 for case in missing[overload]:
                     if (case.cast, case.dtype) not in done:
                         why = f"{phase}: {outcome.reason}" if phase else outcome.reason
-                        results.append(_result(case, "", (), export_worker.EXPORT_ERROR, why))
+                        results.append(_result(case, "", (), EXPORT_ERROR, why))
                 order = {(case.cast, case.dtype): i for i, case in enumerate(missing[overload])}
                 results.sort(key=lambda r: order[r.cast, r.dtype])
                 yield overload, tuple(results), outcome.status == DONE
@@ -320,10 +378,125 @@ def verdict_summary(conflicts: Mapping[str, tuple[Conflict, ...]], judged: Mappi
     return {"conflicts": total, CONFIRMED: counts[CONFIRMED], REFUTED: counts[REFUTED], "unchecked": total - counts[CONFIRMED] - counts[REFUTED]}
 
 
+# --- wiring back: the torchlib rewrite ---------------------------------------------------------
+
+
+def rewrite_verdicts(
+    declared: Mapping[str, tuple[Variable, ...]],
+    registered: Iterable[str],
+    torchlib: Path,
+    cache: StageCache,
+    compute: bool = False,
+    jobs: int | None = None,
+) -> dict[str, tuple[ExportVerdict, ...]]:
+    """export-check's cases per registered overload of this torch_lib, for the rewrite: the cached ones
+    (checked first when ``compute``); an overload without cached results has none."""
+    registered = sorted(set(registered) & declared.keys())
+    if compute:
+        run_export_check(declared, registered, torchlib, cache, jobs)
+    folder = results_dir(torchlib, cache)
+    found = {}
+    for overload in registered:
+        results = cached_results(folder, overload)
+        if results:
+            found[overload] = tuple(r.verdict() for r in results)
+    return found
+
+
+# --- the provisioning list ---------------------------------------------------------------------
+
+# What keeps a declared dtype from exporting, for the list a torchlib maintainer works from; the runtime's gaps apart.
+GAP_KINDS = {INVALID_MODEL: "spec", EXPORT_ERROR: "torchlib", MISMATCH: "mismatch", NO_KERNEL: "no-kernel", RUNTIME_ERROR: "runtime"}
+RUNTIME_GAPS = ("no-kernel", "runtime")
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Declared dtypes of one variable that do not export for one reason, and the first case's message."""
+
+    kind: str  # a value of GAP_KINDS
+    slots: tuple[str, ...]
+    dtypes: tuple[DType, ...]
+    message: str
+
+
+@dataclass(frozen=True)
+class Missing:
+    """An overload whose torchlib function does not export some dtypes ATen accepts, and how many sampled calls reach it."""
+
+    overload: str
+    function: str
+    reached: int  # calls of the overload the OpInfo sweep recorded
+    gaps: tuple[Gap, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "overload": self.overload,
+            "function": self.function,
+            "reached": self.reached,
+            "gaps": [{"kind": g.kind, "slots": list(g.slots), "dtypes": [str(d) for d in g.dtypes], "message": g.message} for g in self.gaps],
+        }
+
+
+def missing(check: ExportCheck, declared: Mapping[str, tuple[Variable, ...]], reached: Mapping[str, int]) -> tuple[Missing, ...]:
+    """Per overload, the declared dtypes no case of a variable exports (its own case and the diagonal holding it
+    combined, as the rewrite reads them), grouped by what failed; the overloads most sampled calls reach first."""
+    cases: dict[str, list[CaseResult]] = {}
+    for case in check.cases:
+        cases.setdefault(case.overload, []).append(case)
+    found = []
+    for overload, results in cases.items():
+        verdicts = tuple(r.verdict() for r in results)
+        gaps: dict[tuple[str, tuple[str, ...]], dict[DType, str]] = {}
+        for variable in declared.get(overload, ()):
+            cast = _input_slots(variable)
+            for dtype, outcomes in by_dtype(verdicts, cast).items():
+                status, message = combined(outcomes)
+                if status in GAP_KINDS:
+                    gaps.setdefault((GAP_KINDS[status], cast), {})[dtype] = message
+        if gaps:
+            order = list(GAP_KINDS.values())
+            listed = tuple(
+                Gap(kind, cast, canonical(by), by[canonical(by)[0]])
+                for (kind, cast), by in sorted(gaps.items(), key=lambda item: (order.index(item[0][0]), item[0][1]))
+            )
+            function = next((r.function for r in results if r.function), "")
+            found.append(Missing(overload, function, reached.get(overload, 0), listed))
+    return tuple(sorted(found, key=lambda m: (-m.reached, m.overload)))
+
+
+def reached_calls(overloads: Iterable[str], cache: StageCache) -> dict[str, int]:
+    """Per overload, how many calls of it the OpInfo sweep recorded (every OpInfo, direct or inside another op)."""
+    from migrate.evidence.opinfo.sweep import SweepCache
+
+    keys = {OverloadName.parse(o).qualified: o for o in overloads}
+    counts: Counter[str] = Counter()
+    sweep = SweepCache.of(cache)
+    for run in sweep.runs(sweep.catalogue()).values():
+        if not (run.overloads & keys.keys()):
+            continue
+        for observation in run.observations:
+            if observation.overload in keys:
+                counts[keys[observation.overload]] += observation.count
+    return dict(counts)
+
+
+def missing_text(rows: tuple[Missing, ...], top: int | None = None) -> str:
+    """The provisioning list: totals by kind, then one row per overload, most reached first."""
+    pairs = Counter(g.kind for m in rows for g in m.gaps for _ in g.dtypes)
+    torchlib = ", ".join(f"{kind} {pairs[kind]}" for kind in GAP_KINDS.values() if kind not in RUNTIME_GAPS)
+    runtime = ", ".join(f"{kind} {pairs[kind]}" for kind in RUNTIME_GAPS)
+    lines = [f"{len(rows)} overloads lack {sum(pairs.values())} declared dtypes: {torchlib}; onnxruntime's gaps apart: {runtime}"]
+    for rank, row in enumerate(rows[:top] if top else rows, 1):
+        gaps = "; ".join(f"{g.kind} {','.join(g.slots)} {' '.join(d.name for d in g.dtypes)} ({g.message[:120]})" for g in row.gaps)
+        lines.append(f"{rank:4}  {row.overload}  {row.reached} calls  {row.function or '?'}: {gaps}")
+    return "\n".join(lines) + "\n"
+
+
 # --- output -------------------------------------------------------------------------------------
 
 
-SHORT = {OK: "ok", "export-error": "EXP", "invalid-model": "INV", "runtime-error": "RUN", "mismatch": "MIS", NO_SAMPLE: "-"}
+SHORT = {OK: "ok", PARTIAL: "part", EXPORT_ERROR: "EXP", INVALID_MODEL: "INV", NO_KERNEL: "KER", RUNTIME_ERROR: "RUN", MISMATCH: "MIS", NO_SAMPLE: "-"}
 
 
 def table(check: ExportCheck) -> str:
@@ -347,9 +520,12 @@ def table(check: ExportCheck) -> str:
     return "\n".join(text) + "\n"
 
 
-def report_json(check: ExportCheck, conflict_summary: dict[str, int] | None = None) -> str:
+def report_json(check: ExportCheck, conflict_summary: dict[str, int] | None = None, provisioning: tuple[Missing, ...] | None = None) -> str:
     summary = check.summary()
     if conflict_summary is not None:
         summary["conflicts"] = conflict_summary
-    return json.dumps({"cases": [case.to_json() for case in check.cases], "summary": summary}, indent=1) + "\n"
+    report: dict[str, Any] = {"cases": [case.to_json() for case in check.cases], "summary": summary}
+    if provisioning is not None:
+        report["missing"] = [row.to_json() for row in provisioning]
+    return json.dumps(report, indent=1) + "\n"
 

@@ -3,12 +3,14 @@
 A job gets a torch_lib folder and groups of overloads, each group with the OpInfo (and
 sample dtype) whose samples reach them. The worker loads that folder as
 ``onnxscript.function_libs.torch_lib`` (a fresh process per job: the exporter reads
-whatever that package registers), captures a few calls of each overload while the
-samples run, and builds one call per case: the sampled call with the case's slots cast
-to its dtype, run eagerly for the expected outputs. Many cases go into one module
-(one submodule per case) and one export; a batch that fails is split: when the error
-names an ONNX node, its metadata (the submodule ``case_N`` it came from) says which case
-failed, else the batch is halved. Reports go to the parent one case at a time.
+whatever that package registers), captures a few distinct calls of each overload while
+the samples run, and gives each case up to ``CALLS_PER_CASE`` of them: sampled calls with
+the case's slots cast to its dtype that eager PyTorch runs (its outputs are the expected
+ones). Many calls go into one module (one submodule per call) and one export; a batch
+that fails is split: when the error names an ONNX node, its metadata (the submodule
+``case_N`` it came from) says which call failed, else the batch is halved. A case is
+``ok`` when all its calls are, ``partial`` when some are. Reports go to the parent one
+case at a time.
 
 Importing this module imports neither torch nor onnxscript; running a job does.
 """
@@ -25,17 +27,11 @@ from typing import Any
 
 from migrate.evidence.runtime.processes import one_line
 
-# Statuses of a case.
-OK = "ok"
-EXPORT_ERROR = "export-error"  # torch.onnx.export raised
-INVALID_MODEL = "invalid-model"  # onnxruntime refused to load the exported model
-RUNTIME_ERROR = "runtime-error"  # onnxruntime failed running it
-MISMATCH = "mismatch"  # ran, but dtype, shape or values differ from eager PyTorch
-NO_SAMPLE = "no-sample"  # no OpInfo sample gave a call of the overload that eager PyTorch runs with that dtype
-STATUSES = (OK, EXPORT_ERROR, INVALID_MODEL, RUNTIME_ERROR, MISMATCH, NO_SAMPLE)
+from migrate.model.export_status import EXPORT_ERROR, INVALID_MODEL, MISMATCH, NO_KERNEL, NO_SAMPLE, OK, RUNTIME_ERROR, combined, load_failure_status
 
-CALLS_PER_OVERLOAD = 3  # sampled calls kept per overload; a case uses the first that eager PyTorch runs when cast
-BATCH = 48  # cases per exported graph
+CALLS_PER_CASE = 3  # distinct sampled calls a case runs (with and without optional tensors, other shapes)
+CALLS_CAPTURED = 8  # sampled calls kept per overload: eager PyTorch may refuse some of them cast
+BATCH = 64  # calls per exported graph
 
 
 def use_torchlib(folder: str) -> None:
@@ -58,12 +54,10 @@ def use_torchlib(folder: str) -> None:
 
 
 @dataclass
-class Case:
-    """One case: an overload with some slots cast to one dtype; its call, expected outputs and outcome."""
+class Run:
+    """One sampled call of a case, cast: its expected outputs (eager PyTorch) and its outcome."""
 
     overload: str  # 'add.Tensor'
-    cast: tuple[str, ...]  # the slots cast
-    dtype: str  # 'int64'
     func: Any = None
     args: list = field(default_factory=list)
     kwargs: dict = field(default_factory=dict)
@@ -73,16 +67,68 @@ class Case:
     status: str = ""
     message: str = ""
 
+    def report(self) -> dict[str, Any]:
+        return {"dtypes": self.dtypes, "status": self.status, "message": self.message}
+
+
+@dataclass
+class Case:
+    """One case: an overload with some slots cast to one dtype, and the distinct sampled calls it runs."""
+
+    overload: str  # 'add.Tensor'
+    cast: tuple[str, ...]  # the slots cast
+    dtype: str  # 'int64'
+    runs: list[Run] = field(default_factory=list)
+    status: str = ""  # set when no call could be run (no-sample)
+    message: str = ""
+
     def report(self, function: str) -> dict[str, Any]:
+        status, message = (self.status, self.message) if self.status else combined((r.status, r.message) for r in self.runs)
         return {
             "overload": self.overload,
             "cast": list(self.cast),
             "dtype": self.dtype,
-            "dtypes": self.dtypes,
+            "dtypes": self.runs[0].dtypes if self.runs else {},
             "function": function,
-            "status": self.status,
-            "message": self.message,
+            "status": status,
+            "message": message,
+            "calls": [run.report() for run in self.runs],
         }
+
+
+def _capture(wanted: set[str]) -> Any:
+    """A ``CallCapture`` of the wanted overloads that keeps calls distinct by every argument (dtypes, shapes,
+    other values), not by input dtypes alone: a case runs calls of other shapes and options, all from one sample dtype."""
+    from migrate.evidence.runtime import recorders
+
+    class VariedCapture(recorders.CallCapture):
+        def before(self, key, slots, args, kwargs, direct):
+            return (recorders.cloned(args), recorders.cloned(kwargs)) if self._open(key, slots, direct) else None
+
+        def keep(self, func, key, slots, call, values, direct):
+            args, kwargs = call
+            signature = (key, _signature(args, kwargs))
+            if not self._open(key, slots, direct) or signature in self._signatures or all(v is None for v in values[: len(slots.arguments)]):
+                return
+            if not slots.mutates:
+                try:
+                    args, kwargs = recorders.cloned(args), recorders.cloned(kwargs)
+                except Exception:  # a tensor that cannot be copied: not checked
+                    return
+            self._signatures.add(signature)
+            self._kept.setdefault(key, []).append(recorders.CapturedCall(func, slots, args, kwargs, values, direct, self.sample_dtype))
+
+    return VariedCapture(lambda overload, direct: CALLS_CAPTURED if overload in wanted else 0)
+
+
+def _signature(args: Any, kwargs: Any) -> str:
+    """A call as text: tensors by dtype and shape, other arguments by value."""
+    import torch
+
+    described = torch.utils._pytree.tree_map(
+        lambda v: f"<{v.dtype} {tuple(v.shape)}>" if isinstance(v, torch.Tensor) else v, (tuple(args), dict(kwargs))
+    )
+    return repr(described)[:2000]
 
 
 def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -98,7 +144,7 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for group in argument["groups"]:
         opinfo = OpInfoId(*group["opinfo"])
         wanted = {f"aten::{o['overload']}".removesuffix(".default") for o in group["overloads"]}
-        capture = recorders.CallCapture(lambda overload, direct: CALLS_PER_OVERLOAD if overload in wanted else 0)
+        capture = _capture(wanted)
         problem = ""
         try:
             op = find_opinfo(opinfo)
@@ -123,19 +169,32 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
             if case.status:
                 yield case.report(functions.get(case.overload, ""))
         ready = [case for case in cases if not case.status]
-        for start in range(0, len(ready), BATCH):
-            batch = ready[start : start + BATCH]
+        for start in _batches(ready):
+            batch = ready[start[0] : start[1]]
+            runs = [run for case in batch for run in case.runs]
             yield {"phase": "exporting and running " + ", ".join(sorted({c.overload for c in batch}))}
             try:
-                _check(batch)
-            except Exception:  # the check itself failed: each case left alone, so that only its own failure is said
-                for case in batch:
+                _check(runs)
+            except Exception:  # the check itself failed: each call left alone, so that only its own failure is said
+                for run in runs:
                     try:
-                        _check([case])
+                        _check([run])
                     except Exception as exc:
-                        case.status, case.message = EXPORT_ERROR, f"checking the case failed: {_first_line(exc)}"
+                        run.status, run.message = EXPORT_ERROR, f"checking the call failed: {_first_line(exc)}"
             for case in batch:
                 yield case.report(functions.get(case.overload, ""))
+
+
+def _batches(cases: list[Case]) -> Iterator[tuple[int, int]]:
+    """Ranges of whole cases of at most ``BATCH`` calls (a case of more calls alone)."""
+    start, count = 0, 0
+    for index, case in enumerate(cases):
+        if count and count + len(case.runs) > BATCH:
+            yield start, index
+            start, count = index, 0
+        count += len(case.runs)
+    if start < len(cases):
+        yield start, len(cases)
 
 
 def _dispatched_functions() -> dict[str, str]:
@@ -153,19 +212,25 @@ def _dispatched_functions() -> dict[str, str]:
     return found
 
 
-# --- building a case's call ---------------------------------------------------------------------
+# --- building a case's calls --------------------------------------------------------------------
 
 
 def _prepare(case: Case, calls: list[Any], torch: Any, why_none: str) -> None:
-    """Give the case the first sampled call that eager PyTorch runs with its slots cast, or the status no-sample."""
+    """Give the case up to ``CALLS_PER_CASE`` distinct sampled calls eager PyTorch runs with its slots cast, or the status no-sample."""
     dtype = getattr(torch, case.dtype)
     first_error = ""
     usable = [call for call in calls if any(_holds_tensor(call, slot) for slot in case.cast)]
     if calls and not usable:
         why_none = f"no sampled call passes a tensor at {', '.join(case.cast)}"
-    # The calls with the most tensor inputs first: a mask passed, every optional tensor given.
+    seen = set()
+    # The calls with the most tensor inputs first (a mask passed, every optional tensor given), then the others.
     for call in sorted(usable, key=lambda call: sum(d is None for d in call.dtypes[: len(call.slots.arguments)])):
+        if len(case.runs) == CALLS_PER_CASE:
+            break
         args, kwargs = _cast_arguments(call, case.cast, dtype, torch)
+        signature = _signature(args, kwargs)
+        if signature in seen:
+            continue
         try:
             out = call.func(*_fresh(args, torch), **_fresh(kwargs, torch))
         except Exception as exc:
@@ -173,15 +238,16 @@ def _prepare(case: Case, calls: list[Any], torch: Any, why_none: str) -> None:
             continue
         expected = [t.detach() for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
         if not expected:
-            case.status, case.message = NO_SAMPLE, "the call returns no tensor"
-            return
-        case.func, case.args, case.kwargs, case.expected = call.func, args, kwargs, expected
-        case.dtypes = _input_dtypes(call.slots, args, kwargs, torch)
+            first_error = first_error or "the call returns no tensor"
+            continue
+        seen.add(signature)
         tags = set(getattr(call.func, "tags", ()))
-        case.values = torch.Tag.nondeterministic_seeded not in tags and "empty" not in case.overload
-        return
-    case.status = NO_SAMPLE
-    case.message = f"eager PyTorch refused it in every sampled call: {first_error}" if first_error else why_none
+        values = torch.Tag.nondeterministic_seeded not in tags and "empty" not in case.overload
+        dtypes = _input_dtypes(call.slots, args, kwargs, torch)
+        case.runs.append(Run(case.overload, call.func, args, kwargs, dtypes, expected, values))
+    if not case.runs:
+        case.status = NO_SAMPLE
+        case.message = f"eager PyTorch refused it in every sampled call: {first_error}" if first_error else why_none
 
 
 def _holds_tensor(call: Any, slot: str) -> bool:
@@ -236,12 +302,12 @@ def _input_dtypes(slots: Any, args: list, kwargs: dict, torch: Any) -> dict[str,
 # --- exporting and running batches --------------------------------------------------------------
 
 
-def _module(cases: list[Case]) -> tuple[Any, tuple]:
-    """One module calling every case's overload (one submodule ``case_N`` each), and its flat tensor inputs."""
+def _module(cases: list[Run]) -> tuple[Any, tuple]:
+    """One module making every call (one submodule ``case_N`` each), and its flat tensor inputs."""
     import torch
 
     class CaseCall(torch.nn.Module):
-        def __init__(self, case: Case):
+        def __init__(self, case: Run):
             super().__init__()
             self.func = case.func
             self.template = torch.utils._pytree.tree_map(lambda v: _SLOT if isinstance(v, torch.Tensor) else v, (case.args, case.kwargs))
@@ -280,7 +346,7 @@ class _Slot:
 _SLOT = _Slot()
 
 
-def _tensors(case: Case) -> list[Any]:
+def _tensors(case: Run) -> list[Any]:
     import torch
 
     return [t.detach().clone() for t in torch.utils._pytree.tree_leaves((case.args, case.kwargs)) if isinstance(t, torch.Tensor)]
@@ -289,7 +355,7 @@ def _tensors(case: Case) -> list[Any]:
 _CASE = re.compile(r"\bcase_(\d+)\b")
 
 
-def _check(cases: list[Case]) -> None:
+def _check(cases: list[Run]) -> None:
     """Export, load and run ``cases`` together; on a failure no case can be blamed for, halve the batch."""
     pending = [case for case in cases if not case.status]
     while pending:
@@ -309,7 +375,7 @@ def _check(cases: list[Case]) -> None:
         return
 
 
-def _attempt(cases: list[Case]) -> tuple[str, str] | None:
+def _attempt(cases: list[Run]) -> tuple[str, str] | None:
     """Check a batch; None when every case got its status, else the (status, message) of a failure.
 
     The cases a failure can be pinned on get that status. The module is captured with
@@ -359,7 +425,12 @@ def _attempt(cases: list[Case]) -> tuple[str, str] | None:
         blamed = [index for index in _blame_onnx(text, model) if index in live]
         if not blamed:
             return status, message
-        _fail(cases, blamed, status, message)
+        for index in blamed:
+            spec_error = _spec_error(model, outputs[index]) if status == NO_KERNEL else ""
+            if spec_error:  # onnxruntime named a missing kernel, but the ONNX checker finds the model invalid
+                _fail(cases, [index], INVALID_MODEL, f"{message} (onnx.checker: {spec_error})")
+            else:
+                _fail(cases, [index], status, message)
         _drop_outputs(model, [value for index in blamed for value in outputs[index]])
 
 
@@ -373,7 +444,7 @@ def _run(model: bytes, feeds: dict[str, Any], outputs: list[list[Any]]) -> list[
     try:
         session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as exc:
-        return INVALID_MODEL, str(exc), _first_line(exc)
+        return load_failure_status(str(exc)), str(exc), _first_line(exc)
     try:
         values = session.run_with_ort_values([value.name for values in outputs for value in values], _used(session, feeds))
         flat = [_from_ort(value) for value in values]
@@ -392,10 +463,27 @@ def _used(session: Any, feeds: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in feeds.items() if name in wanted}
 
 
-def _fail(cases: list[Case], blamed: list[int], status: str, message: str) -> tuple[str, str]:
+def _fail(cases: list[Run], blamed: list[int], status: str, message: str) -> tuple[str, str]:
     for index in blamed:
         cases[index].status, cases[index].message = status, message
     return status, message
+
+
+def _spec_error(model: Any, outputs: list[Any]) -> str:
+    """The ONNX checker's objection (``full_check``: strict shape and type inference) to the part of the model
+    these outputs need, or '' when that part is valid ONNX: then a missing kernel is onnxruntime's gap."""
+    import onnx
+    import onnx_ir
+
+    proto = onnx_ir.serde.serialize_model(model)
+    wanted = {value.name for value in outputs}
+    part = onnx_ir.serde.deserialize_model(proto)
+    _drop_outputs(part, [value for value in part.graph.outputs if value.name not in wanted])
+    try:
+        onnx.checker.check_model(onnx_ir.serde.serialize_model(part), full_check=True)
+    except Exception as exc:
+        return _first_line(exc)
+    return ""
 
 
 def _drop_outputs(model: Any, values: list[Any]) -> None:
@@ -474,7 +562,7 @@ def _from_ort(value: Any) -> Any:
     return torch.from_numpy(array)
 
 
-def _compare(case: Case, got: list[Any]) -> tuple[str, str]:
+def _compare(case: Run, got: list[Any]) -> tuple[str, str]:
     """OK when every output has eager's dtype and shape, and close values (OpInfo's default tolerances per dtype)."""
     import torch
 

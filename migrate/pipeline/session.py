@@ -275,7 +275,13 @@ class Session:
     # --- the run ------------------------------------------------------------------------------------
 
     def migrate(
-        self, plan_path: Path | None = None, overwrite: bool = False, yaml_only: bool = False, out: Path | None = None, report: Path | None = None
+        self,
+        plan_path: Path | None = None,
+        overwrite: bool = False,
+        yaml_only: bool = False,
+        out: Path | None = None,
+        report: Path | None = None,
+        export_check: bool = False,
     ) -> Migration:
         """The outputs of applying the plan (``plan_path``, else the inferred one) to the yaml and torchlib, with
         the summary; ``report`` receives the applied plan with its evidence and the summary as JSON."""
@@ -317,7 +323,7 @@ class Session:
         if self.source_tree is not None:
             summary["validation"] = {"torchgen": str(self.source_tree / "torchgen"), "schemas_unchecked": []}
         if not yaml_only:
-            outputs += self._torchlib_outputs(plan, result, targets, summary)
+            outputs += self._torchlib_outputs(plan, result, targets, summary, export_check)
         if report is not None:
             store(report, self._report(plan, result, summary).dumps().encode())
         return Migration(tuple(outputs), summary, summary_text(summary, result))
@@ -337,13 +343,17 @@ class Session:
 
         return autocast_dtypes(self.cache)
 
-    def _torchlib_outputs(self, plan: Plan, result: YamlResult, targets: Targets, summary: dict) -> list[Output]:
-        """torchlib rewritten to what the yaml says (hand-written constraints the run kept are not pushed into it)."""
+    def _torchlib_outputs(self, plan: Plan, result: YamlResult, targets: Targets, summary: dict, export_check: bool) -> list[Output]:
+        """torchlib rewritten to what the yaml says (hand-written constraints the run kept are not pushed into it), and to
+        what export-check's results (cached for this torch_lib, or computed first with ``export_check``) prove."""
+        from migrate.audit.export import rewrite_verdicts
         from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
 
         kept = {o.name for o in result.outcomes if o.status == KEPT}
         written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept and o.variables))
-        rewrite = rewrite_torchlib(self.torchlib, written_plan, self.native, self.cache, only=self.selected)
+        declared = {o.name: o.variables for o in written_plan.overloads if self.selected is None or o.name in self.selected}
+        exported = rewrite_verdicts(declared, self.torchlib.by_overload, self.torchlib_root, self.cache, export_check, self.options.jobs)
+        rewrite = rewrite_torchlib(self.torchlib, written_plan, self.native, self.cache, only=self.selected, exported=exported)
         summary["torchlib"] = codemod_summary(rewrite)
         mirrored = torchlib_outputs(rewrite, self.torchlib.root, targets.out, mirror=targets.out is not None)
         return [replace(output, display=targets.display(output.source, output.display)) for output in mirrored]
@@ -365,7 +375,7 @@ class Session:
         )
         return replace(plan, overloads=overloads, summary={**summary, "export_check": verdict_summary(conflicts, judged)})
 
-    def export_check(self, refresh: bool = False) -> tuple[ExportCheck, dict[str, int] | None]:
+    def export_check(self, refresh: bool = False) -> tuple[ExportCheck, dict[str, int] | None, dict]:
         """Real exports of every torchlib-registered overload (those selected) at each declared dtype.
 
         Declarations come from the yaml when it has any, else from the plan a run infers, whose
@@ -387,9 +397,9 @@ class Session:
             declared = {o.name: o.variables for o in plan.overloads}
         result = run_export_check(declared, registered, self.torchlib_root, self.cache, self.options.jobs, refresh)
         if plan is None:
-            return result, None
+            return result, None, declared
         listed = {o.name: o.conflicts for o in plan.overloads if o.name in registered}
-        return result, verdict_summary(listed, verdicts(listed, self.torchlib_root, self.cache))
+        return result, verdict_summary(listed, verdicts(listed, self.torchlib_root, self.cache)), declared
 
     def refuse_installed(self, yaml_only: bool) -> None:
         """Installed files are never written: a run that writes them needs --out."""

@@ -139,7 +139,10 @@ def summary_text(summary: dict, result: YamlResult) -> str:
     if "torchlib" in summary:
         t = summary["torchlib"]
         notes = ", ".join(f"{k} {n}" for k, n in t["notes"].items())
-        lines.append(f"torchlib: {t['functions_changed']} functions rewritten in {t['modules_changed']} modules" + (f"; notes: {notes}" if notes else ""))
+        lines.append(
+            f"torchlib: {t['functions_changed']} functions rewritten in {t['modules_changed']} modules; "
+            f"{t['annotations_narrowed']} annotations narrowed, {t['annotations_widened']} widened" + (f"; notes: {notes}" if notes else "")
+        )
     if summary["conflicts"]:
         lines.append("conflicts: " + ", ".join(f"{k} {n}" for k, n in summary["conflicts"].items()) + " (each listed in --report)")
     lines += [f"conflict: {c.message}" for c in result.global_conflicts]
@@ -155,6 +158,8 @@ def codemod_summary(rewrite: TorchlibRewrite) -> dict:
     return {
         "modules_changed": len(rewrite.files),
         "functions_changed": sum(1 for f in rewrite.functions if f.changed),
+        "annotations_narrowed": rewrite.narrowed,
+        "annotations_widened": rewrite.widened,
         "notes": notes,
         "note_lines": list(rewrite.notes),
     }

@@ -3,7 +3,8 @@
 A function registered for several planned overloads takes, per slot, the union of their
 sets; slots tied in any of them stay tied. A function keeps its annotations where they are
 narrower than the declaration (a dtype it lacks, or two slots it ties that the declaration
-does not), and ``complex=True`` functions keep their real-view annotations. Every such
+does not), and ``complex=True`` functions keep their real-view annotations. A dtype leaves an
+annotation only on proof and joins only on a real export (``narrowing``). Every such
 decision the caller should know about is a note.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import libcst as cst
 
@@ -19,10 +20,12 @@ from codemods.annotations import return_annotations, tensor_core
 from codemods.typevars import TypeVarSpec
 from migrate.evidence.torchlib.resolve import Constraint, TorchlibEvidence
 from migrate.model.dtypes import DType, canonical, format_set
+from migrate.model.export_status import combined
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 from migrate.model.schema import RETURN_PREFIX, SchemaError, TypedSchema
 from migrate.write.torchlib.module_index import DefInfo
+from migrate.write.torchlib.narrowing import ANY_TENSOR, Change, ExportVerdict, by_dtype, rejected_dtypes, settle
 from migrate.write.torchlib.tree import TorchlibModule, TorchlibTree
 
 # Note kinds, in the order the notes are listed.
@@ -32,7 +35,9 @@ UNION = "union"
 DROPPED_NON_ONNX = "dropped-non-onnx"
 GLOBAL_SET = "global-set"
 INLINE_SET = "inline-set"
-NOTE_KINDS = (KEPT_NARROWER, KEPT_COMPLEX, UNION, DROPPED_NON_ONNX, GLOBAL_SET, INLINE_SET)
+DTYPE_REMOVED = "dtype-removed"
+DTYPE_ADDED = "dtype-added"
+NOTE_KINDS = (KEPT_NARROWER, KEPT_COMPLEX, UNION, DROPPED_NON_ONNX, GLOBAL_SET, INLINE_SET, DTYPE_REMOVED, DTYPE_ADDED)
 
 
 class UnionFind:
@@ -68,6 +73,9 @@ class SlotClass:
     contributions: list[tuple[str, Variable, tuple[DType, ...]]]  # (overload, variable, its dtypes)
     free: bool  # some slot is a tensor nobody constrained in one of the overloads: any dtype
     typevar: str = ""  # chosen when the class is rewritten
+    settled: tuple[DType, ...] | None = None  # the ONNX dtypes to write, when the narrowing rule changed the declared ones
+    added: tuple[Change, ...] = ()
+    removed: tuple[Change, ...] = ()
 
     @property
     def dtypes(self) -> tuple[DType, ...]:
@@ -75,7 +83,8 @@ class SlotClass:
 
     @property
     def onnx(self) -> tuple[DType, ...]:
-        return onnx_part(self.dtypes)
+        """The ONNX dtypes its annotation says: the declared ones, or those the narrowing rule settled."""
+        return onnx_part(self.dtypes) if self.settled is None else self.settled
 
 
 @dataclass
@@ -99,8 +108,17 @@ class FunctionDecision:
 
 
 class AnnotationDecider:
-    def __init__(self, tree: TorchlibTree, evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None):
+    def __init__(
+        self,
+        tree: TorchlibTree,
+        evidence: TorchlibEvidence,
+        plan: Plan,
+        native: NativeFunctions,
+        only: set[str] | None,
+        exported: Mapping[str, tuple[ExportVerdict, ...]] | None = None,
+    ):
         self.tree = tree
+        self.exported = exported or {}  # per overload, export-check's cases
         self.evidence = evidence
         self.native = native
         self.only = only
@@ -124,7 +142,8 @@ class AnnotationDecider:
 
     def named_set(self, cls: SlotClass) -> GlobalSet | None:
         """The global set a class is annotated with: of its very dtypes, else the first by name of its ONNX dtypes."""
-        return self._by_dtypes.get(cls.dtypes) or self._by_onnx.get(cls.onnx)
+        very = self._by_dtypes.get(cls.dtypes) if cls.settled is None or cls.settled == onnx_part(cls.dtypes) else None
+        return very or self._by_onnx.get(cls.onnx)
 
     # -- which functions, which overloads
 
@@ -290,6 +309,9 @@ class AnnotationDecider:
         all_slots = [s for c in function.classes for s in c.slots]
         for component in components.groups(all_slots):
             classes = list({id(class_of[s]): class_of[s] for s in component}.values())
+            for cls in classes:
+                if not cls.free:
+                    self._settle(function, cls, current)
             reasons = self._narrower(function, classes, current, by_label, class_of)
             constrained = [c for c in classes if not c.free]
             unnamed = [c for c in constrained if len(c.onnx) > 1 and self.named_set(c) is None]
@@ -301,6 +323,47 @@ class AnnotationDecider:
             elif constrained:
                 who = f"{function.where} ({', '.join(function.overloads)})"
                 self.note(KEPT_NARROWER, f"{who} keeps its annotations: {'; '.join(reasons)}")
+
+    def _settle(self, function: FunctionDecision, cls: SlotClass, current: dict[str, Constraint | None]) -> None:
+        """The class's annotation under the narrowing rule: a dtype leaves on an export failure or ATen's
+        rejection, joins on an export that works; without export results, a declaration wider than the
+        annotation keeps it as today."""
+        claims = [c.dtypes for s in cls.slots if (c := current.get(s)) is not None]
+        if not claims:  # unannotated: as today
+            return
+        original = set.intersection(*[set(onnx_part(ANY_TENSOR if c is None else c)) for c in claims])
+        declared = set(cls.onnx)
+        exported = self._exported(cls)
+        if not exported and not declared <= original:
+            return
+        rejected: dict[DType, str] | None = None
+        for _, variable, _ in cls.contributions:  # a dtype leaves only when every overload the function serves refuses it
+            refused = rejected_dtypes(variable)
+            rejected = refused if rejected is None else {d: m for d, m in rejected.items() if d in refused}
+        settled = settle(declared, original, exported, rejected or {})
+        cls.settled, cls.added, cls.removed = settled.dtypes, settled.added, settled.removed
+
+    def _exported(self, cls: SlotClass) -> dict[DType, tuple[str, str]]:
+        """Per dtype, the export verdict of the class's variables (their own cases; several overloads combined)."""
+        found: dict[DType, list[tuple[str, str]]] = defaultdict(list)
+        for overload, variable, _ in cls.contributions:
+            cast = tuple(s for s in variable.binds if not s.startswith(RETURN_PREFIX))
+            for dtype, verdicts in by_dtype(self.exported.get(overload, ()), cast).items():
+                found[dtype].extend(verdicts)
+        return {dtype: combined(verdicts) for dtype, verdicts in found.items()}
+
+    @staticmethod
+    def _lacking(cls: SlotClass, dtypes: tuple[DType, ...]) -> tuple[DType, ...]:
+        """The class's dtypes an annotation of ``dtypes`` lacks (those a real export adds are not lacking)."""
+        added = {change.dtype for change in cls.added}
+        return tuple(d for d in cls.onnx if d not in dtypes and d not in added)
+
+    def note_changes(self, function: FunctionDecision) -> None:
+        """A note per dtype a rewritten annotation lost or gained, with why."""
+        for cls in function.rewrite:
+            for kind, changes in ((DTYPE_REMOVED, cls.removed), (DTYPE_ADDED, cls.added)):
+                for change in changes:
+                    self.note(kind, f"{function.where} ({', '.join(function.overloads)}) {', '.join(cls.slots)}: {change.dtype} ({change.why})")
 
     def _narrower(
         self,
@@ -316,7 +379,8 @@ class AnnotationDecider:
             if cls.free:
                 continue
             if not cls.onnx:
-                reasons.append(f"declared {format_set(cls.dtypes)} has no ONNX type")
+                no_onnx = f"declared {format_set(cls.dtypes)} has no ONNX type"
+                reasons.append(no_onnx if cls.settled is None else f"no dtype of {', '.join(cls.slots)} exports or is kept")
                 continue
             lacking: dict[tuple[str, tuple[DType, ...]], list[str]] = {}
             for slot in cls.slots:
@@ -324,8 +388,7 @@ class AnnotationDecider:
                 annotation = function.annotations.get(slot)
                 if annotation is not None and tensor_core(annotation) is None:
                     reasons.append(f"{slot}'s annotation {code_of(annotation)} names no tensor type to replace")
-                elif constraint is not None and constraint.dtypes is not None and not set(cls.onnx) <= set(constraint.dtypes):
-                    missing = tuple(d for d in cls.onnx if d not in constraint.dtypes)
+                elif constraint is not None and constraint.dtypes is not None and (missing := self._lacking(cls, constraint.dtypes)):
                     lacking.setdefault((constraint.label, missing), []).append(slot)
             for (label, missing), slots in lacking.items():
                 declared = format_set(cls.onnx)

@@ -18,6 +18,9 @@ annotations, then runs one libcst transformer per concern (``codemods``):
   declaration (a dtype it lacks, or two slots it ties that the declaration does
   not), and ``complex=True`` functions keep their real-view annotations. Parameters
   the schema does not call tensors (Scalar, SymInt) are never touched.
+- **narrowing** (``narrowing``): a dtype leaves an annotation only when ATen rejects it
+  or its export fails (export-check's results, when given), and joins only when its
+  export works; each change is a note (``dtype-removed``, ``dtype-added``).
 - **docstrings** opening with the old schema get the typed one;
 - **imports** through ``AddImportsVisitor``/``RemoveImportsVisitor``.
 
@@ -44,6 +47,7 @@ from migrate.model.plan import Plan, Variable
 from migrate.write.outputs import Output
 
 if TYPE_CHECKING:  # libcst and the transformers load only when a rewrite is not in the cache
+    from migrate.write.torchlib.narrowing import ExportVerdict
     from migrate.write.torchlib.decide import FunctionDecision
     from migrate.write.torchlib.naming import ModuleWork
 
@@ -79,6 +83,8 @@ class TorchlibRewrite:
     files: tuple[tuple[str, bytes, bytes], ...]  # (path relative to the torchlib root, before, after), changed only
     notes: tuple[str, ...]  # 'kind: message' lines, kinds in NOTE_KINDS order
     functions: tuple[RewrittenFunction, ...] = ()
+    narrowed: int = 0  # rewritten annotations that lost a dtype the original had
+    widened: int = 0  # rewritten annotations that gained a dtype a real export proved
 
     def notes_of(self, kind: str) -> tuple[str, ...]:
         return tuple(n for n in self.notes if n.startswith(kind + ": "))
@@ -123,36 +129,42 @@ def rewrite_torchlib(
     cache: StageCache,
     only: set[str] | None = None,
     reuse: bool = True,
+    exported: dict[str, tuple[ExportVerdict, ...]] | None = None,
 ) -> TorchlibRewrite:
     """Apply ``plan`` to the torchlib tree the evidence was scanned from (``only``: those overloads' functions).
 
     Only modules registering a planned overload are parsed; the rest are known from the scan's cache.
     The result is cached by the scan's key (the code, the tree's files, the yaml), what the plan
     says to write and ``only``: a run whose inputs did not change parses no module
-    (``reuse=False`` does the work regardless, for benchmarks).
+    (``reuse=False`` does the work regardless, for benchmarks). ``exported``: export-check's
+    cases per overload, for the narrowing rule.
     """
     stage = cache.stage("rewrites")
-    inputs = (evidence.key, _written_form(plan), ",".join(sorted(only)) if only is not None else "\0all")
+    scope = ",".join(sorted(only)) if only is not None else "\0all"
+    inputs = (evidence.key, _written_form(plan), scope, _exported_form(exported or {}))
     if evidence.key and reuse and (cached := stage.read(*inputs, kind=TorchlibRewrite)) is not None:
         return cached
     with _without_cyclic_gc():
-        rewrite = _rewrite(evidence, plan, native, only, cache)
+        rewrite = _rewrite(evidence, plan, native, only, cache, exported or {})
     if evidence.key:
         stage.write(rewrite, *inputs)
     return rewrite
 
 
 def _written_form(plan: Plan) -> str:
-    """All of the plan the writer reads: each overload's variables (names, dtypes, slots, those they follow) and the global sets.
+    """All of the plan the writer reads: each overload's variables (names, dtypes, slots, those they follow, dtypes
+    ATen rejects) and the global sets.
 
-    Evidence and conflicts are for the report; they never change what is written.
+    The rest of the evidence and the conflicts are for the report; they never change what is written.
     """
+    from migrate.write.torchlib.narrowing import rejected_dtypes
+
     def spelled(dtypes: tuple[DType, ...]) -> str:
         return ",".join(map(str, dtypes))
 
     def variable(v: Variable) -> str:
         follows = f":{','.join(v.follows)}" if v.follows else ""
-        return f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}{follows}"
+        return f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}{follows}:{list(rejected_dtypes(v).items())}"
 
     lines = [f"{g.name}\0{spelled(g.dtypes)}\0{g.desc}" for g in plan.global_sets]
     for overload in plan.overloads:
@@ -160,7 +172,13 @@ def _written_form(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache: StageCache) -> TorchlibRewrite:
+def _exported_form(exported: dict[str, tuple[ExportVerdict, ...]]) -> str:
+    return "\n".join(f"{o}\0{v.cast}\0{v.dtype}\0{v.status}\0{v.message}\0{v.calls}" for o in sorted(exported) for v in exported[o])
+
+
+def _rewrite(
+    evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache: StageCache, exported: dict[str, tuple[ExportVerdict, ...]]
+) -> TorchlibRewrite:
     from migrate.write.torchlib.apply import Applier
     from migrate.write.torchlib.decide import NOTE_KINDS, AnnotationDecider
     from migrate.write.torchlib.naming import ModuleWork, Namer
@@ -169,7 +187,7 @@ def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, on
     tree = TorchlibTree(Path(evidence.root), cache)
     if not tree.modules:
         raise InputError("no Python modules to rewrite", evidence.root)
-    decider = AnnotationDecider(tree, evidence, plan, native, only)
+    decider = AnnotationDecider(tree, evidence, plan, native, only, exported)
     planned = {o.name for o in plan.overloads if only is None or o.name in only}
     touched = {r.path for name in planned for r in evidence.by_overload.get(name, ())}
     works = []
@@ -182,6 +200,8 @@ def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, on
     namer = Namer(decider, tree)
     for work in works:
         namer.name_module(work)
+        for function in work.functions:
+            decider.note_changes(function)
     applier = Applier(tree)
     files = []
     after_of = {}
@@ -196,7 +216,9 @@ def _rewrite(evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, on
             files.append((path, before, after_of[path]))
     functions = tuple(_record(w, f) for w in works for f in w.functions if f.rewrite)
     notes = tuple(f"{kind}: {message}" for kind in NOTE_KINDS for message in decider.notes[kind])
-    return TorchlibRewrite(tuple(files), notes, functions)
+    classes = [cls for w in works for f in w.functions for cls in f.rewrite]
+    narrowed, widened = sum(1 for c in classes if c.removed), sum(1 for c in classes if c.added)
+    return TorchlibRewrite(tuple(files), notes, functions, narrowed, widened)
 
 
 def _record(work: ModuleWork, function: FunctionDecision) -> RewrittenFunction:

@@ -1,0 +1,136 @@
+"""Which dtypes a torchlib annotation may lose or gain, from ATen's rejections and real exports.
+
+An annotation claims the dtypes its ONNX function handles; onnxscript's tests skip every
+dtype it lacks. So a dtype leaves an annotation only on proof: ATen refused it (a probe's
+rejection message), or its export failed (``export-error``, ``invalid-model``,
+``mismatch``). A dtype joins only when its export is ``ok`` or ``partial`` (a complex
+dtype never: the exporter gives complex inputs to another function);
+a ``no-kernel`` dtype stays (the ONNX function is valid for it, onnxruntime's CPU provider
+lacks a kernel). A variable's verdict for a dtype combines its own case and the diagonal
+holding it (``partial`` when they disagree). Absence of evidence changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from migrate.evidence.probe.merge import REJECTED, is_rejection
+from migrate.model.dtypes import DType, canonical, named
+from migrate.model.export_status import FAILED, HANDLED, OK, PARTIAL
+from migrate.model.plan import Variable
+
+ANY_TENSOR = named(
+    *("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32", "float64"),
+    *("complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"),
+)  # what an annotation of any tensor (``TensorType``) claims: the dtypes a declaration can name
+JOINING = (OK, PARTIAL)  # a dtype the original annotation lacks joins only on a call that really exports and matches
+_ALTERNATIVES = re.compile(r"\{([^{}]*)\}")
+
+
+def rejected_dtypes(variable: Variable) -> dict[DType, str]:
+    """Dtypes ATen refused at the variable's slots when probed, each with its message; never a dtype the variable declares.
+
+    From today's probe evidence (``...: rejected: <message>``, messages differing only in the
+    dtype they name written once as ``{Char|Short}``); a per-dtype verdict of the plan can replace it.
+    """
+    found: dict[DType, str] = {}
+    for evidence in variable.evidence:
+        if not is_rejection(evidence):
+            continue
+        messages = _per_dtype(evidence.where.split(REJECTED, 1)[1], evidence.dtypes)
+        for dtype in evidence.dtypes:
+            if dtype not in variable.dtypes:
+                found.setdefault(dtype, messages[dtype])
+    return {dtype: found[dtype] for dtype in canonical(found)}
+
+
+def _per_dtype(text: str, dtypes: tuple[DType, ...]) -> dict[DType, str]:
+    """Each dtype's own message from a shared text (``... dtype {Char|Short}``, alternatives in the dtypes' order)."""
+    for match in reversed(list(_ALTERNATIVES.finditer(text))):
+        alternatives = match.group(1).split("|")
+        if len(dtypes) > 1 and len(alternatives) == len(dtypes):
+            return {d: text[: match.start()] + a + text[match.end() :] for d, a in zip(dtypes, alternatives)}
+    return {d: text for d in dtypes}
+
+
+@dataclass(frozen=True)
+class ExportVerdict:
+    """What export-check found for one overload's slots cast to one dtype: the case's status and message,
+    and each call's (the slots it passed a tensor to, its status and message)."""
+
+    cast: tuple[str, ...]
+    dtype: DType
+    status: str
+    message: str
+    calls: tuple[tuple[tuple[str, ...], str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Change:
+    """A dtype an annotation gains or loses, and why (the export's status and message, or ATen's rejection)."""
+
+    dtype: DType
+    why: str
+
+
+@dataclass(frozen=True)
+class Settled:
+    """An annotation's dtypes after the rule, and what changed from the original."""
+
+    dtypes: tuple[DType, ...]
+    added: tuple[Change, ...]
+    removed: tuple[Change, ...]
+
+
+def settle(
+    declared: Iterable[DType],
+    original: Iterable[DType],
+    exported: Mapping[DType, tuple[str, str]],
+    rejected: Mapping[DType, str],
+) -> Settled:
+    """The annotation of a variable (ONNX dtypes): the rule of this module applied to each declared or original dtype.
+
+    ``exported``: per dtype, the export's status and message (empty without export results);
+    ``rejected``: per dtype, ATen's rejection message.
+    """
+    declared, original = set(declared), set(original)
+    kept, added, removed = [], [], []
+    for dtype in canonical(declared | original):
+        status, message = exported.get(dtype, ("", ""))
+        why = f"{status}: {message}" if message else status
+        if (status in JOINING and not _complex(dtype)) or (status in HANDLED and dtype in original):
+            kept.append(dtype)
+            if dtype not in original:
+                added.append(Change(dtype, f"export {why}"))
+        elif status in FAILED:
+            if dtype in original:
+                removed.append(Change(dtype, f"export {why}"))
+        elif dtype in original and dtype not in declared and dtype in rejected:
+            removed.append(Change(dtype, f"ATen rejects it: {rejected[dtype]}"))
+        elif dtype in original:
+            kept.append(dtype)
+    return Settled(tuple(kept), tuple(added), tuple(removed))
+
+
+def _complex(dtype: DType) -> bool:
+    """The exporter sends complex inputs to a ``complex=True`` function (or a decomposition), never to the
+    function being annotated: its export proves nothing about that function."""
+    return dtype.name.startswith("complex")
+
+
+def by_dtype(verdicts: Iterable[ExportVerdict], cast: tuple[str, ...]) -> dict[DType, list[tuple[str, str]]]:
+    """Per dtype, the outcomes of the calls that cast these slots: those of the variable's own case and of the
+    diagonal holding it, that pass a tensor to every one of the slots (a call without weights says nothing of them)."""
+    found: dict[DType, list[tuple[str, str]]] = {}
+    for verdict in verdicts if cast else ():  # a variable of returns only has no case
+        if not set(cast) <= set(verdict.cast):
+            continue
+        if verdict.calls:
+            outcomes = [(status, message) for slots, status, message in verdict.calls if set(cast) <= set(slots)]
+        else:
+            outcomes = [(verdict.status, verdict.message)]
+        if outcomes:
+            found.setdefault(verdict.dtype, []).extend(outcomes)
+    return found
