@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from migrate.cache import StageCache
 from migrate.audit.export import CaseRequest, requests
+from migrate.cache import StageCache
 from migrate.evidence.probe.merge import REJECTED
 from migrate.evidence.torchlib.resolve import scan_torchlib
 from migrate.model.dtypes import DType, named
