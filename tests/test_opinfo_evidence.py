@@ -5,11 +5,12 @@ from dataclasses import replace
 import pytest
 
 from migrate.cache import StageCache
-from migrate.evidence.derived import opinfo_evidence
+from migrate.evidence.derived import opinfo_evidence, probed_calls
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
-from migrate.evidence.probe.merge import probe_plans_from_sweep
-from migrate.evidence.runtime.runs import OpInfoId, OpInfoRun
+from migrate.evidence.probe.merge import SCHEMA_CALL_WHERE, probe_plans
+from migrate.evidence.probe.schema_calls import cached_schema_calls
+from migrate.evidence.runtime.runs import OpInfoId, OpInfoRun, overload_key
 
 
 @pytest.mark.slow  # derives the plans of the whole sweep
@@ -18,7 +19,11 @@ def test_cached_plans_equal_fresh_ones():
     sweep = run_sweep(SweepCache.of(cache), progress=False)  # fills the cache if it is cold
     evidence = opinfo_evidence(cache, None, False, None)
     assert evidence.opinfo == plans_from_sweep(sweep)
-    assert evidence.probe == probe_plans_from_sweep(sweep)
+    built = cached_schema_calls(cache)  # opinfo_evidence made them if the cache lacked them
+    assert evidence.probe == probe_plans(probed_calls(sweep.probes, built, evidence.observed), sweep.observations)
+    # remainder.Scalar is seen only inside take_along_dim, never probed there: the calls built from its schema probe it
+    assert not any(overload_key(call.overload) == "remainder.Scalar" for call in sweep.probes)
+    assert any(SCHEMA_CALL_WHERE in e.where for v in evidence.probe["remainder.Scalar"].variables for e in v.evidence)
     assert evidence.stats.ran == 0 and evidence.stats.from_cache == len(sweep.runs)
 
 
