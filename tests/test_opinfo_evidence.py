@@ -2,17 +2,23 @@
 
 import os
 
-from migrate.evidence.opinfo.derived import _key, opinfo_evidence
+from migrate.evidence.opinfo.derived import _key, opinfo_evidence, probed_calls
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.evidence.opinfo.sweep import load_catalogue, run_sweep, sweep_cache_dir
-from migrate.evidence.probe.merge import probe_plans_from_sweep
+from migrate.evidence.probe.merge import BUILT_CALL, probe_plans
+from migrate.evidence.probe.schema_calls import cached_schema_calls
+from migrate.evidence.runtime.records import overload_key
 
 
 def test_cached_plans_equal_fresh_ones_and_follow_the_sweep_cache():
     sweep = run_sweep(progress=False)  # fills the cache if it is cold
     evidence = opinfo_evidence(None, None, False, None)
     assert evidence.opinfo == plans_from_sweep(sweep)
-    assert evidence.probe == probe_plans_from_sweep(sweep)
+    built = cached_schema_calls(sweep_cache_dir(None))  # opinfo_evidence made them if the cache lacked them
+    assert evidence.probe == probe_plans(probed_calls(sweep.probes, built, evidence.observed), sweep.observations)
+    # remainder.Scalar is seen only inside take_along_dim, never probed there: the calls built from its schema probe it
+    assert not any(overload_key(call.overload) == "remainder.Scalar" for call in sweep.probes)
+    assert any(BUILT_CALL in e.where for v in evidence.probe["remainder.Scalar"].variables for e in v.evidence)
     assert evidence.stats.ran == 0 and evidence.stats.from_cache == len(sweep.runs)
 
     folder = sweep_cache_dir(None)
