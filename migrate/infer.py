@@ -1,36 +1,18 @@
-"""Inference: evidence from every source merged into one plan.
+"""Inference: evidence from every source merged into one plan, and the variables' names.
 
-Each source speaks per overload in plan terms (``OverloadPlan``s). The merge is
-plain data work: OpInfo observations say what ATen accepts and win where present;
-probing (``migrate.evidence.probe.merge``) re-cuts the observed variables where ATen accepted their
-slots apart or needs them together, and widens them by what ATen accepted when
-called directly (each slot keeps its own observed evidence); torchlib fills the slots
-nobody observed; the dtypes an OpInfo claims for CUDA (for its own op) widen an observed variable;
-dtypes torchlib's trace-only bodies test a parameter for are attached as evidence; an
-overload's in-place and out= siblings with no evidence of their own take its
-constraints (provenance ``groups``), as do alias overloads with none from their target
-(provenance ``aliases``); an overload no sample reached whose composite kernel reads only
-metadata takes the dtypes that kernel accepted (provenance ``kernel``; over torchlib, as
-observations are). An overload none of these speak for, no alias nor in-place or out=
-sibling, takes what ATen accepted of a call built from its schema
-(``migrate.evidence.probe.schema_calls``) as probe evidence, widened by torchlib's dtypes at
-its slots (ATen may have refused such a call for its data; a run rewriting torchlib to the
-union changes nothing the next run infers); its siblings and aliases then follow it.
-Disagreements become conflicts. Each variable then gets its verdict per dtype
-(``migrate.evidence.verdicts``), which its in-place, out= and alias siblings take with its constraints.
+Each source speaks per overload in plan terms (``OverloadPlan``s), so the merge is plain data
+work; its rules, and what counts as evidence, are stated once, in docs/evidence.md. OpInfo and
+probe evidence name slots by the installed torch's schemas; on a file of another release
+``align_runtime_evidence`` first skips the overloads the file lacks and keeps, where a schema
+differs, only the slots of the same name in both.
 
-OpInfo and probe evidence name slots by the installed torch's schemas; on a file of
-another release ``align_runtime_evidence`` first skips the overloads the file lacks and
-keeps, where a schema differs, only the slots of the same name in both.
-
-Names are given last, deterministically, from the whole file's evidence whatever
-``--op`` selects: every dtype set used by ``NAMED_FROM`` entries or more, or with a name
-already (in the target's type_constraints.yaml, else a torchlib TypeVar of that set), is
-a global set; so is a rarer set whose inline list would make an entry's
-``type_constraints:`` line longer than ``LINE_LIMIT``. A set with no name yet takes the
-one composed from PyTorch's dtype groups (``migrate.model.named_sets``). A variable is
-then spelled by its set's name, in the schema when no other variable of the entry has
-that set, else as ``T: Name``.
+Names are given last, deterministically, from the whole file's evidence whatever ``--op``
+selects: every dtype set used by ``NAMED_FROM`` entries or more, or with a name already (in the
+target's type_constraints.yaml, else a torchlib TypeVar of that set), is a global set; so is a
+rarer set whose inline list would make an entry's ``type_constraints:`` line longer than
+``LINE_LIMIT``. A set with no name yet takes the one composed from PyTorch's dtype groups
+(``migrate.model.named_sets``). A variable is then spelled by its set's name, in the schema
+when no other variable of the entry has that set, else as ``T: Name``.
 """
 
 from __future__ import annotations
