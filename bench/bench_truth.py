@@ -51,6 +51,12 @@ class Row:
     dtype: str
     declared: bool
     verdict: Verdict
+    other_device: bool = False  # declared as another device's claim (OpInfo's CUDA dtypes): a CPU call cannot judge it
+
+    @property
+    def judged(self) -> bool:
+        """A CPU refusal of a dtype declared for another device says nothing against the declaration."""
+        return not (self.other_device and self.declared and not self.verdict.accepted)
 
     @property
     def agrees(self) -> bool:
@@ -63,12 +69,16 @@ class Score:
     absent: tuple[str, ...]  # truth overloads the yaml has no entry for
 
     @property
+    def judged(self) -> tuple[Row, ...]:
+        return tuple(r for r in self.rows if r.judged)
+
+    @property
     def agreement(self) -> float:
-        return sum(r.agrees for r in self.rows) / len(self.rows)
+        return sum(r.agrees for r in self.judged) / len(self.judged)
 
     @property
     def false_claims(self) -> tuple[Row, ...]:
-        return tuple(r for r in self.rows if r.declared and not r.verdict.accepted)
+        return tuple(r for r in self.judged if r.declared and not r.verdict.accepted)
 
     @property
     def misses(self) -> tuple[Row, ...]:
@@ -81,7 +91,7 @@ class Score:
     def worst(self, count: int) -> list[tuple[str, int]]:
         """Overloads by their number of disagreements, most first (ties by name)."""
         wrong: dict[str, int] = defaultdict(int)
-        for r in self.rows:
+        for r in self.judged:
             if not r.agrees:
                 wrong[r.case.overload] += 1
         return sorted(wrong.items(), key=lambda item: (-item[1], item[0]))[:count]
@@ -121,7 +131,24 @@ def declared_dtypes(case: Case, variables: tuple[Variable, ...]) -> frozenset[st
     return dtypes
 
 
-def score(native_functions: Path, verdicts: dict[str, dict[str, Verdict]], cases: tuple[Case, ...] = CASES) -> Score:
+def other_device_dtypes(report: Path) -> dict[tuple[str, str], frozenset[str]]:
+    """Per (overload, slot), the dtypes a run's ``--report`` declares from another device's claim only."""
+    found = {}
+    for overload in json.loads(report.read_text())["overloads"]:
+        for variable in overload["variables"]:
+            by_dtype = variable.get("verdicts", {}).get("by_dtype", {})
+            claimed = frozenset(d.removeprefix("torch.") for d, verdict in by_dtype.items() if verdict == "other-device")
+            for slot in variable["binds"]:
+                found[overload["name"], slot] = claimed
+    return found
+
+
+def score(
+    native_functions: Path,
+    verdicts: dict[str, dict[str, Verdict]],
+    cases: tuple[Case, ...] = CASES,
+    other_device: dict[tuple[str, str], frozenset[str]] | None = None,
+) -> Score:
     native = NativeFunctions.load(native_functions)
     sets = GlobalSetsFile.load(sibling_constraints_path(Path(native_functions))).by_name
     rows, absent = [], []
@@ -131,7 +158,8 @@ def score(native_functions: Path, verdicts: dict[str, dict[str, Verdict]], cases
             absent.append(case.overload)
             continue
         declared = declared_dtypes(case, declared_variables(native, entry, sets))
-        rows += [Row(case, dtype, dtype in declared, verdicts[case.key][dtype]) for dtype in DTYPES]
+        elsewhere = frozenset.union(frozenset(), *((other_device or {}).get((case.overload, slot), frozenset()) for slot in case.slots))
+        rows += [Row(case, dtype, dtype in declared, verdicts[case.key][dtype], dtype in elsewhere) for dtype in DTYPES]
     return Score(tuple(rows), tuple(sorted(set(absent))))
 
 
@@ -146,7 +174,8 @@ def report(result: Score, worst: int) -> str:
     lines = [
         f"truth: {len(rows) // len(DTYPES)} cases on {len(overloads)} overloads x {len(DTYPES)} dtypes = {len(rows)} verdicts"
         f" ({sum(r.verdict.accepted for r in rows)} accepted)",
-        f"agreement: {100 * result.agreement:.2f}% ({sum(r.agrees for r in rows)}/{len(rows)})",
+        f"agreement: {100 * result.agreement:.2f}% ({sum(r.agrees for r in result.judged)}/{len(result.judged)}); "
+        f"{len(rows) - len(result.judged)} declared for another device (OpInfo's CUDA claim) that the CPU refuses, set apart",
         f"false claims (declared, ATen rejects): {len(claims)} on {len({r.case.overload for r in claims})} overloads",
         f"misses (ATen accepts, not declared): {len(misses)} on {len({r.case.overload for r in misses})} overloads",
     ]
@@ -156,7 +185,7 @@ def report(result: Score, worst: int) -> str:
     for overload, count in result.worst(worst):
         lines.append(f"  {overload}: {count}")
         for case in dict.fromkeys(r.case for r in rows if r.case.overload == overload):
-            mine = [r for r in rows if r.case is case]
+            mine = [r for r in result.judged if r.case is case]
             wrong_claims = [r for r in mine if r.declared and not r.verdict.accepted]
             missed = [r for r in mine if r.verdict.accepted and not r.declared]
             if wrong_claims:
@@ -180,13 +209,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worst", type=int, default=15, help="how many overloads to list by disagreements")
     parser.add_argument("--cache-dir", default=None, help="cache folder (default: dtype-migrate's)")
     parser.add_argument("--json", type=Path, default=None, help="also write every disagreement to this file")
+    parser.add_argument("--report", type=Path, default=None, help="the run's --report: sets apart the dtypes declared for another device")
     args = parser.parse_args(argv)
-    result = score(args.native_functions, truth_verdicts(StageCache.at(args.cache_dir)))
+    other_device = other_device_dtypes(args.report) if args.report is not None else None
+    result = score(args.native_functions, truth_verdicts(StageCache.at(args.cache_dir)), other_device=other_device)
     print(report(result, args.worst))
     if args.json is not None:
         wrong = [
             {"case": r.case.key, "dtype": r.dtype, "declared": r.declared, "accepted": r.verdict.accepted, "message": r.verdict.message}
-            for r in result.rows
+            for r in result.judged
             if not r.agrees
         ]
         args.json.write_text(json.dumps({"agreement": result.agreement, "disagreements": wrong}, indent=1) + "\n")

@@ -191,3 +191,12 @@ def test_the_real_run_declares_no_dtype_only_empty_calls_showed_and_keeps_its_co
     assert summary["verdicts"]["empty_call_dtypes"]["now"] == 0
     assert summary["verdicts"]["empty_call_dtypes"]["before"] > 0
     assert summary["coverage"]["entry_share"] >= 0.80
+
+
+def test_a_float_scalar_lets_an_unsigned_tensor_into_clamp_so_clamp_accepts_uint16():
+    """clamp(uint16, 0, 3) has no kernel, clamp(uint16, 0.5, 3.5) computes in float: a valid call."""
+    (captured,) = _captured(lambda: torch.clamp(torch.ones(3), 0, 3), "aten::clamp")
+    report = probing.probe_call(captured, "clamp", timeout=10)
+    ((cast, accepted, refused, gated),) = [p for p in report["probes"] if p[0] == ["self"]]
+    assert ["uint16", "min=0.5"] in gated and "uint16" in [d for d, _ in accepted]
+    assert "uint16" not in [d for d, _ in refused]

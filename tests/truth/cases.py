@@ -3,8 +3,11 @@
 A case names the overload as native_functions.yaml does (``mm``, ``remainder.Scalar``),
 the tensor slots it casts to the dtype under test (schema argument names; slots that ATen
 needs of one dtype are cast together), the other tensor slots it holds at one dtype
-(``given``: the scorer compares with what the yaml declares for that combination), and one
-or more calls built from the dtype. The calls are alternatives: the dtype is accepted if
+(``given``: the scorer compares with what the yaml declares for that combination), the
+slots ATen promotes with the cast ones (``promoted``: each call gives them the dtype it
+likes, the dtype under test, float32 or int64; a declaration claims a dtype per slot, "in
+some valid call", so a promoting op's slot is its own case), and one or more calls built
+from the dtype. The calls are alternatives: the dtype is accepted if
 any of them runs (``mean(int64 tensor, dtype=torch.float32)`` is a valid call of ``mean``).
 The runner calls ``torch.ops.aten.<name>.<overload>`` itself, so a case never reaches
 another overload through a Python wrapper.
@@ -27,12 +30,14 @@ class Case:
     slots: tuple[str, ...]  # cast together to the dtype under test
     calls: tuple[Callable[[torch.dtype], Call], ...]  # alternatives: accepted if any runs
     given: tuple[tuple[str, str], ...] = ()  # (slot, dtype name) held fixed in every call
+    promoted: tuple[str, ...] = ()  # slots each call gives a dtype of its own: companions, not judged
 
     @property
     def key(self) -> str:
-        """Unique within the suite: ``gather[index | self=float32]``."""
+        """Unique within the suite: ``gather[index | self=float32]``, ``add.Tensor[self ~ other]``."""
         held = ", ".join(f"{slot}={dtype}" for slot, dtype in self.given)
-        return f"{self.overload}[{' '.join(self.slots)}{' | ' + held if held else ''}]"
+        companions = " ~ " + " ".join(self.promoted) if self.promoted else ""
+        return f"{self.overload}[{' '.join(self.slots)}{companions}{' | ' + held if held else ''}]"
 
 
 def A(*args: Any, **kwargs: Any) -> Call:
@@ -68,12 +73,27 @@ def c(overload: str, slots: str, *calls: Callable[[torch.dtype], Call], given: d
     return Case(overload, tuple(slots.split()), calls, tuple(sorted((given or {}).items())))
 
 
+def promoting(overload: str, slots: str, build: Callable[[list[torch.dtype]], Call], given: dict[str, str] | None = None) -> list[Case]:
+    """Slots ATen promotes to a common dtype (``add(uint16, float32)`` runs in float32): a case per slot, the
+    dtype accepted when some call with the other slots at it, at float32 or at int64 runs."""
+    names = slots.split()
+
+    def call(index: int, companion: torch.dtype | None) -> Callable[[torch.dtype], Call]:
+        return lambda d: build([d if j == index or companion is None else companion for j in range(len(names))])
+
+    held = tuple(sorted((given or {}).items()))
+    return [
+        Case(overload, (name,), (call(i, None), call(i, F32), call(i, I64)), held, tuple(n for n in names if n != name))
+        for i, name in enumerate(names)
+    ]
+
+
 def _unary(*names: str) -> list[Case]:
     return [c(name, "self", lambda d: A(t(d, 2, 3))) for name in names]
 
 
 def _binary(*names: str) -> list[Case]:
-    return [c(name, "self other", lambda d: A(t(d, 2, 3), t(d, 2, 3))) for name in names]
+    return [case for name in names for case in promoting(name, "self other", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)))]
 
 
 def _scalar_other(*names: str) -> list[Case]:
@@ -144,18 +164,18 @@ CASES: tuple[Case, ...] = (
     *_binary("add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "minimum", "atan2"),
     *_binary("logical_and", "bitwise_and.Tensor", "floor_divide", "remainder.Tensor", "eq.Tensor", "lt.Tensor"),
     *_binary("ge.Tensor", "isclose"),
-    c("pow.Tensor_Tensor", "self exponent", lambda d: A(t(d, 2, 3), t(d, 2, 3))),
-    c("div.Tensor_mode", "self other", lambda d: A(t(d, 2, 3), t(d, 2, 3), rounding_mode="floor")),
+    *promoting("pow.Tensor_Tensor", "self exponent", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
+    *promoting("div.Tensor_mode", "self other", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), rounding_mode="floor")),
     *_scalar_other("pow.Tensor_Scalar", "rsub.Scalar", "fmod.Scalar", "clamp_min", "remainder.Scalar"),
     *_scalar_other("eq.Scalar", "ne.Scalar", "lt.Scalar", "gt.Scalar", "le.Scalar"),
     *_unary("exp", "log", "sqrt", "rsqrt", "abs", "neg", "reciprocal", "sin", "cos", "erf", "floor", "ceil"),
     *_unary("round", "sign", "logical_not", "bitwise_not", "isnan", "isfinite", "nan_to_num", "triu", "tril"),
-    c("addcmul", "self tensor1 tensor2", lambda d: A(t(d, 2, 3), t(d, 2, 3), t(d, 2, 3))),
-    c("addcdiv", "self tensor1 tensor2", lambda d: A(t(d, 2, 3), t(d, 2, 3), t(d, 2, 3))),
+    *promoting("addcmul", "self tensor1 tensor2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), t(ds[2], 2, 3))),
+    *promoting("addcdiv", "self tensor1 tensor2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), t(ds[2], 2, 3))),
     c("lerp.Scalar", "self end", lambda d: A(t(d, 2, 3), t(d, 2, 3), 0.5)),
     c("clamp", "self", lambda d: A(t(d, 2, 3), 0, 3), lambda d: A(t(d, 2, 3), 0.5, 3.5)),
-    c("clamp.Tensor", "self min max", lambda d: A(t(d, 2, 3), t(d, 2, 3), t(d, 2, 3))),
-    c("where.self", "self other", lambda d: A(mask(2, 3), t(d, 2, 3), t(d, 2, 3)), given={"condition": "bool"}),
+    *promoting("clamp.Tensor", "self min max", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), t(ds[2], 2, 3))),
+    *promoting("where.self", "self other", lambda ds: A(mask(2, 3), t(ds[0], 2, 3), t(ds[1], 2, 3)), given={"condition": "bool"}),
     c("masked_fill.Scalar", "self", lambda d: A(t(d, 2, 3), mask(2, 3), 0), given={"mask": "bool"}),
     c("fill.Scalar", "self", lambda d: A(t(d, 2, 3), 1)),
     # indexing: the data slot under an int64 index, the index slot under float32 data
@@ -248,16 +268,16 @@ CASES: tuple[Case, ...] = (
     c("nll_loss", "target", lambda d: A(t(F32, 2, 3), ix(d, 3, 2)), given=_FLOAT32),
     c("binary_cross_entropy", "self target", lambda d: A(p(d, 2, 3), p(d, 2, 3))),
     c("binary_cross_entropy_with_logits", "self target", lambda d: A(t(d, 2, 3), p(d, 2, 3))),
-    c("mse_loss", "self target", lambda d: A(t(d, 2, 3), t(d, 2, 3))),
-    c("l1_loss", "self target", lambda d: A(t(d, 2, 3), t(d, 2, 3))),
-    c("smooth_l1_loss", "self target", lambda d: A(t(d, 2, 3), t(d, 2, 3))),
-    c("huber_loss", "self target", lambda d: A(t(d, 2, 3), t(d, 2, 3))),
+    *promoting("mse_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
+    *promoting("l1_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
+    *promoting("smooth_l1_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
+    *promoting("huber_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
     c("kl_div", "self target", lambda d: A(t(d, 2, 3), p(d, 2, 3))),
     # joining, searching, shapes and copies
     c("cat", "tensors", lambda d: A([t(d, 2, 3), t(d, 1, 3)])),
     c("stack", "tensors", lambda d: A([t(d, 2, 3), t(d, 2, 3)])),
     c("searchsorted.Tensor", "sorted_sequence self", lambda d: A(t(d, 5), t(d, 2, 3))),
-    c("bucketize.Tensor", "self boundaries", lambda d: A(t(d, 2, 3), t(d, 5))),
+    *promoting("bucketize.Tensor", "self boundaries", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 5))),
     c("flip", "self", lambda d: A(t(d, 2, 3), [1])),
     c("roll", "self", lambda d: A(t(d, 2, 3), [1], [1])),
     c("repeat", "self", lambda d: A(t(d, 2, 3), [2, 1])),

@@ -11,8 +11,8 @@ tensor can be cast to in this torch), with:
    shows it), when they are fewer.
 
 Accepted means the call returned (with its returns' dtypes); a rejection keeps its
-message. Where an argument gates the dtypes (``GATES``: a ``dtype=`` argument, ``train``,
-``half_to_float``), a dtype refused as recorded is tried again with the argument at the value
+message. Where an argument gates the dtypes (``GATES``: a ``dtype=`` argument, a scalar
+(a float one promotes an integer tensor), ``train``, ``half_to_float``), a dtype refused as recorded is tried again with the argument at the value
 that lets more dtypes in: ``mean(int64 tensor, dtype=torch.float32)`` is a valid call, so
 ``mean`` may accept int64. Such an acceptance names the setting (``gated``). The unmodified call is made first: if it fails now (state or data it depended
 on), nothing of it is probed. Calls run on the captured clones, cloned again per probe
@@ -139,9 +139,14 @@ def _scalar_type_gate(value: Any) -> Any:
     return torch.float32 if value != torch.float32 else None
 
 
+def _number_gate(value: Any) -> Any:
+    return value + 0.5 if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 GATES: dict[str, Callable[[str, Any], Any]] = {
     # per argument kind (the schema's type, or a bool's name): the value that lets more dtypes in, None when it has it
     "ScalarType": lambda name, value: _scalar_type_gate(value),  # mean(int64, dtype=float32): ints reduce into floats
+    "number": lambda name, value: _number_gate(value),  # clamp(uint16, 0.5, 3.5) computes in float: a float scalar promotes
     "train": lambda name, value: False if value is not False else None,  # dropout off returns its input, any dtype
     "half_to_float": lambda name, value: not value,  # _softmax's other half of its dtype rule
 }
@@ -154,7 +159,8 @@ def gates(call: CapturedCall) -> list[tuple[int, str, bool, Any]]:
     schema = getattr(call.func, "_schema", None)  # a plain function standing for an overload has none
     for position, argument in enumerate(schema.arguments if schema is not None else ()):
         kind = str(getattr(argument, "real_type", argument.type))
-        key = "ScalarType" if "ScalarType" in kind else argument.name if kind in ("bool", "Optional[bool]") else None
+        key = "ScalarType" if "ScalarType" in kind else "number" if kind in ("number", "Optional[number]") else None
+        key = argument.name if kind in ("bool", "Optional[bool]") else key
         if key not in GATES:
             continue
         keyword_only = argument.kwarg_only or position >= len(args)

@@ -30,11 +30,14 @@ _ALTERNATIVES = re.compile(r"\{([^{}]*)\}")
 
 
 def rejected_dtypes(variable: Variable) -> dict[DType, str]:
-    """Dtypes ATen refused at the variable's slots when probed, each with its message; never a dtype the variable declares.
+    """Dtypes ATen refused at the variable's slots, each with its message; never a dtype the variable declares.
 
-    From today's probe evidence (``...: rejected: <message>``, messages differing only in the
-    dtype they name written once as ``{Char|Short}``); a per-dtype verdict of the plan can replace it.
+    The plan's verdicts when inference gave them (``rejected``: no call with elements ran, at any
+    setting of a gating argument, and one raised); else the probe evidence (``...: rejected:
+    <message>``, messages differing only in the dtype they name written once as ``{Char|Short}``).
     """
+    if variable.verdicts is not None:
+        return {dtype: message for dtype, message in variable.verdicts.rejected if dtype not in variable.dtypes}
     found: dict[DType, str] = {}
     for evidence in variable.evidence:
         if not is_rejection(evidence):
