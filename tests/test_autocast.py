@@ -177,6 +177,18 @@ def test_a_declaration_lacking_the_autocast_dtype_is_a_contradiction_settled_by_
     assert "mm" in str(replace(cpu, settled=""))
 
 
+def test_a_mask_that_follows_its_query_takes_the_autocast_dtype_with_it(real_copy, evidence):
+    """sdpa under autocast: the query and the mask are both cast to bfloat16; the mask follows the query, no contradiction."""
+    floats = named("float16", "bfloat16", "float32", "float64")
+    query = Variable("Q", floats, ("query", "key", "value", "return.0"))
+    mask = Variable("M", named("bool", "float32"), ("attn_mask",), follows=("Q",))
+    plan = (OverloadPlan("scaled_dot_product_attention", (query, mask)),)
+    real_copy.write_bytes(_annotated(real_copy, evidence, plan).native_functions)
+    native = NativeFunctions.load(real_copy)
+    found = contradictions(native, GlobalSetsFile.load(sibling_constraints_path(real_copy)).by_name, evidence.dtypes)
+    assert [c for c in found if c.overload == "scaled_dot_product_attention"] == []
+
+
 def test_autocast_gen_command_writes_the_cpu_block(real_copy, evidence, capfd, tmp_path):
     real_copy.write_bytes(_annotated(real_copy, evidence).native_functions)
     out = tmp_path / "autocast.cpp"

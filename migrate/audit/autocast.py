@@ -22,6 +22,7 @@ from migrate.model.autocast import declared_autocast
 from migrate.model.declared import declared_variables
 from migrate.model.dtypes import format_set
 from migrate.model.native import NativeFunctions
+from migrate.model.plan import OverloadPlan
 
 
 
@@ -60,8 +61,10 @@ def contradictions(native: NativeFunctions, sets, autocast_dtypes: Mapping[str, 
         if not policies:
             continue
         inputs = {slot.name for slot in entry.schema.slots if not slot.name.startswith("return")}
-        for variable in declared_variables(native, entry, sets):
-            names = {str(d) for d in variable.dtypes}
+        variables = OverloadPlan(entry.name, declared_variables(native, entry, sets))
+        for variable in variables.variables:
+            # a variable that follows another takes its dtype too: autocast casts both (sdpa's mask beside its query)
+            names = {str(d) for d in variables.possible(variable)}
             cast = {n for n in names if _cast_by_autocast(n)}
             slots = tuple(s for s in variable.binds if s in inputs)
             for key, policy in policies:
