@@ -105,7 +105,7 @@ def _capture(wanted: set[str]) -> Any:
         def before(self, key, slots, args, kwargs, direct):
             return (recorders.cloned(args), recorders.cloned(kwargs)) if self._open(key, slots, direct) else None
 
-        def keep(self, func, key, slots, call, values, direct):
+        def keep(self, func, key, slots, call, values, direct, nonempty):
             args, kwargs = call
             signature = (key, _signature(args, kwargs))
             if not self._open(key, slots, direct) or signature in self._signatures or all(v is None for v in values[: len(slots.arguments)]):
@@ -116,7 +116,7 @@ def _capture(wanted: set[str]) -> Any:
                 except Exception:  # a tensor that cannot be copied: not checked
                     return
             self._signatures.add(signature)
-            self._kept.setdefault(key, []).append(recorders.CapturedCall(func, slots, args, kwargs, values, direct, self.sample_dtype))
+            self._kept.setdefault(key, []).append(recorders.CapturedCall(func, slots, args, kwargs, values, direct, self.sample_dtype, nonempty))
 
     return VariedCapture(lambda overload, direct: CALLS_CAPTURED if overload in wanted else 0)
 
