@@ -9,6 +9,7 @@ The JSON form is what ``--report`` writes and ``--plan`` reads back.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -86,16 +87,20 @@ class Verdicts:
         object.__setattr__(self, "other_device", other)
         object.__setattr__(self, "rejected", rejected)
 
-    def of(self, dtype: DType) -> str:
-        if dtype in self.accepted:
-            return ACCEPTED
-        if dtype in self.other_device:
-            return OTHER_DEVICE
-        return REJECTED if dtype in dict(self.rejected) else UNKNOWN
+    @functools.cached_property
+    def _by_dtype(self) -> dict[DType, str]:
+        """Each dtype with a verdict other than unknown (a run's summary asks for every one of thousands of variables)."""
+        found = dict.fromkeys((d for d, _ in self.rejected), REJECTED)
+        found.update(dict.fromkeys(self.other_device, OTHER_DEVICE))
+        found.update(dict.fromkeys(self.accepted, ACCEPTED))
+        return found
 
-    @property
+    def of(self, dtype: DType) -> str:
+        return self._by_dtype.get(dtype, UNKNOWN)
+
+    @functools.cached_property
     def unknown(self) -> tuple[DType, ...]:
-        return tuple(d for d in TENSOR_DTYPES if self.of(d) == UNKNOWN)
+        return tuple(d for d in TENSOR_DTYPES if d not in self._by_dtype)
 
     @property
     def incomplete(self) -> bool:
