@@ -94,7 +94,8 @@ class SweepSummary:
 def sweep_state(cache: StageCache, jobs: int | None, refresh: bool, only: set[str] | None) -> SweepState:
     """Run what the sweep cache lacks (with ``only``: the OpInfos reaching those overloads)."""
     sweep = SweepCache.of(cache)
-    wanted = [e.opinfo for e in sweep.catalogue() if e.cpu_dtypes]
+    catalogue = sweep.catalogue()
+    wanted = [e.opinfo for e in catalogue if e.cpu_dtypes]
     files = sweep.files()
     ran = 0
     if refresh or not all(o.file_stem in files for o in wanted):
@@ -103,7 +104,7 @@ def sweep_state(cache: StageCache, jobs: int | None, refresh: bool, only: set[st
         ran = run_sweep(sweep, jobs=jobs, refresh=refresh, ops=sorted(only) if only is not None else None).stats.ran
         files = sweep.files()
     present = [o for o in wanted if o.file_stem in files]
-    return SweepState(len(sweep.catalogue()), ran, len(present), sweep.key(present), cache, jobs)
+    return SweepState(len(catalogue), ran, len(present), sweep.key(present), cache, jobs)
 
 
 def _derived(state: SweepState) -> tuple[Stage, Stage]:

@@ -133,15 +133,16 @@ class Session:
         return source_tree_root(self.native_path)
 
     def validate(self) -> None:
-        """Every entry's yaml and schema checked (``validated`` stage: a file checked before is not checked again);
-        in a source tree, by the tree's own torchgen too."""
-        stage = self.cache.stage("validated")
-        stored = stage.read(self.native.data, kind=tuple)
-        if stored is not None:
-            self.native.groups.restore(*stored)
-        else:
-            self.native.validate()
-            stage.write(self.native.groups.state(), self.native.data)
+        """Without --op, every entry's yaml and schema checked (``validated`` stage: a file checked before is not
+        checked again); in a source tree, every schema by the tree's own torchgen too."""
+        if self.selected is None:
+            stage = self.cache.stage("validated")
+            stored = stage.read(self.native.data, kind=tuple)
+            if stored is not None:
+                self.native.groups.restore(*stored)
+            else:
+                self.native.validate()
+                stage.write(self.native.groups.state(), self.native.data)
         if self.source_tree is not None:
             from migrate.check.torchgen import validate_with_tree_torchgen
 
@@ -179,8 +180,10 @@ class Session:
 
     def opinfos_reaching(self, selected: set[str] | None) -> tuple[CatalogueEntry, ...]:
         """OpInfos about the selected operators by name, or whose cached run called a selected overload (None: all)."""
-        if selected is None:
-            return self.cached_runs()[0]
+        if selected is None:  # the catalogue alone: no run file need be read
+            from migrate.evidence.opinfo.sweep import SweepCache
+
+            return SweepCache.of(self.cache).catalogue()
         names = [OverloadName.parse(name) for name in selected]
         families = {name.operator for name in names}
         recorded = {name.qualified for name in names}  # the sweep's spelling
@@ -288,12 +291,7 @@ class Session:
         from migrate.evidence.probe.merge import probe_summary
         from migrate.evidence.verdicts import dtype_verdict_summary
 
-        if self.selected is None:
-            self.validate()
-        elif self.source_tree is not None:
-            from migrate.check.torchgen import validate_with_tree_torchgen
-
-            validate_with_tree_torchgen(self.native, self.source_tree)
+        self.validate()
         self.torchlib  # scanned (and its warnings printed) before any evidence is gathered
         if plan_path is not None:
             plan, observed, evidence_summary = Plan.read(plan_path), frozenset(), {}
