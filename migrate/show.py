@@ -173,7 +173,7 @@ def opinfo_section(context: ShowContext, overload: str) -> list[str]:
 
 
 def _probe_plan(context: ShowContext, overload: str):
-    """The overload's probe plan as a run makes it: its probed calls, or the calls built from its schema when it was only observed."""
+    """The overload's probe plan as a run makes it: its probed calls, and the calls built from its schema when it was observed."""
     from migrate.evidence.derived import probed_calls
     from migrate.evidence.probe.merge import probe_plans
     from migrate.evidence.probe.schema_calls import cached_schema_calls

@@ -275,9 +275,7 @@ def test_torchlib_gets_no_typevar_outside_tensor_typing_and_none_of_one_type(mig
 def test_truth_score_on_full_run(migrated):
     """The written sets against the truth suite (tests/truth): what ATen does on non-empty CPU tensors.
 
-    Issue 23 asks for agreement >= 99% and no miss; the bounds here hold what the full run reaches today
-    (98.0%, 36 misses on 5 overloads: native_dropout, clamp.Tensor, count_nonzero.dim_IntList, index.Tensor,
-    nll_loss), so that no change makes the sets less true.
+    Issue 23 asks for agreement >= 99% and no miss.
     """
     from bench.bench_truth import ISSUE_ROWS, other_device_dtypes, report, score, truth_verdicts
 
@@ -285,5 +283,5 @@ def test_truth_score_on_full_run(migrated):
     summary = report(result, 15)
     assert result.absent == (), summary
     assert [(key, dtype) for key, dtype in ISSUE_ROWS if not result.row(key, dtype).agrees] == [], summary  # type: ignore[union-attr]
-    assert len(result.misses) <= 36, summary
-    assert result.agreement >= 0.98, summary
+    assert result.misses == (), summary
+    assert result.agreement >= 0.99, summary

@@ -46,10 +46,13 @@ class OpInfoEvidence:
 def probed_calls(
     probes: tuple[runs_module.ProbedCall, ...], built: tuple[runs_module.ProbedCall, ...], observed: frozenset[str]
 ) -> tuple[runs_module.ProbedCall, ...]:
-    """The sweep's probed calls, and the calls built from the schema of each overload only observed: no call of it
-    with elements in every tensor was probed (``remainder.Scalar``, seen only inside ``take_along_dim``)."""
-    probed = {k for call in probes if call.nonempty and (k := runs_module.overload_key(call.overload)) is not None}
-    return probes + tuple(call for call in built if runs_module.overload_key(call.overload) in observed - probed)
+    """The sweep's probed calls, and the calls built from the schema of each overload observed.
+
+    A set is a may-accept set, and a sample's call is one call among many: a built call may show a dtype
+    the samples' calls never could (``remainder.Scalar``, seen only inside ``take_along_dim``;
+    ``count_nonzero(uint16, [1])`` runs where a sample's dims refuse it).
+    """
+    return probes + tuple(call for call in built if runs_module.overload_key(call.overload) in observed)
 
 
 def _derive(sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...]) -> OpInfoEvidence:

@@ -113,7 +113,7 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> dict:
         "by_verdict": {verdict: counts[verdict] for verdict in (ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN)},
         "unknown_by_kind": dict(sorted(unknown_by_kind.items(), key=lambda item: (-item[1], item[0]))),
         "empty_call_dtypes": {"before": before, "now": now},
-        "observed_only_probed_on_built_calls": observed_built,
+        "observed_probed_on_built_calls": observed_built,
     }
 
 
@@ -126,5 +126,5 @@ def dtype_verdict_lines(summary: dict) -> list[str]:
         f"verdicts: {by_verdict} (per variable and dtype); {summary['incomplete_variables']} of {summary['variables']} variables incomplete",
         f"unknown verdicts by overload kind: {kinds}",
         f"dtypes only calls on empty tensors showed: {empty['before']} counted as accepted before, {empty['now']} declared now; "
-        f"{summary['observed_only_probed_on_built_calls']} overloads only observed probed on a call built from the schema",
+        f"{summary['observed_probed_on_built_calls']} observed overloads also probed on a call built from the schema",
     ]

@@ -73,19 +73,40 @@ def c(overload: str, slots: str, *calls: Callable[[torch.dtype], Call], given: d
     return Case(overload, tuple(slots.split()), calls, tuple(sorted((given or {}).items())))
 
 
-def promoting(overload: str, slots: str, build: Callable[[list[torch.dtype]], Call], given: dict[str, str] | None = None) -> list[Case]:
+def _zero_dim(overload: str, slot: str, call: Call) -> Call:
+    """The call with ``slot``'s tensor a 0-dim one of its dtype and first value."""
+    base, _, name = overload.partition(".")
+    names = [a.name for a in getattr(getattr(torch.ops.aten, base), name or "default")._schema.arguments]
+    args, kwargs = call
+    scalar = lambda value: value.flatten()[0].clone()  # noqa: E731
+    if slot in kwargs:
+        return args, kwargs | {slot: scalar(kwargs[slot])}
+    index = names.index(slot)
+    return tuple(scalar(a) if i == index else a for i, a in enumerate(args)), kwargs
+
+
+def promoting(overload: str, slots: str, *builds: Callable[[list[torch.dtype]], Call], given: dict[str, str] | None = None) -> list[Case]:
     """Slots ATen promotes to a common dtype (``add(uint16, float32)`` runs in float32): a case per slot, the
-    dtype accepted when some call with the other slots at it, at float32 or at int64 runs."""
+    dtype accepted when some call with the other slots at it, at float32 or at int64 runs, or with the slot a
+    0-dim tensor beside them (ATen computes in the others' dtype then: ``x - torch.tensor(1, dtype=float8)``)."""
     names = slots.split()
 
-    def call(index: int, companion: torch.dtype | None) -> Callable[[torch.dtype], Call]:
+    def call(build: Callable[[list[torch.dtype]], Call], index: int, companion: torch.dtype | None) -> Callable[[torch.dtype], Call]:
         return lambda d: build([d if j == index or companion is None else companion for j in range(len(names))])
 
+    def zero_dim(build: Callable[[list[torch.dtype]], Call], index: int, companion: torch.dtype) -> Callable[[torch.dtype], Call]:
+        return lambda d: _zero_dim(overload, names[index], call(build, index, companion)(d))
+
+    def calls(index: int) -> tuple[Callable[[torch.dtype], Call], ...]:
+        return tuple(
+            alternative
+            for build in builds
+            for alternative in (call(build, index, None), call(build, index, F32), call(build, index, I64))
+            + (zero_dim(build, index, F32), zero_dim(build, index, I64))
+        )
+
     held = tuple(sorted((given or {}).items()))
-    return [
-        Case(overload, (name,), (call(i, None), call(i, F32), call(i, I64)), held, tuple(n for n in names if n != name))
-        for i, name in enumerate(names)
-    ]
+    return [Case(overload, (name,), calls(i), held, tuple(n for n in names if n != name)) for i, name in enumerate(names)]
 
 
 def _unary(*names: str) -> list[Case]:
@@ -120,12 +141,18 @@ CASES: tuple[Case, ...] = (
     c("linear", "input weight bias", lambda d: A(t(d, 2, 3), t(d, 4, 3), t(d, 4))),
     c("baddbmm", "self batch1 batch2", lambda d: A(t(d, 2, 2, 4), t(d, 2, 2, 3), t(d, 2, 3, 4))),
     c("addbmm", "self batch1 batch2", lambda d: A(t(d, 2, 4), t(d, 2, 2, 3), t(d, 2, 3, 4))),
-    c("addr", "self vec1 vec2", lambda d: A(t(d, 2, 3), t(d, 2), t(d, 3))),
+    *promoting("addr", "self vec1 vec2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2), t(ds[2], 3))),
     c("addmv", "self mat vec", lambda d: A(t(d, 2), t(d, 2, 3), t(d, 3))),
     c("mv", "self vec", lambda d: A(t(d, 2, 3), t(d, 3))),
     c("dot", "self tensor", lambda d: A(t(d, 3), t(d, 3))),
     c("outer", "self vec2", lambda d: A(t(d, 2), t(d, 3))),
-    c("einsum", "tensors", lambda d: A("ij,jk->ik", [t(d, 2, 3), t(d, 3, 4)])),
+    c(
+        "einsum",
+        "tensors",
+        lambda d: A("ij,jk->ik", [t(d, 2, 3), t(d, 3, 4)]),
+        lambda d: A("i,i->i", [t(d, 3), t(d, 3)]),
+        lambda d: A("ij->ji", [t(d, 2, 3)]),
+    ),
     # softmax: dtype= and half_to_float let more inputs in
     c("softmax.int", "self", lambda d: A(t(d, 2, 3), 1), lambda d: A(t(d, 2, 3), 1, F32)),
     c("log_softmax.int", "self", lambda d: A(t(d, 2, 3), 1), lambda d: A(t(d, 2, 3), 1, F32)),
@@ -154,7 +181,8 @@ CASES: tuple[Case, ...] = (
         lambda d: A(t(d, 2, 3, 4), t(d, 3), t(d, 3), t(d, 3), t(d, 3), True, 0.1, 1e-5, False),
     ),
     # activations
-    *_unary("relu", "silu", "sigmoid", "tanh", "hardtanh", "leaky_relu", "elu", "softplus", "hardswish"),
+    *_unary("relu", "silu", "sigmoid", "tanh", "leaky_relu", "elu", "softplus", "hardswish"),
+    c("hardtanh", "self", lambda d: A(t(d, 2, 3)), lambda d: A(t(d, 2, 3), 0, 6)),  # unsigned ints only without negative limits
     *_unary("hardsigmoid", "mish", "relu6", "selu", "celu", "log_sigmoid"),
     c("gelu", "self", lambda d: A(t(d, 2, 3)), lambda d: A(t(d, 2, 3), approximate="tanh")),
     c("glu", "self", lambda d: A(t(d, 2, 4), -1)),
@@ -165,8 +193,14 @@ CASES: tuple[Case, ...] = (
     *_binary("logical_and", "bitwise_and.Tensor", "floor_divide", "remainder.Tensor", "eq.Tensor", "lt.Tensor"),
     *_binary("ge.Tensor", "isclose"),
     *promoting("pow.Tensor_Tensor", "self exponent", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
-    *promoting("div.Tensor_mode", "self other", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), rounding_mode="floor")),
-    *_scalar_other("pow.Tensor_Scalar", "rsub.Scalar", "fmod.Scalar", "clamp_min", "remainder.Scalar"),
+    *promoting(
+        "div.Tensor_mode",
+        "self other",
+        lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), rounding_mode="floor"),
+        lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), rounding_mode=None),  # what torch.div(a, b, rounding_mode=None) calls
+    ),
+    *_scalar_other("rsub.Scalar", "fmod.Scalar", "clamp_min", "remainder.Scalar"),
+    c("pow.Tensor_Scalar", "self", lambda d: A(t(d, 2, 3), 2), lambda d: A(t(d, 2, 3), 2.0), lambda d: A(t(d, 2, 3), 1)),
     *_scalar_other("eq.Scalar", "ne.Scalar", "lt.Scalar", "gt.Scalar", "le.Scalar"),
     *_unary("exp", "log", "sqrt", "rsqrt", "abs", "neg", "reciprocal", "sin", "cos", "erf", "floor", "ceil"),
     *_unary("round", "sign", "logical_not", "bitwise_not", "isnan", "isfinite", "nan_to_num", "triu", "tril"),
@@ -196,7 +230,7 @@ CASES: tuple[Case, ...] = (
     c("embedding", "weight", lambda d: A(t(d, 4, 3), ix(I64, 4, 2, 2)), given={"indices": "int64"}),
     c("embedding", "indices", lambda d: A(t(F32, 4, 3), ix(d, 4, 2, 2)), given={"weight": "float32"}),
     c("take_along_dim", "self", lambda d: A(t(d, 2, 3), ix(I64, 3, 2, 2), 1), given={"indices": "int64"}),
-    c("take_along_dim", "indices", lambda d: A(t(F32, 2, 3), ix(d, 3, 2, 2), 1), given=_FLOAT32),
+    c("take_along_dim", "indices", lambda d: A(t(F32, 2, 3), ix(d, 3, 2, 2), 1), lambda d: A(t(F32, 2, 3), ix(d, 6, 4)), given=_FLOAT32),
     c("masked_select", "self", lambda d: A(t(d, 2, 3), mask(2, 3)), given={"mask": "bool"}),
     c("one_hot", "self", lambda d: A(ix(d, 3, 4), 3)),
     c("select.int", "self", lambda d: A(t(d, 2, 3), 0, 1)),
@@ -213,7 +247,7 @@ CASES: tuple[Case, ...] = (
     _with_dtype_argument("prod.dim_int", 1),
     _with_dtype_argument("cumsum", 1),
     _with_dtype_argument("cumprod", 1),
-    c("linalg_vector_norm", "self", lambda d: A(t(d, 2, 3)), lambda d: A(t(d, 2, 3), dtype=F32)),
+    c("linalg_vector_norm", "self", lambda d: A(t(d, 2, 3)), lambda d: A(t(d, 2, 3), dtype=F32), lambda d: A(t(d, 1)[0])),
     c("amax", "self", lambda d: A(t(d, 2, 3), [1])),
     c("amin", "self", lambda d: A(t(d, 2, 3), [1])),
     c("max.dim", "self", lambda d: A(t(d, 2, 3), 1)),
@@ -231,11 +265,11 @@ CASES: tuple[Case, ...] = (
     c("max_pool2d", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2])),
     c("max_pool2d_with_indices", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2])),
     c("avg_pool2d", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2])),
-    c("adaptive_avg_pool2d", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2])),
-    c("adaptive_max_pool2d", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2])),
+    c("adaptive_avg_pool2d", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2]), lambda d: A(t(d, 1, 2, 4, 4), [1, 1])),  # global pooling
+    c("adaptive_max_pool2d", "self", lambda d: A(t(d, 1, 2, 4, 4), [2, 2]), lambda d: A(t(d, 1, 2, 4, 4), [1, 1])),
     c("max_pool1d", "self", lambda d: A(t(d, 1, 2, 4), [2])),
     c("avg_pool1d", "self", lambda d: A(t(d, 1, 2, 4), [2])),
-    c("adaptive_avg_pool1d", "self", lambda d: A(t(d, 1, 2, 4), [2])),
+    c("adaptive_avg_pool1d", "self", lambda d: A(t(d, 1, 2, 4), [2]), lambda d: A(t(d, 1, 2, 4), [1])),
     c("upsample_nearest2d.vec", "input", lambda d: A(t(d, 1, 2, 2, 2), [4, 4], None)),
     c("upsample_bilinear2d.vec", "input", lambda d: A(t(d, 1, 2, 2, 2), [4, 4], False, None)),
     # convolution
@@ -261,24 +295,24 @@ CASES: tuple[Case, ...] = (
         lambda d: A(t(F16, 1, 2, 3, 4), t(F16, 1, 2, 3, 4), t(F16, 1, 2, 3, 4), attn_mask=t(d, 1, 2, 3, 3)),
         given={"query": "float16", "key": "float16", "value": "float16"},
     ),
-    # losses: class indices in int64, or class probabilities in the input's dtype
+    # losses: class indices in int64, or class probabilities in the input's dtype; reduction mean, or none (0)
     c("cross_entropy_loss", "self", lambda d: A(t(d, 2, 3), ix(I64, 3, 2)), given={"target": "int64"}),
     c("cross_entropy_loss", "target", lambda d: A(t(F32, 2, 3), ix(d, 3, 2)), lambda d: A(t(F32, 2, 3), p(d, 2, 3)), given=_FLOAT32),
     c("nll_loss", "self", lambda d: A(t(d, 2, 3), ix(I64, 3, 2)), given={"target": "int64"}),
     c("nll_loss", "target", lambda d: A(t(F32, 2, 3), ix(d, 3, 2)), given=_FLOAT32),
     c("binary_cross_entropy", "self target", lambda d: A(p(d, 2, 3), p(d, 2, 3))),
     c("binary_cross_entropy_with_logits", "self target", lambda d: A(t(d, 2, 3), p(d, 2, 3))),
-    *promoting("mse_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
-    *promoting("l1_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
-    *promoting("smooth_l1_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
-    *promoting("huber_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
+    *promoting("mse_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
+    *promoting("l1_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
+    *promoting("smooth_l1_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
+    *promoting("huber_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
     c("kl_div", "self target", lambda d: A(t(d, 2, 3), p(d, 2, 3))),
     # joining, searching, shapes and copies
     c("cat", "tensors", lambda d: A([t(d, 2, 3), t(d, 1, 3)])),
     c("stack", "tensors", lambda d: A([t(d, 2, 3), t(d, 2, 3)])),
-    c("searchsorted.Tensor", "sorted_sequence self", lambda d: A(t(d, 5), t(d, 2, 3))),
+    *promoting("searchsorted.Tensor", "sorted_sequence self", lambda ds: A(t(ds[0], 5), t(ds[1], 2, 3))),
     *promoting("bucketize.Tensor", "self boundaries", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 5))),
-    c("flip", "self", lambda d: A(t(d, 2, 3), [1])),
+    c("flip", "self", lambda d: A(t(d, 2, 3), [1]), lambda d: A(t(d, 2, 3), [0])),  # whole rows move without a dtype kernel
     c("roll", "self", lambda d: A(t(d, 2, 3), [1], [1])),
     c("repeat", "self", lambda d: A(t(d, 2, 3), [2, 1])),
     c("transpose.int", "self", lambda d: A(t(d, 2, 3), 0, 1)),
@@ -302,4 +336,33 @@ CASES: tuple[Case, ...] = (
     c("full_like", "self", lambda d: A(t(d, 2, 3), 1)),
     c("dropout", "input", lambda d: A(t(d, 2, 3), 0.5, False), lambda d: A(t(d, 2, 3), 0.5, True)),
     c("native_dropout", "input", lambda d: A(t(d, 2, 3), 0.5, True), lambda d: A(t(d, 2, 3), 0.5, False)),
+    # more pointwise, reductions, sorting, distances, 3-d pooling and convolution, sampling
+    *_binary("bitwise_or.Tensor", "bitwise_xor.Tensor", "logical_or", "ne.Tensor", "le.Tensor", "gt.Tensor"),
+    *_binary("fmod.Tensor", "hypot", "copysign.Tensor", "xlogy.Tensor"),
+    *_scalar_other("add.Scalar", "mul.Scalar", "div.Scalar", "clamp_max"),
+    *_unary("log1p", "expm1", "trunc", "frac", "erfinv", "lgamma", "digamma", "sinh", "asin", "atan", "sgn", "angle"),
+    *_unary("exp2", "log2", "signbit", "logit", "median", "mode", "aminmax", "histc", "diag_embed", "pdist"),
+    c("index_copy", "self source", lambda d: A(t(d, 2, 3), 1, ix(I64, 3, 2), t(d, 2, 2)), given=_INDEX),
+    c("narrow", "self", lambda d: A(t(d, 2, 3), 1, 0, 2)),
+    c("slice.Tensor", "self", lambda d: A(t(d, 2, 3), 1, 0, 2)),
+    c("repeat_interleave.self_int", "self", lambda d: A(t(d, 2, 3), 2)),
+    c("tile", "self", lambda d: A(t(d, 2, 3), [2, 1])),
+    c("unfold", "self", lambda d: A(t(d, 2, 4), 1, 2, 1)),
+    c("cummax", "self", lambda d: A(t(d, 2, 3), 1)),
+    c("kthvalue", "self", lambda d: A(t(d, 2, 3), 1)),
+    c("logcumsumexp", "self", lambda d: A(t(d, 2, 3), 1)),
+    c("std_mean.correction", "self", lambda d: A(t(d, 2, 3), [1])),
+    _with_dtype_argument("nansum"),
+    c("bincount", "self", lambda d: A(ix(d, 3, 5))),
+    c("renorm", "self", lambda d: A(t(d, 2, 3), 2, 0, 1.0)),
+    c("cdist", "x1 x2", lambda d: A(t(d, 2, 3), t(d, 4, 3))),
+    *promoting("cosine_similarity", "x1 x2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
+    *promoting("pairwise_distance", "x1 x2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
+    c("pixel_shuffle", "self", lambda d: A(t(d, 1, 4, 2, 2), 2)),
+    c("upsample_bicubic2d.vec", "input", lambda d: A(t(d, 1, 2, 2, 2), [4, 4], False, None)),
+    c("avg_pool3d", "self", lambda d: A(t(d, 1, 1, 4, 4, 4), [2, 2, 2])),
+    c("max_pool3d", "self", lambda d: A(t(d, 1, 1, 4, 4, 4), [2, 2, 2])),
+    c("conv3d", "input weight bias", lambda d: A(t(d, 1, 2, 4, 4, 4), t(d, 3, 2, 2, 2, 2), t(d, 3))),
+    c("bilinear", "input1 input2 weight bias", lambda d: A(t(d, 2, 3), t(d, 2, 4), t(d, 5, 3, 4), t(d, 5))),
+    c("grid_sampler_2d", "input grid", lambda d: A(t(d, 1, 1, 3, 3), p(d, 1, 2, 2, 2), 0, 0, False)),
 )

@@ -12,7 +12,8 @@ tensor can be cast to in this torch), with:
 
 Accepted means the call returned (with its returns' dtypes); a rejection keeps its
 message. Where an argument gates the dtypes (``GATES``: a ``dtype=`` argument, a scalar
-(a float one promotes an integer tensor), ``train``, ``half_to_float``), a dtype refused as recorded is tried again with the argument at the value
+(a float one promotes an integer tensor), ``train``, ``half_to_float``; and a tensor cast alone beside
+dimensioned ones, as a 0-dim tensor: ``zero_dim_gate``), a dtype refused as recorded is tried again with the argument at the value
 that lets more dtypes in: ``mean(int64 tensor, dtype=torch.float32)`` is a valid call, so
 ``mean`` may accept int64. Such an acceptance names the setting (``gated``). The unmodified call is made first: if it fails now (state or data it depended
 on), nothing of it is probed. Calls run on the captured clones, cloned again per probe
@@ -51,7 +52,7 @@ import torch
 
 from migrate import torch_private
 from migrate.evidence.probe.contexts import context_reports
-from migrate.evidence.runtime.recorders import CapturedCall, dtype_name, dtypes_of
+from migrate.evidence.runtime.recorders import CapturedCall, argument_of, dtype_name, dtypes_of
 from migrate.evidence.runtime.processes import one_line
 from migrate.model.dtypes import DType
 
@@ -171,9 +172,35 @@ def gates(call: CapturedCall) -> list[tuple[int, str, bool, Any]]:
     return found
 
 
+class _ZeroDim:
+    """A gate's value: the argument itself, as a 0-dim tensor of its first element."""
+
+    def __repr__(self) -> str:
+        return "0-dim"
+
+
+ZERO_DIM = _ZeroDim()
+
+
+def zero_dim_gate(call: CapturedCall, index: int) -> list[tuple[int, str, bool, Any]]:
+    """For one tensor argument cast alone beside another with dimensions: the same argument as a 0-dim tensor.
+
+    ATen computes in the dimensioned operands' dtype then and casts the 0-dim one to it, so
+    ``x - torch.tensor(1.0, dtype=torch.float8_e4m3fn)`` runs on a float32 ``x``, though
+    ``x - y`` with ``y`` float8 of ``x``'s shape does not.
+    """
+    position, name, keyword_only, _ = call.slots.arguments[index]
+    arguments = [argument_of(call.args, call.kwargs, slot) for slot in call.slots.arguments]
+    others = [a for i, a in enumerate(arguments) if i != index and isinstance(a, torch.Tensor) and a.dim() > 0 and a.numel() > 0]
+    own = arguments[index]
+    if not others or not isinstance(own, torch.Tensor) or own.dim() == 0 or own.numel() == 0:
+        return []
+    return [(position, name, keyword_only or position >= len(call.args), ZERO_DIM)]
+
+
 def _gate_text(gate: tuple[int, str, bool, Any]) -> str:
-    """'dtype=torch.float32': the setting of a gating argument, as evidence names it."""
-    return f"{gate[1]}={gate[3]}"
+    """'dtype=torch.float32', 'other 0-dim': the setting of a gating argument, as evidence names it."""
+    return f"{gate[1]} {gate[3]}" if gate[3] is ZERO_DIM else f"{gate[1]}={gate[3]}"
 
 
 class _Prober:
@@ -196,6 +223,8 @@ class _Prober:
             args, kwargs = self._arguments(cast)
             if gate is not None:
                 position, name, keyword_only, value = gate
+                if value is ZERO_DIM:
+                    value = (kwargs[name] if keyword_only else args[position]).reshape(-1)[0].clone()
                 if keyword_only:
                     kwargs[name] = value
                 else:
@@ -256,10 +285,11 @@ def probe_call(call: CapturedCall, label: str, timeout: float) -> dict[str, Any]
     def probe(cast: tuple[int, ...], skip: torch.dtype | None) -> bool:
         """Cast ``cast`` to each other dtype (refused: again with each gating argument set); whether ATen accepted any."""
         accepted, refused, gated = [], [], []
+        cast_gating = gating + (zero_dim_gate(call, cast[0]) if len(cast) == 1 else [])
         for dtype in universe:
             if dtype is not skip:
                 returns, message = prober(dict.fromkeys(cast, dtype))
-                for gate in gating if returns is None else ():
+                for gate in cast_gating if returns is None else ():
                     returns, _ = prober(dict.fromkeys(cast, dtype), gate)
                     if returns is not None:
                         gated.append([dtype_name(dtype), _gate_text(gate)])

@@ -5,24 +5,27 @@ Many overloads no OpInfo sample calls still have a CPU kernel: ``special_zeta.se
 functions, ``_add_relu``, ``fill_diagonal_``. For each overload of the installed torch
 with a kernel a CPU call reaches and a tensor slot (out= overloads aside: their group
 follows their functional overload), a worker builds arguments from the schema alone:
-small tensors of one shape (2x3 first, then others), ints 1 or 0, int lists of the
-tensor's shape or ``[1]``, optional tensors and scalars given or left to their defaults, fillers for
-floats, scalars and bools, defaults for the rest. The same calls also probe an overload that
-samples reach only as an observation, never probed on a call with elements in every tensor
-(``remainder.Scalar`` inside ``take_along_dim``): ``migrate.evidence.derived``. An overload with a dtype argument
+small tensors of one shape (2x3 first, then others), tensor lists of one tensor, then of two,
+ints 1 or 0, int lists of the tensor's shape or ``[1]`` (of their length where the schema fixes it:
+``adaptive_avg_pool2d(x, [1, 1])``), optional tensors and scalars given or
+left to their defaults, fillers for floats, scalars and bools, defaults for the rest. The same
+calls also probe every overload samples reach, beside the samples' own calls: a set is a
+may-accept set, and ``remainder.Scalar`` is seen only inside ``take_along_dim``,
+``count_nonzero`` only with dims its uint16 kernel lacks (``migrate.evidence.derived``). An overload with a dtype argument
 (``ScalarType``) is left out: what it accepts may follow that argument, which probing
 never varies.
 The tensors take one base dtype (float32, then int64, bool, complex64; for float32 also
 all but one argument given int64, for an overload that wants an index beside its data,
-``_cummax_helper``). For up to ``BASES`` base dtypes, the first combination ATen accepts
+``_cummax_helper``, and then that one with the last dimension dropped, a target beside its
+input: ``nll_loss`` of a 2x3 input and 2 classes). For up to ``BASES`` base dtypes, the first combination ATen accepts
 becomes a call that ``migrate.evidence.probe.prober.probe_call`` probes, dtype by dtype,
 as it probes a recorded one. An overload needing an argument of another kind (a string,
 a storage, a dimension name) or refusing every combination is left out.
 
 What this shows is what ATen accepted for such a call: sound where it accepted, and
 possibly narrow where the data was the reason it refused (the same bound as probing a
-recorded call). ``migrate.infer`` therefore uses these plans only for overloads no
-sample, alias, group or metadata kernel speaks for.
+recorded call). For an overload no sample, alias, group or metadata kernel speaks for,
+``migrate.infer`` therefore widens these plans by torchlib's dtypes.
 
 The calls depend on the torch release only: the reports are cached in the sweep cache
 folder. Overloads are split into chunks run in parallel workers; a call that ends its
@@ -86,54 +89,64 @@ def _tensor(shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
     return torch.randint(0, 2, shape, generator=generator).to(dtype)  # valid indices into any dimension of 2 or more
 
 
-def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None], combination: tuple, seed: int):
+def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None, bool], combination: tuple, seed: int):
     """Positional and keyword arguments for one combination, or None when an argument cannot be made.
 
-    ``dtypes`` is (the tensors' dtype, another dtype, the tensor argument given that other one).
+    ``dtypes`` is (the tensors' dtype, another dtype, the tensor argument given that other one,
+    whether that one lacks the last dimension).
     """
-    shape, number, sizes, optional = combination
-    dtype, other, at = dtypes
+    shape, number, sizes, optional, length = combination
+    dtype, other, at, short = dtypes
     named: dict[str, Any] = {}
     tensors = 0
     for index, argument in enumerate(schema.arguments):
         kind = str(getattr(argument, "real_type", argument.type))  # Layout, not the int the JIT holds it as
-        required = argument.default_value is None and not kind.startswith("Optional[")
+        required = not argument.has_default_value() and not kind.startswith("Optional[")
+        own_shape = shape[:-1] if short and tensors == at else shape
         if kind == "Tensor" or (kind == "Optional[Tensor]" and optional):
-            named[argument.name] = _tensor(shape, other if tensors == at else dtype, seed + index)
+            named[argument.name] = _tensor(own_shape, other if tensors == at else dtype, seed + index)
             tensors += 1
         elif kind in _TENSOR_LISTS and (required or optional):
             chosen = other if tensors == at else dtype
-            named[argument.name] = [_tensor(shape, chosen, seed + index), _tensor(shape, chosen, seed + index + 100)]
+            named[argument.name] = [_tensor(own_shape, chosen, seed + index + 100 * i) for i in range(length)]
             tensors += 1
         elif kind in ("int", "SymInt") and required:
             named[argument.name] = number
         elif kind in ("List[int]", "List[SymInt]") and required:
-            named[argument.name] = list(shape) if sizes else [number]
+            length = argument.N  # ``int[2] output_size``: exactly that many, the last dimensions' sizes or the int repeated
+            named[argument.name] = (list(shape)[-length:] if sizes else [number] * length) if length else list(shape) if sizes else [number]
         elif kind in _FILLERS and required:
             named[argument.name] = _FILLERS[kind]
         elif kind in _OPTIONAL_FILLERS and optional:  # clamp(self, min, max) needs one of its optional bounds
             named[argument.name] = _FILLERS[_OPTIONAL_FILLERS[kind]]
         elif required:
             return None
+        elif not argument.has_default_value():  # native_dropout's ``bool? train`` has no default: None is passed
+            named[argument.name] = None
     return torch_private.call_arguments(schema, named)
 
 
-def _combinations(schema: Any) -> list[tuple[tuple[int, ...], int, bool, bool]]:
-    """(shape, int, int lists as the shape, optional tensors given), varying only what the schema has."""
+def _combinations(schema: Any) -> list[tuple[tuple[int, ...], int, bool, bool, int]]:
+    """(shape, int, int lists as the shape, optional tensors given, tensors in a list), varying only what the schema has.
+
+    A list of one tensor comes first: ``index(self, [mask])`` with a mask of ``self``'s shape.
+    """
     kinds = {str(getattr(a, "real_type", a.type)) for a in schema.arguments}
     numbers = _INTS if kinds & {"int", "SymInt"} else _INTS[:1]
     sizes = (True, False) if kinds & {"List[int]", "List[SymInt]"} else (True,)
     optional = (True, False) if kinds & {"Optional[Tensor]", "Optional[List[Tensor]]", "List[Optional[Tensor]]", *_OPTIONAL_FILLERS} else (True,)
-    return list(itertools.product(_SHAPES, numbers, sizes, optional))
+    lengths = (1, 2) if kinds & set(_TENSOR_LISTS) else (2,)
+    return list(itertools.product(_SHAPES, numbers, sizes, optional, lengths))
 
 
-def _assignments(slots: Any) -> Iterator[list[tuple[str, int | None]]]:
+def _assignments(slots: Any) -> Iterator[list[tuple[str, int | None, bool]]]:
     """Per base dtype, the ways to give the tensors dtypes, tried in turn: all of it, then (float32 only) all
-    but one argument given int64, for an overload that wants an index beside its data (``_cummax_helper``)."""
+    but one argument given int64, for an overload that wants an index beside its data (``_cummax_helper``),
+    then that one without the last dimension, a target beside its input (``nll_loss``)."""
     tensors = len(slots.arguments)
     for dtype in _BASE_DTYPES:
         mixed = range(tensors) if dtype == _BASE_DTYPES[0] and tensors > 1 else ()
-        yield [(dtype, None), *((dtype, at) for at in mixed)]
+        yield [(dtype, None, False), *((dtype, at, short) for short in (False, True) for at in mixed)]
 
 
 def _built_calls(func: Any, timeout: float) -> list[Any]:
@@ -149,8 +162,8 @@ def _built_calls(func: Any, timeout: float) -> list[Any]:
     combinations = _combinations(func._schema)
     calls = []
     for assignments in _assignments(slots):
-        for (dtype_name, at), combination in itertools.product(assignments, combinations):
-            dtypes = (getattr(torch, dtype_name), torch.int64, at)
+        for (dtype_name, at, short), combination in itertools.product(assignments, combinations):
+            dtypes = (getattr(torch, dtype_name), torch.int64, at, short)
             made = _arguments(func._schema, dtypes, combination, seed)
             if made is None:
                 return calls

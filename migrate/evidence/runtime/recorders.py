@@ -142,8 +142,8 @@ class CallCapture:
         """Clones taken before a call of an overload that writes to an argument, if it is one to keep."""
         if not self._open(key, slots, direct):
             return None
-        inputs = tuple(dtypes_of(_argument(args, kwargs, slot), slot[3]) for slot in slots.arguments)
-        nonempty = all(has_elements(_argument(args, kwargs, slot)) for slot in slots.arguments)
+        inputs = tuple(dtypes_of(argument_of(args, kwargs, slot), slot[3]) for slot in slots.arguments)
+        nonempty = all(has_elements(argument_of(args, kwargs, slot)) for slot in slots.arguments)
         if (key, inputs, nonempty) in self._signatures:
             return None
         try:
@@ -172,7 +172,8 @@ class CallCapture:
         """The calls to probe, overload by overload: up to its budget, as varied as the kept calls allow.
 
         Calls on tensors with elements come first (only their probes can accept a dtype);
-        among them, first one call per pattern of absent slots (a mask passed or not), then one per
+        among them, first one call per pattern of absent slots and list lengths (a mask passed or
+        not; ``einsum`` of one tensor, a reduction, or of two, an outer product), then one per
         sample dtype in turn, float32, int64 and bool first: a slot cast alone is judged
         beside the others' dtypes, and those are the ones most dtypes combine with.
         """
@@ -184,7 +185,7 @@ class CallCapture:
             picked: dict[int, CapturedCall] = {}
             patterns = set()
             for call in ranked:
-                pattern = tuple(d is None for d in call.dtypes[: len(call.slots.arguments)])
+                pattern = tuple(None if d is None else len(d) if isinstance(d, tuple) else 0 for d in call.dtypes[: len(call.slots.arguments)])
                 if pattern not in patterns:
                     patterns.add(pattern)
                     picked[id(call)] = call
@@ -198,7 +199,8 @@ class CallCapture:
         return chosen
 
 
-def _argument(args: tuple, kwargs: dict, slot: tuple[int, str, bool, bool]) -> Any:
+def argument_of(args: tuple, kwargs: dict, slot: tuple[int, str, bool, bool]) -> Any:
+    """The value a call passed for a slot (``OverloadSlots.arguments``'s entry), positional or by keyword."""
     position, name, keyword_only, _ = slot
     return kwargs.get(name) if keyword_only or position >= len(args) else args[position]
 
