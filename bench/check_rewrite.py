@@ -1,5 +1,6 @@
 """The rewritten torch_lib of a run, checked against export-check's verdicts: every dtype of every rewritten
-annotation exports ok or partial there (or is a dtype the original annotation had that no case checks),
+annotation exports ok or partial there, over every overload its function serves, as the rewrite reads them
+(or is a dtype the original annotation had that no case checks),
 and no case ok on the original torch_lib is worse on the rewritten one.
 
     .venv/bin/python bench/check_rewrite.py OUT ORIGINAL.json REWRITTEN.json
@@ -47,6 +48,21 @@ def main() -> None:
     changed = sorted(
         o for o in after.overloads if o in before.overloads and o in checked_overloads and said(after.overloads[o]) != said(before.overloads[o])
     )
+    serving: dict[tuple[str, str], list[str]] = {}  # a function, and the overloads it serves: the rewrite settles it over all
+    for overload, registrations in after.by_overload.items():
+        for registration in registrations:
+            if not registration.complex:
+                serving.setdefault((registration.path, registration.function), []).append(overload)
+
+    def outcomes(overload: str, cast: tuple[str, ...]) -> dict:
+        """Per dtype, the export outcomes of these slots in every overload the overload's function serves."""
+        function = next(((r.path, r.function) for r in after.by_overload.get(overload, ()) if not r.complex), None)
+        found: dict = {}
+        for other in serving.get(function, [overload]):
+            for dtype, outcome in by_dtype(rewritten.get(other, ()), cast).items():
+                found.setdefault(dtype, []).extend(outcome)
+        return {dtype: combined(outcome) for dtype, outcome in found.items()}
+
     checked = unchecked_kept = 0
     bad = []
     for overload in changed:
@@ -55,7 +71,7 @@ def main() -> None:
             if (variable.dtypes, variable.binds) in said(before.overloads[overload]):
                 continue  # an annotation the run left as it was
             cast = tuple(s for s in variable.binds if not s.startswith("return."))
-            found = {d: combined(o) for d, o in by_dtype(rewritten.get(overload, ()), cast).items()}
+            found = outcomes(overload, cast)
             had = set.intersection(*[old.get(s, set(ANY_TENSOR)) for s in variable.binds])  # a slot torchlib left free: any dtype
             for dtype in variable.dtypes:
                 if dtype.onnx is None:

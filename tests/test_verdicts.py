@@ -12,6 +12,7 @@ import torch
 from migrate import torch_private
 from migrate.evidence.opinfo.observations import plans_from_observations
 from migrate.evidence.probe import prober as probing
+from migrate.evidence.probe.merge import REJECTED as REJECTED_WHERE
 from migrate.evidence.probe.merge import probe_plans
 from migrate.evidence.runtime import recorders
 from migrate.evidence.runtime.runs import CatalogueEntry, Observation, OpInfoId, Probe, ProbedCall
@@ -19,7 +20,7 @@ from migrate.evidence.verdicts import dtype_verdict_summary, verdicts_of, with_v
 from migrate.infer import merge_overload
 from migrate.model.dtypes import TENSOR_DTYPES, DType
 from migrate.model.native import NativeFunctions, installed_native_functions
-from migrate.model.plan import ACCEPTED, DECLARED, EMPTY, OTHER_DEVICE, REJECTED, UNKNOWN, OverloadPlan, Plan, Variable, Verdicts
+from migrate.model.plan import ACCEPTED, DECLARED, EMPTY, OTHER_DEVICE, PROBE, REJECTED, UNKNOWN, Evidence, OverloadPlan, Plan, Variable, Verdicts
 
 F32, F64, I64, BOOL = (DType(n) for n in ("float32", "float64", "int64", "bool"))
 MM = OpInfoId("mm")
@@ -200,3 +201,21 @@ def test_a_float_scalar_lets_an_unsigned_tensor_into_clamp_so_clamp_accepts_uint
     ((cast, accepted, refused, gated),) = [p for p in report["probes"] if p[0] == ["self"]]
     assert ["uint16", "min=0.5"] in gated and "uint16" in [d for d, _ in accepted]
     assert "uint16" not in [d for d, _ in refused]
+
+
+def test_a_float8_operand_as_a_0_dim_tensor_beside_a_float32_one_is_a_valid_call_of_sub():
+    """sub(x, y) has no float8 kernel, but a 0-dim float8 ``other`` is cast to ``self``'s float32: accepted, gated."""
+    (captured,) = _captured(lambda: torch.sub(torch.ones(2, 3), torch.ones(2, 3)), "aten::sub.Tensor")
+    report = probing.probe_call(captured, "sub", timeout=10)
+    ((_, accepted, refused, gated),) = [p for p in report["probes"] if p[0] == ["other"]]
+    assert ["float8_e4m3fn", "other 0-dim"] in gated and "float8_e4m3fn" in [d for d, _ in accepted]
+    ((_, _, together, _),) = [p for p in report["probes"] if p[0] == ["self", "other"]]
+    assert "float8_e4m3fn" in [d for d, _ in together]  # both float8: no kernel, and no 0-dim retry for a joint cast
+    (alone,) = _captured(lambda: torch.neg(torch.ones(2, 3)), "aten::neg")
+    assert probing.zero_dim_gate(alone, 0) == []  # no other tensor carries the shape: a 0-dim neg proves nothing more
+
+
+def test_a_verdicts_message_is_the_dtypes_own_not_the_shared_text():
+    where = f"self cast alone, OpInfo x (2 calls){REJECTED_WHERE}\"gelu\" not implemented for {{'Char'|'Long'}}"
+    variable = Variable("T", (F32,), ("self",), (Evidence(PROBE, where, (DType("int8"), I64), ("self",)),))
+    assert dict(verdicts_of(variable).rejected) == {DType("int8"): "\"gelu\" not implemented for 'Char'", I64: "\"gelu\" not implemented for 'Long'"}

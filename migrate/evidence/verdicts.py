@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from migrate.evidence.probe.merge import SCHEMA_CALL_WHERE, is_rejection
+from migrate.evidence.probe.merge import SCHEMA_CALL_WHERE, is_rejection, rejection_messages
 from migrate.evidence.probe.merge import REJECTED as REJECTED_IN_WHERE
 from migrate.model.dtypes import TENSOR_DTYPES
 from migrate.model.native import NativeFunctions
@@ -47,8 +47,7 @@ def verdicts_of(variable: Variable) -> Verdicts:
     accepted, other, rejected = set(), set(), {}
     for evidence in variable.evidence:
         if is_rejection(evidence):
-            message = evidence.where.split(REJECTED_IN_WHERE, 1)[1]
-            for dtype in evidence.dtypes:
+            for dtype, message in rejection_messages(evidence).items():
                 rejected.setdefault(dtype, message)
         elif evidence.source in (OPINFO, PROBE, KERNEL):
             accepted.update(evidence.dtypes)

@@ -210,6 +210,19 @@ def _one_per_dtype(messages: list[str]) -> str:
     return f"{prefix}{{{'|'.join(middles)}}}{suffix}"
 
 
+_ALTERNATIVES = re.compile(r"\{([^{}]*)\}")
+
+
+def rejection_messages(evidence: Evidence) -> dict[DType, str]:
+    """Each refused dtype's own message, from a rejection's shared text (``_one_per_dtype``'s inverse)."""
+    text = evidence.where.split(REJECTED, 1)[1]
+    for match in reversed(list(_ALTERNATIVES.finditer(text))):
+        alternatives = match.group(1).split("|")
+        if len(evidence.dtypes) > 1 and len(alternatives) == len(evidence.dtypes):
+            return {d: text[: match.start()] + a + text[match.end() :] for d, a in zip(evidence.dtypes, alternatives)}
+    return dict.fromkeys(evidence.dtypes, text)
+
+
 def _subject(cast: tuple[str, ...]) -> str:
     return f"{', '.join(cast)} cast {'alone' if len(cast) == 1 else 'together'}"
 

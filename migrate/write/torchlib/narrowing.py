@@ -12,11 +12,10 @@ holding it (``partial`` when they disagree). Absence of evidence changes nothing
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from migrate.evidence.probe.merge import REJECTED, is_rejection
+from migrate.evidence.probe.merge import is_rejection, rejection_messages
 from migrate.model.dtypes import DType, canonical, named
 from migrate.model.export_status import FAILED, HANDLED, OK, PARTIAL
 from migrate.model.plan import Variable
@@ -26,7 +25,6 @@ ANY_TENSOR = named(
     *("complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"),
 )  # what an annotation of any tensor (``TensorType``) claims: the dtypes a declaration can name
 JOINING = (OK, PARTIAL)  # a dtype the original annotation lacks joins only on a call that really exports and matches
-_ALTERNATIVES = re.compile(r"\{([^{}]*)\}")
 
 
 def rejected_dtypes(variable: Variable) -> dict[DType, str]:
@@ -40,22 +38,11 @@ def rejected_dtypes(variable: Variable) -> dict[DType, str]:
         return {dtype: message for dtype, message in variable.verdicts.rejected if dtype not in variable.dtypes}
     found: dict[DType, str] = {}
     for evidence in variable.evidence:
-        if not is_rejection(evidence):
-            continue
-        messages = _per_dtype(evidence.where.split(REJECTED, 1)[1], evidence.dtypes)
-        for dtype in evidence.dtypes:
-            if dtype not in variable.dtypes:
-                found.setdefault(dtype, messages[dtype])
+        if is_rejection(evidence):
+            for dtype, message in rejection_messages(evidence).items():
+                if dtype not in variable.dtypes:
+                    found.setdefault(dtype, message)
     return {dtype: found[dtype] for dtype in canonical(found)}
-
-
-def _per_dtype(text: str, dtypes: tuple[DType, ...]) -> dict[DType, str]:
-    """Each dtype's own message from a shared text (``... dtype {Char|Short}``, alternatives in the dtypes' order)."""
-    for match in reversed(list(_ALTERNATIVES.finditer(text))):
-        alternatives = match.group(1).split("|")
-        if len(dtypes) > 1 and len(alternatives) == len(dtypes):
-            return {d: text[: match.start()] + a + text[match.end() :] for d, a in zip(dtypes, alternatives)}
-    return {d: text for d in dtypes}
 
 
 @dataclass(frozen=True)
