@@ -21,7 +21,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from typing import Any
 from migrate.audit import export_worker
 from migrate.cache import StageCache, store
 from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
+from migrate.evidence.runtime.runs import CatalogueEntry
 from migrate.model import export_status
 from migrate.model.dtypes import DType, canonical
 from migrate.model.export_status import (
@@ -265,16 +266,12 @@ def run_export_check(
     return ExportCheck(cases, Path(torchlib), len(wanted), len(missing), time.monotonic() - started)
 
 
-def _sources(overloads: Iterable[str], cache: StageCache) -> dict[str, tuple[tuple[str, str], str]]:
-    """Per overload, the OpInfo (name, variant) and sample dtype whose samples best reach it, from the sweep's cache.
-
-    Calls made by the sample's own code first, then an OpInfo about the operator, then
-    float32 samples, then the most calls; ties by name (the same choice every run).
-    """
+def _recorded_calls(overloads: Iterable[str], cache: StageCache) -> Iterator[tuple[CatalogueEntry, str, DType, bool, int]]:
+    """Per OpInfo of the sweep's cache, its recorded calls of these overloads: (its catalogue entry, the overload
+    as given, the sample dtype, whether the sample's own code made them, how many)."""
     from migrate.evidence.opinfo.sweep import SweepCache
 
     keys = {OverloadName.parse(o).qualified: o for o in overloads}
-    best: dict[str, tuple] = {}
     sweep = SweepCache.of(cache)
     catalogue = sweep.catalogue()
     runs = sweep.runs(catalogue)
@@ -285,13 +282,23 @@ def _sources(overloads: Iterable[str], cache: StageCache) -> dict[str, tuple[tup
         counts: Counter[tuple[str, DType, bool]] = Counter()
         for observation in run.observations:
             if observation.overload in keys:
-                counts[observation.overload, observation.sample_dtype, observation.direct] += observation.count
-        for (recorded, sample, direct), count in counts.items():
-            overload = keys[recorded]
-            about = overload.split(".", 1)[0] in entry.operator_names
-            rank = (not direct, not about, sample.name != "float32", -count, sample.sort_key, entry.opinfo.name, entry.opinfo.variant)
-            if overload not in best or rank < best[overload][0]:
-                best[overload] = (rank, (entry.opinfo.name, entry.opinfo.variant), sample.name)
+                counts[keys[observation.overload], observation.sample_dtype, observation.direct] += observation.count
+        for (overload, sample, direct), count in counts.items():
+            yield entry, overload, sample, direct, count
+
+
+def _sources(overloads: Iterable[str], cache: StageCache) -> dict[str, tuple[tuple[str, str], str]]:
+    """Per overload, the OpInfo (name, variant) and sample dtype whose samples best reach it, from the sweep's cache.
+
+    Calls made by the sample's own code first, then an OpInfo about the operator, then
+    float32 samples, then the most calls; ties by name (the same choice every run).
+    """
+    best: dict[str, tuple] = {}
+    for entry, overload, sample, direct, count in _recorded_calls(overloads, cache):
+        about = overload.split(".", 1)[0] in entry.operator_names
+        rank = (not direct, not about, sample.name != "float32", -count, sample.sort_key, entry.opinfo.name, entry.opinfo.variant)
+        if overload not in best or rank < best[overload][0]:
+            best[overload] = (rank, (entry.opinfo.name, entry.opinfo.variant), sample.name)
     return {overload: (opinfo, sample) for overload, (_, opinfo, sample) in best.items()}
 
 
@@ -467,17 +474,9 @@ def missing(check: ExportCheck, declared: Mapping[str, tuple[Variable, ...]], re
 
 def reached_calls(overloads: Iterable[str], cache: StageCache) -> dict[str, int]:
     """Per overload, how many calls of it the OpInfo sweep recorded (every OpInfo, direct or inside another op)."""
-    from migrate.evidence.opinfo.sweep import SweepCache
-
-    keys = {OverloadName.parse(o).qualified: o for o in overloads}
     counts: Counter[str] = Counter()
-    sweep = SweepCache.of(cache)
-    for run in sweep.runs(sweep.catalogue()).values():
-        if not (run.overloads & keys.keys()):
-            continue
-        for observation in run.observations:
-            if observation.overload in keys:
-                counts[keys[observation.overload]] += observation.count
+    for _, overload, _, _, count in _recorded_calls(overloads, cache):
+        counts[overload] += count
     return dict(counts)
 
 
