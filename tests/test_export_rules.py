@@ -125,6 +125,12 @@ def test_settle_keeps_what_nobody_refuted_and_changes_only_on_proof():
     assert settle({f32}, set(), {f32: (NO_KERNEL, "")}, {}).dtypes == ()  # no-kernel does not join
     c64 = DType("complex64")
     assert settle({f32, c64}, {f32}, {c64: (OK, "")}, {}).dtypes == (f32,)  # another function exported the complex call
+    failed = {c64: (EXPORT_ERROR, "DispatchError: No ONNX function found for <OpOverload(op='aten.expand')>")}
+    assert settle({f32, c64}, {f32, c64}, failed, {}).dtypes == (f32, c64)  # nor did this one fail it
+    i64 = DType("int64")
+    unsupported = {d: (EXPORT_ERROR, "NotImplementedError: aten::bincount with weights is not supported.") for d in (f32, i64)}
+    assert settle({f32, i64}, {f32, i64}, unsupported, {}).dtypes == (i64, f32)  # every dtype fails alike: not a dtype's failure
+    assert settle({f32, i64}, {f32, i64}, unsupported | {f32: (OK, "")}, {}).dtypes == (f32,)  # int64's failure tells now
 
 
 def test_rejected_dtypes_come_from_probe_rejections_one_message_per_dtype():
@@ -176,7 +182,8 @@ def test_export_verdicts_remove_failing_dtypes_and_add_ok_ones(fixture_inputs):
     failing = [("int8", MISMATCH), ("int16", MISMATCH), ("int32", MISMATCH), ("float16", EXPORT_ERROR), ("bfloat16", EXPORT_ERROR), ("float64", INVALID_MODEL)]
     exported = {
         "sin": (ExportVerdict(("self",), DType("float64"), OK, ""), ExportVerdict(("self",), DType("float32"), OK, "")),
-        "clamp": tuple(ExportVerdict(("self",), DType(d), status, f"{d} fails") for d, status in failing),
+        "clamp": tuple(ExportVerdict(("self",), DType(d), status, f"{d} fails") for d, status in failing)
+        + (ExportVerdict(("self",), DType("float32"), OK, ""),),  # one that works: the failures are the dtypes'
     }
     rewrite = rewrite_torchlib(evidence, plan, native, cache, {"sin", "clamp"}, reuse=False, exported=exported)
     assert "self: TFloating" in _signature(rewrite, "ops/safety.py", "aten_sin")

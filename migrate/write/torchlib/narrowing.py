@@ -3,11 +3,14 @@
 An annotation claims the dtypes its ONNX function handles; onnxscript's tests skip every
 dtype it lacks. So a dtype leaves an annotation only on proof: ATen refused it (a probe's
 rejection message), or its export failed (``export-error``, ``invalid-model``,
-``mismatch``). A dtype joins only when its export is ``ok`` or ``partial`` (a complex
-dtype never: the exporter gives complex inputs to another function);
+``mismatch``). A dtype joins only when its export is ``ok`` or ``partial``;
 a ``no-kernel`` dtype stays (the ONNX function is valid for it, onnxruntime's CPU provider
 lacks a kernel). A variable's verdict for a dtype combines its own case and the diagonal
-holding it (``partial`` when they disagree). Absence of evidence changes nothing.
+holding it (``partial`` when they disagree). A failure every dtype shares is the function's
+or the calls', not a dtype's: it removes nothing. A complex dtype's export settles nothing either
+way: the exporter sends complex inputs to a ``complex=True`` function or a decomposition,
+never to the function annotated (``aten_expand``'s complex64 export fails with "No ONNX
+function found", which says nothing of ``aten_expand``). Absence of evidence changes nothing.
 """
 
 from __future__ import annotations
@@ -83,18 +86,22 @@ def settle(
     """The annotation of a variable (ONNX dtypes): the rule of this module applied to each declared or original dtype.
 
     ``exported``: per dtype, the export's status and message (empty without export results);
-    ``rejected``: per dtype, ATen's rejection message.
+    ``rejected``: per dtype, ATen's rejection message. A failure tells of its dtype only when some
+    other dtype's export worked: when none did, it is the function's or the calls' (``bincount``
+    raises for any ``weights``, ``all.dim``'s one sampled call is 0-dim), and removes nothing.
     """
     declared, original = set(declared), set(original)
+    exported = {dtype: outcome for dtype, outcome in exported.items() if not _complex(dtype)}
+    telling = any(status in JOINING for status, _ in exported.values())
     kept, added, removed = [], [], []
     for dtype in canonical(declared | original):
         status, message = exported.get(dtype, ("", ""))
         why = f"{status}: {message}" if message else status
-        if (status in JOINING and not _complex(dtype)) or (status in HANDLED and dtype in original):
+        if status in JOINING or (status in HANDLED and dtype in original):
             kept.append(dtype)
             if dtype not in original:
                 added.append(Change(dtype, f"export {why}"))
-        elif status in FAILED:
+        elif status in FAILED and telling:
             if dtype in original:
                 removed.append(Change(dtype, f"export {why}"))
         elif dtype in original and dtype not in declared and dtype in rejected:
@@ -106,7 +113,7 @@ def settle(
 
 def _complex(dtype: DType) -> bool:
     """The exporter sends complex inputs to a ``complex=True`` function (or a decomposition), never to the
-    function being annotated: its export proves nothing about that function."""
+    function being annotated: its export proves nothing about that function, ok or failed."""
     return dtype.name.startswith("complex")
 
 
