@@ -9,8 +9,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import torch
 
 from migrate.audit.export import CaseRequest, requests
+from migrate.audit.export_worker import Run, _compare, _spec_error
 from migrate.cache import StageCache
 from migrate.evidence.probe.merge import REJECTED
 from migrate.evidence.torchlib.resolve import scan_torchlib
@@ -59,6 +61,30 @@ def test_a_refused_model_is_a_spec_error_or_a_missing_kernel(message, status):
     assert load_failure_status(message) == status
 
 
+def _one_node_model(op: str, inputs: int, element_type: int, out_shape: list[int]):
+    import onnx_ir
+    from onnx import TensorProto, helper
+
+    names = [f"x{i}" for i in range(inputs)]
+    graph = helper.make_graph(
+        [helper.make_node(op, names, ["y"])],
+        "g",
+        [helper.make_tensor_value_info(name, element_type, [2, 2]) for name in names],
+        [helper.make_tensor_value_info("y", element_type, out_shape)],
+    )
+    model = onnx_ir.serde.deserialize_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    return model, list(model.graph.outputs)
+
+
+def test_a_missing_kernel_is_a_spec_error_only_when_the_checker_objects_to_a_type():
+    from onnx import TensorProto
+
+    assert "unsupported type: tensor(int8)" in _spec_error(*_one_node_model("MatMul", 2, TensorProto.INT8, [2, 2]))
+    assert _spec_error(*_one_node_model("MatMul", 2, TensorProto.DOUBLE, [2, 2])) == ""
+    # a shape the checker infers otherwise (unique_dim's Identity) is the function's bug for every dtype, not a type's
+    assert _spec_error(*_one_node_model("Identity", 1, TensorProto.UINT8, [0, 2])) == ""
+
+
 def test_calls_combine_into_ok_partial_or_the_first_failure():
     assert combined([(OK, ""), (OK, "")]) == (OK, "")
     assert combined([(EXPORT_ERROR, "weights not supported"), (OK, "")]) == (PARTIAL, "weights not supported")
@@ -66,6 +92,31 @@ def test_calls_combine_into_ok_partial_or_the_first_failure():
     assert combined([(INVALID_MODEL, "MatMul bool"), (EXPORT_ERROR, "e")]) == (INVALID_MODEL, "MatMul bool")
     assert combined([(PARTIAL, "p"), (EXPORT_ERROR, "e")]) == (PARTIAL, "e")  # overloads: one partly works
     assert combined([]) == (NO_SAMPLE, "no call")
+
+
+def _topk_run(source, k: int = 2):
+    values, indices = torch.topk(source, k)
+    return Run("topk", args=[source, k], expected=[values, indices])
+
+
+def test_an_index_output_that_breaks_ties_otherwise_is_no_mismatch():
+    """topk of integers: onnxruntime may pick the other of two equal elements; the indices still pick eager's values."""
+    source = torch.tensor([[5, 1, 5, 2], [3, 3, 0, 3]], dtype=torch.int16)
+    run = _topk_run(source)
+    values = run.expected[0]
+    other_ties = torch.tensor([[2, 0], [3, 1]])
+    assert not torch.equal(other_ties, run.expected[1])
+    assert _compare(run, [values, other_ties]) == (OK, "")
+
+
+def test_an_index_output_that_picks_other_values_is_a_mismatch():
+    source = torch.tensor([[5, 1, 7, 2], [3, 4, 0, 9]], dtype=torch.int16)  # no ties: one right answer
+    run = _topk_run(source)
+    values = run.expected[0]
+    status, message = _compare(run, [values, torch.tensor([[0, 3], [1, 0]])])
+    assert (status, message.split(":")[0]) == (MISMATCH, "output 1")
+    status, message = _compare(run, [values + 1, run.expected[1]])  # wrong values are never excused
+    assert (status, message.split(":")[0]) == (MISMATCH, "output 0")
 
 
 # --- cases ----------------------------------------------------------------------------------------
