@@ -1,7 +1,10 @@
 """The rewritten torch_lib of a run, checked against export-check's verdicts: every dtype of every rewritten
 annotation exports ok or partial there, over every overload its function serves, as the rewrite reads them
 (or is a dtype the original annotation had that no case checks),
-and no case ok on the original torch_lib is worse on the rewritten one.
+and no case ok on the original torch_lib is worse on the rewritten one. Dtypes the original had whose export
+says nothing of the function are counted apart, as the rewrite keeps them: complex ones (the exporter sends
+them to another function) and failures every dtype of the variable shares (bincount's ``weights``).
+A return torchlib annotates alone is judged by the parameters the written yaml ties to it.
 
     .venv/bin/python bench/check_rewrite.py OUT ORIGINAL.json REWRITTEN.json
 
@@ -20,9 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from migrate.cache import StageCache
 from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib  # noqa: E402
+from migrate.model.declared import declared_variables  # noqa: E402
 from migrate.model.dtypes import DType  # noqa: E402
-from migrate.model.export_status import HANDLED, NO_KERNEL, OK, combined  # noqa: E402
-from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402
+from migrate.model.export_status import FAILED, HANDLED, NO_KERNEL, OK, PARTIAL, combined  # noqa: E402
+from migrate.model.global_sets import GlobalSetsFile  # noqa: E402
+from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path  # noqa: E402
 from migrate.write.torchlib.narrowing import ANY_TENSOR, ExportVerdict, by_dtype  # noqa: E402
 
 
@@ -41,6 +46,18 @@ def main() -> None:
     before = scan_torchlib(installed_torchlib(), native, StageCache.at())
     after = scan_torchlib(out / "torch_lib", native, StageCache.at())
     rewritten = verdicts(rewritten_report)
+    written = NativeFunctions.load(out / "native_functions.yaml")
+    sets = GlobalSetsFile.load(sibling_constraints_path(written.path)).by_name
+
+    def declared_cast(overload: str, returns: tuple[str, ...]) -> tuple[str, ...]:
+        """The parameters the written yaml ties to these returns: they prove a return's dtypes (torchlib may
+        name a parameter otherwise, atleast_1d.Sequence's ``self`` for ATen's ``tensors``, and keep it as it was)."""
+        entry = written.by_name.get(overload)
+        for variable in declared_variables(written, entry, sets) if entry is not None else ():
+            if set(returns) & set(variable.binds):
+                return tuple(s for s in variable.binds if not s.startswith("return."))
+        return ()
+
     def said(plan) -> set[tuple]:
         return {(v.dtypes, v.binds) for v in plan.variables}
 
@@ -63,16 +80,17 @@ def main() -> None:
                 found.setdefault(dtype, []).extend(outcome)
         return {dtype: combined(outcome) for dtype, outcome in found.items()}
 
-    checked = unchecked_kept = 0
+    checked = unchecked_kept = complex_kept = shared_kept = 0
     bad = []
     for overload in changed:
         old = {slot: set(v.dtypes) for v in before.overloads[overload].variables for slot in v.binds}
         for variable in after.overloads[overload].variables:
             if (variable.dtypes, variable.binds) in said(before.overloads[overload]):
                 continue  # an annotation the run left as it was
-            cast = tuple(s for s in variable.binds if not s.startswith("return."))
+            cast = tuple(s for s in variable.binds if not s.startswith("return.")) or declared_cast(overload, variable.binds)
             found = outcomes(overload, cast)
             had = set.intersection(*[old.get(s, set(ANY_TENSOR)) for s in variable.binds])  # a slot torchlib left free: any dtype
+            telling = any(status in (OK, PARTIAL) for d, (status, _) in found.items() if not d.name.startswith("complex"))
             for dtype in variable.dtypes:
                 if dtype.onnx is None:
                     continue
@@ -81,6 +99,10 @@ def main() -> None:
                     checked += 1
                 elif status in ("", "no-sample", "runtime-error", NO_KERNEL) and dtype in had:
                     unchecked_kept += 1
+                elif dtype.name.startswith("complex") and dtype in had:  # the exporter sends it to another function
+                    complex_kept += 1
+                elif status in FAILED and not telling and dtype in had:  # no dtype exports: the function's failure
+                    shared_kept += 1
                 else:
                     bad.append(f"{overload} {','.join(variable.binds)} {dtype.name}: {status or 'unchecked'} {message[:100]}")
     original = {(c["overload"], tuple(c["cast"]), c["dtype"]): c["status"] for c in json.loads(original_report.read_text())["cases"]}
@@ -91,7 +113,12 @@ def main() -> None:
     ]
     statuses = Counter(c["status"] for c in json.loads(rewritten_report.read_text())["cases"])
     print(f"checked overloads whose annotations changed: {len(changed)} ({', '.join(changed)}); rewritten cases by status: {dict(statuses)}")
-    print(f"dtypes of rewritten annotations: {checked} export ok/partial, {unchecked_kept} unchecked and in the original, {len(bad)} neither")
+    print(
+        f"dtypes of rewritten annotations: {checked} export ok/partial, {unchecked_kept} unchecked and in the original, "
+        f"{complex_kept} complex and in the original (the exporter sends complex inputs to another function), "
+        f"{shared_kept} in the original and failing as every dtype does (the function's failure, not the dtype's), "
+        f"{len(bad)} neither"
+    )
     print(*bad[:20], sep="\n")
     print(f"cases ok on the original and worse on the rewritten torch_lib: {len(worse)}")
     print(*worse[:20], sep="\n")

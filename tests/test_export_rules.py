@@ -263,3 +263,26 @@ def test_a_variable_is_judged_by_the_calls_that_pass_it_a_tensor():
     verdicts = [ExportVerdict(("self", "weights"), DType("int64"), PARTIAL, "weights is not supported", calls)]
     assert combined(by_dtype(verdicts, ("self",))[DType("int64")]) == (PARTIAL, "weights is not supported")
     assert combined(by_dtype(verdicts, ("weights",))[DType("int64")]) == (EXPORT_ERROR, "weights is not supported")
+
+
+
+def test_slots_one_annotation_ties_are_judged_by_calls_that_give_them_all_the_dtype():
+    """embedding_bag.padding_idx ties indices and offsets; _embedding_bag declares them apart, and torchlib's one
+    function serves both under one TypeVar. int32 indices beside int64 offsets export; both int32 do not."""
+    from migrate.write.torchlib.narrowing import tied_verdicts
+
+    i32, i64 = DType("int32"), DType("int64")
+    both = ("indices", "offsets")
+    exported = {
+        "_embedding_bag": (
+            ExportVerdict(both, i32, INVALID_MODEL, "Concat bound to different types"),
+            ExportVerdict(("indices",), i32, OK, ""),
+            ExportVerdict(("offsets",), i32, OK, ""),
+            ExportVerdict(both, i64, PARTIAL, "values"),
+        ),
+        "embedding_bag.padding_idx": (ExportVerdict(both, i32, INVALID_MODEL, "Concat"), ExportVerdict(both, i64, OK, "")),
+    }
+    contributions = [("_embedding_bag", ("indices",)), ("_embedding_bag", ("offsets",)), ("embedding_bag.padding_idx", both + ("return.1",))]
+    assert tied_verdicts(exported, contributions) == {i32: (INVALID_MODEL, "Concat bound to different types"), i64: (PARTIAL, "values")}
+    alone = [("_embedding_bag", ("indices",))]  # a class of indices alone: the call with int64 offsets proves int32
+    assert tied_verdicts(exported, alone)[i32] == (PARTIAL, "Concat bound to different types")

@@ -25,7 +25,7 @@ from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 from migrate.model.schema import RETURN_PREFIX, SchemaError, TypedSchema
 from migrate.write.torchlib.module_index import DefInfo
-from migrate.write.torchlib.narrowing import ANY_TENSOR, Change, ExportVerdict, by_dtype, rejected_dtypes, settle
+from migrate.write.torchlib.narrowing import ANY_TENSOR, Change, ExportVerdict, rejected_dtypes, settle, tied_verdicts
 from migrate.write.torchlib.tree import TorchlibModule, TorchlibTree
 
 # Note kinds, in the order the notes are listed.
@@ -327,14 +327,15 @@ class AnnotationDecider:
     def _settle(self, function: FunctionDecision, cls: SlotClass, current: dict[str, Constraint | None]) -> None:
         """The class's annotation under the narrowing rule: a dtype leaves on an export failure or ATen's
         rejection, joins on an export that works; without export results, a declaration wider than the
-        annotation keeps it as today."""
+        annotation keeps it as today. With them, a class no case checks (returns only, an overload no
+        sample reaches) keeps its original dtypes: a dtype joins only on an export that works."""
         claims = [c.dtypes for s in cls.slots if (c := current.get(s)) is not None]
         if not claims:  # unannotated: as today
             return
         original = set.intersection(*[set(onnx_part(ANY_TENSOR if c is None else c)) for c in claims])
         declared = set(cls.onnx)
         exported = self._exported(cls)
-        if not exported and not declared <= original:
+        if not self.exported and not declared <= original:
             return
         rejected: dict[DType, str] | None = None
         for _, variable, _ in cls.contributions:  # a dtype leaves only when every overload the function serves refuses it
@@ -344,13 +345,8 @@ class AnnotationDecider:
         cls.settled, cls.added, cls.removed = settled.dtypes, settled.added, settled.removed
 
     def _exported(self, cls: SlotClass) -> dict[DType, tuple[str, str]]:
-        """Per dtype, the export verdict of the class's variables (their own cases; several overloads combined)."""
-        found: dict[DType, list[tuple[str, str]]] = defaultdict(list)
-        for overload, variable, _ in cls.contributions:
-            cast = tuple(s for s in variable.binds if not s.startswith(RETURN_PREFIX))
-            for dtype, verdicts in by_dtype(self.exported.get(overload, ()), cast).items():
-                found[dtype].extend(verdicts)
-        return {dtype: combined(verdicts) for dtype, verdicts in found.items()}
+        """Per dtype, the export verdict of the class's slots (several overloads combined)."""
+        return tied_verdicts(self.exported, [(overload, variable.binds) for overload, variable, _ in cls.contributions])
 
     @staticmethod
     def _lacking(cls: SlotClass, dtypes: tuple[DType, ...]) -> tuple[DType, ...]:

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from migrate.evidence.probe.merge import is_rejection, rejection_messages
 from migrate.model.dtypes import DType, canonical, named
-from migrate.model.export_status import FAILED, HANDLED, OK, PARTIAL
+from migrate.model.export_status import FAILED, HANDLED, OK, PARTIAL, combined
 from migrate.model.plan import Variable
+from migrate.model.schema import RETURN_PREFIX
 
 ANY_TENSOR = named(
     *("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32", "float64"),
@@ -131,3 +132,21 @@ def by_dtype(verdicts: Iterable[ExportVerdict], cast: tuple[str, ...]) -> dict[D
         if outcomes:
             found.setdefault(verdict.dtype, []).extend(outcomes)
     return found
+
+
+def tied_verdicts(
+    exported: Mapping[str, tuple[ExportVerdict, ...]], contributions: Iterable[tuple[str, tuple[str, ...]]]
+) -> dict[DType, tuple[str, str]]:
+    """Per dtype, the export verdict of slots one annotation ties, over the overloads its function serves
+    (``contributions``: each overload and the slots a variable of it binds there). A dtype is judged by the
+    calls that give it to every tied slot of the overload: ``indices`` and ``offsets`` under one TypeVar are
+    proven by a call with both int32, not by int32 indices beside int64 offsets."""
+    cast_of: dict[str, list[str]] = {}
+    for overload, binds in contributions:
+        cast = cast_of.setdefault(overload, [])
+        cast.extend(s for s in binds if not s.startswith(RETURN_PREFIX) and s not in cast)
+    found: dict[DType, list[tuple[str, str]]] = {}
+    for overload, cast in cast_of.items():
+        for dtype, outcomes in by_dtype(exported.get(overload, ()), tuple(cast)).items():
+            found.setdefault(dtype, []).extend(outcomes)
+    return {dtype: combined(outcomes) for dtype, outcomes in found.items()}
