@@ -25,10 +25,10 @@ from migrate.cache import StageCache
 from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib  # noqa: E402
 from migrate.model.declared import declared_variables  # noqa: E402
 from migrate.model.dtypes import DType  # noqa: E402
-from migrate.model.export_status import FAILED, HANDLED, NO_KERNEL, OK, PARTIAL, combined  # noqa: E402
+from migrate.model.export_status import FAILED, HANDLED, NO_KERNEL, OK  # noqa: E402
 from migrate.model.global_sets import GlobalSetsFile  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path  # noqa: E402
-from migrate.write.torchlib.narrowing import ANY_TENSOR, ExportVerdict, by_dtype  # noqa: E402
+from migrate.write.torchlib.narrowing import ANY_TENSOR, JOINING, ExportVerdict, exported_elsewhere, tied_verdicts  # noqa: E402
 
 
 def verdicts(report: Path) -> dict[str, tuple[ExportVerdict, ...]]:
@@ -74,11 +74,7 @@ def main() -> None:
     def outcomes(overload: str, cast: tuple[str, ...]) -> dict:
         """Per dtype, the export outcomes of these slots in every overload the overload's function serves."""
         function = next(((r.path, r.function) for r in after.by_overload.get(overload, ()) if not r.complex), None)
-        found: dict = {}
-        for other in serving.get(function, [overload]):
-            for dtype, outcome in by_dtype(rewritten.get(other, ()), cast).items():
-                found.setdefault(dtype, []).extend(outcome)
-        return {dtype: combined(outcome) for dtype, outcome in found.items()}
+        return tied_verdicts(rewritten, [(other, cast) for other in serving.get(function, [overload])])
 
     checked = unchecked_kept = complex_kept = shared_kept = 0
     bad = []
@@ -90,7 +86,7 @@ def main() -> None:
             cast = tuple(s for s in variable.binds if not s.startswith("return.")) or declared_cast(overload, variable.binds)
             found = outcomes(overload, cast)
             had = set.intersection(*[old.get(s, set(ANY_TENSOR)) for s in variable.binds])  # a slot torchlib left free: any dtype
-            telling = any(status in (OK, PARTIAL) for d, (status, _) in found.items() if not d.name.startswith("complex"))
+            telling = any(status in JOINING for d, (status, _) in found.items() if not exported_elsewhere(d))
             for dtype in variable.dtypes:
                 if dtype.onnx is None:
                     continue
@@ -99,7 +95,7 @@ def main() -> None:
                     checked += 1
                 elif status in ("", "no-sample", "runtime-error", NO_KERNEL) and dtype in had:
                     unchecked_kept += 1
-                elif dtype.name.startswith("complex") and dtype in had:  # the exporter sends it to another function
+                elif exported_elsewhere(dtype) and dtype in had:  # the exporter sends it to another function
                     complex_kept += 1
                 elif status in FAILED and not telling and dtype in had:  # no dtype exports: the function's failure
                     shared_kept += 1

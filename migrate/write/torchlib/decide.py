@@ -20,7 +20,6 @@ from codemods.annotations import return_annotations, tensor_core
 from codemods.typevars import TypeVarSpec
 from migrate.evidence.torchlib.resolve import Constraint, TorchlibEvidence
 from migrate.model.dtypes import DType, canonical, format_set
-from migrate.model.export_status import combined
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 from migrate.model.schema import RETURN_PREFIX, SchemaError, TypedSchema
@@ -334,9 +333,9 @@ class AnnotationDecider:
             return
         original = set.intersection(*[set(onnx_part(ANY_TENSOR if c is None else c)) for c in claims])
         declared = set(cls.onnx)
-        exported = self._exported(cls)
         if not self.exported and not declared <= original:
             return
+        exported = self._exported(cls)
         rejected: dict[DType, str] | None = None
         for _, variable, _ in cls.contributions:  # a dtype leaves only when every overload the function serves refuses it
             refused = rejected_dtypes(variable)

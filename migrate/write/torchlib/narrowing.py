@@ -92,7 +92,7 @@ def settle(
     raises for any ``weights``, ``all.dim``'s one sampled call is 0-dim), and removes nothing.
     """
     declared, original = set(declared), set(original)
-    exported = {dtype: outcome for dtype, outcome in exported.items() if not _complex(dtype)}
+    exported = {dtype: outcome for dtype, outcome in exported.items() if not exported_elsewhere(dtype)}
     telling = any(status in JOINING for status, _ in exported.values())
     kept, added, removed = [], [], []
     for dtype in canonical(declared | original):
@@ -112,7 +112,7 @@ def settle(
     return Settled(tuple(kept), tuple(added), tuple(removed))
 
 
-def _complex(dtype: DType) -> bool:
+def exported_elsewhere(dtype: DType) -> bool:
     """The exporter sends complex inputs to a ``complex=True`` function (or a decomposition), never to the
     function being annotated: its export proves nothing about that function, ok or failed."""
     return dtype.name.startswith("complex")
