@@ -19,6 +19,7 @@ from migrate.errors import InputError
 from migrate.model.autocast import Policies, ordered
 from migrate.model.constraint import possible_dtypes
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, canonical, parse_set
+from migrate.model.promotion import Promotion
 
 FORMAT_VERSION = 1
 
@@ -197,13 +198,15 @@ class OverloadPlan:
     """What to declare for one overload (``add.Tensor``); no variables means every slot stays Tensor.
 
     ``autocast`` is its cast policy per autocast key (``(('CPU', 'fp32'), ('CUDA', 'fp32'))``); empty leaves
-    the entry's ``autocast:`` line as it is.
+    the entry's ``autocast:`` line as it is. ``promotion`` is the ``type_promotion:`` line (None: ATen does
+    not promote this overload's tensors, or nothing says it does).
     """
 
     name: str
     variables: tuple[Variable, ...]
     conflicts: tuple[Conflict, ...] = ()
     autocast: Policies = ()
+    promotion: Promotion | None = None
 
     def variable_of(self, slot: str) -> Variable | None:
         return next((v for v in self.variables if slot in v.binds), None)
@@ -225,7 +228,7 @@ class OverloadPlan:
                 )
                 variables.append(replace(variable, binds=binds, evidence=evidence))
         conflicts = tuple(c for c in self.conflicts if set(c.slots) <= keep)
-        return OverloadPlan(self.name, self.followed_within(variables), conflicts, self.autocast)
+        return OverloadPlan(self.name, self.followed_within(variables), conflicts, self.autocast, self.promotion)
 
     def followed_within(self, variables: Iterable[Variable]) -> tuple[Variable, ...]:
         """Variables carried from this plan's (same names) to other slots: one that follows a variable not carried
@@ -242,6 +245,8 @@ class OverloadPlan:
         }
         if self.autocast:
             found["autocast"] = dict(self.autocast)
+        if self.promotion is not None:
+            found["promotion"] = self.promotion.to_json()
         return found
 
     @classmethod
@@ -251,6 +256,7 @@ class OverloadPlan:
             tuple(Variable.from_json(v) for v in obj.get("variables", ())),
             tuple(Conflict.from_json(c) for c in obj.get("conflicts", ())),
             ordered(obj.get("autocast", {}).items()),
+            Promotion.from_json(obj["promotion"]) if "promotion" in obj else None,
         )
 
 
