@@ -65,7 +65,7 @@ class ShowContext:
     @functools.cached_property
     def sweep(self):
         """The OpInfo runs in the cache (show runs nothing: a run of the tool fills the cache)."""
-        from migrate.evidence.runtime.runs import SweepResult, SweepStats
+        from migrate.runtime.runs import SweepResult, SweepStats
 
         catalogue, found = self.session.cached_runs()
         runs = tuple(found.values())
@@ -88,7 +88,7 @@ class ShowContext:
         return autocast_policies(self.native.by_name, self.session.cache)
 
     def observed(self, overload: str):
-        from migrate.evidence.runtime.runs import overload_key
+        from migrate.runtime.runs import overload_key
 
         return [o for o in self.sweep.observations if overload_key(o.overload) == overload]
 
@@ -177,7 +177,7 @@ def _probe_plan(context: ShowContext, overload: str):
     from migrate.evidence.derived import probed_calls
     from migrate.evidence.probe.merge import probe_plans
     from migrate.evidence.probe.schema_calls import cached_schema_calls
-    from migrate.evidence.runtime.runs import overload_key
+    from migrate.runtime.runs import overload_key
 
     probed = tuple(p for p in context.sweep.probes if overload_key(p.overload) == overload)
     built = tuple(c for c in cached_schema_calls(context.session.cache) or () if overload_key(c.overload) == overload)
@@ -188,7 +188,7 @@ def _probe_plan(context: ShowContext, overload: str):
 def probe_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted (and refused, with its message) when the overload was called with slots cast."""
     from migrate.evidence.probe.follows import follows_facts
-    from migrate.evidence.runtime.runs import overload_key
+    from migrate.runtime.runs import overload_key
     from migrate.model.plan import PROBE
 
     probed = [p for p in context.sweep.probes if overload_key(p.overload) == overload]
@@ -229,7 +229,7 @@ def verdicts_section(context: ShowContext, overload: str) -> list[str]:
 def schema_call_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted when called with arguments built from the schema (used only where nothing else typed it)."""
     from migrate.evidence.probe.schema_calls import cached_schema_calls, schema_call_plans
-    from migrate.evidence.runtime.runs import overload_key
+    from migrate.runtime.runs import overload_key
     from migrate.model.plan import PROBE
 
     calls = cached_schema_calls(context.session.cache)

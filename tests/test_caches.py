@@ -78,7 +78,7 @@ def test_every_key_holds_each_part_apart_and_a_stage_its_own_code():
     assert len(code_digest()) == 64
     # A stage's code is its module and every module of the tool it imports, not the whole tool.
     assert code_digest("migrate.model.native") == code_digest("migrate.model.native", "migrate.model.schema")
-    assert code_digest("migrate.model.native") != code_digest("migrate.evidence.opinfo.samples") != code_digest()
+    assert code_digest("migrate.model.native") != code_digest("migrate.runtime.samples") != code_digest()
 
 
 def _validated(path: Path, cache: Path) -> NativeFunctions:

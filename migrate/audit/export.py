@@ -28,8 +28,8 @@ from typing import Any
 
 from migrate.audit import export_worker
 from migrate.cache import StageCache, store
-from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
-from migrate.evidence.runtime.runs import CatalogueEntry
+from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.runs import CatalogueEntry
 from migrate.model import export_status
 from migrate.model.dtypes import DType, canonical
 from migrate.model.export_status import (

@@ -27,7 +27,7 @@ from migrate.write.outputs import Output, is_installed_path
 
 if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.evidence.derived import SweepState
-    from migrate.evidence.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
+    from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
     from migrate.audit.export import ExportCheck
     from migrate.evidence.torchlib.resolve import TorchlibEvidence
 
@@ -236,7 +236,7 @@ class Session:
             found = sources()
             plan, alignment = infer_plan(self.native, found, self.selected), found.alignment
         if alignment is not None:
-            from migrate.torch_private import torch_version
+            from migrate.runtime.torch_private import torch_version
 
             summary["runtime_evidence"] = {"torch": torch_version(), **alignment.to_json()}
         return plan, observed, summary

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 from migrate.cache import Stage, StageCache, digest, store
-from migrate.evidence.opinfo.samples import catalogue_reports, opinfo_reports
-from migrate.evidence.runtime.runs import (
+from migrate.evidence.opinfo.jobs import catalogue_reports, opinfo_reports
+from migrate.runtime.runs import (
     PROBE_CRASH,
     PROBE_TIMEOUT,
     CatalogueEntry,
@@ -48,7 +48,7 @@ from migrate.evidence.runtime.runs import (
     interned_dtype,
     load,
 )
-from migrate.evidence.runtime.processes import CRASH, DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
+from migrate.runtime.processes import CRASH, DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
 from migrate.model.dtypes import DType
 from migrate.model.names import OverloadName
 
@@ -87,7 +87,7 @@ class SweepCache:
     @classmethod
     def of(cls, cache: StageCache) -> SweepCache:
         """Keyed by the code the workers run (the OpInfo worker and all it imports) and torch's version."""
-        return cls(cache.stage("opinfo", "migrate.evidence.opinfo.samples"))
+        return cls(cache.stage("opinfo", "migrate.evidence.opinfo.jobs"))
 
     @property
     def folder(self) -> Path:
