@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from migrate.evidence.torchlib.resolve import OverloadIndex, TorchlibEvidence
+from migrate.torchlib_source.resolve import OverloadIndex, TorchlibEvidence
 from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical, format_set
 from migrate.model.named_sets import composed_name
 from migrate.model.plan import GlobalSet

@@ -13,7 +13,7 @@ import pytest
 
 from migrate.cache import code_digest, digest
 from migrate.errors import InputError
-from migrate.evidence.torchlib.resolve import installed_torchlib
+from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.native import NativeFunctions
 from migrate.model.schema import TypedSchema
 from migrate.pipeline import Options, Session

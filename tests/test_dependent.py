@@ -327,7 +327,7 @@ def test_the_real_run_writes_the_sdpa_mask_as_following_the_query(tmp_path):
 
 def test_torchlib_is_judged_against_the_union_of_a_follower_and_the_set_it_follows(tmp_path):
     from migrate.cache import StageCache
-    from migrate.evidence.torchlib.resolve import scan_torchlib
+    from migrate.torchlib_source.resolve import scan_torchlib
     from migrate.write.torchlib.rewrite import rewrite_torchlib
 
     folder = FIXTURES / "codemod"

@@ -18,7 +18,7 @@ from migrate.evidence.probe.merge import ACCEPTED, JOINED, REJECTED, SPLIT, is_r
 from migrate.evidence.probe.prober import dtype_universe
 from migrate.runtime.recorders import dtype_name
 from migrate.cache import StageCache
-from migrate.evidence.torchlib.resolve import scan_torchlib
+from migrate.torchlib_source.resolve import scan_torchlib
 from migrate.infer import Sources, infer_plan
 from migrate.model.dtypes import DType, named
 from migrate.model.native import NativeFunctions, installed_native_functions

@@ -15,8 +15,8 @@ from migrate.evidence.probe.merge import JOINED, SPLIT, is_rejection, probe_plan
 from migrate.runtime.recorders import CallCapture, CapturedCall, Recording
 from migrate.runtime.runs import PROBE_CRASH, PROBE_TIMEOUT, Observation, OpInfoId, Probe, ProbedCall
 from migrate.runtime.processes import Job, run_in_workers
-from migrate.evidence.torchlib.resolve import body_evidence
-from migrate.evidence.torchlib.scan import scan_module
+from migrate.torchlib_source.resolve import body_evidence
+from migrate.torchlib_source.scan import scan_module
 from migrate.infer import merge_overload
 from migrate.model.dtypes import DType, named
 from migrate.model.plan import OPINFO, PROBE, TORCHLIB, Plan
