@@ -148,7 +148,7 @@ def _named(context: ShowContext, variable) -> str:
 
 
 def _variable_lines(context: ShowContext, plan, source: str) -> list[str]:
-    from migrate.evidence.probe.merge import is_rejection
+    from migrate.model.rejection import is_rejection
 
     lines = []
     for variable in plan.variables:
