@@ -19,7 +19,8 @@ from migrate.evidence.probe.prober import dtype_universe
 from migrate.runtime.recorders import dtype_name
 from migrate.cache import StageCache
 from migrate.torchlib_source.resolve import scan_torchlib
-from migrate.infer import Sources, infer_plan
+from migrate.evidence.gather import Sources
+from migrate.infer import infer_plan
 from migrate.model.dtypes import DType, named
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import OPINFO, PROBE, TORCHLIB, Plan

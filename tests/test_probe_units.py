@@ -17,7 +17,7 @@ from migrate.runtime.runs import PROBE_CRASH, PROBE_TIMEOUT, Observation, OpInfo
 from migrate.runtime.processes import Job, run_in_workers
 from migrate.torchlib_source.resolve import body_evidence
 from migrate.torchlib_source.scan import scan_module
-from migrate.infer import merge_overload
+from migrate.infer.merge import merge_overload
 from migrate.model.dtypes import DType, named
 from migrate.model.plan import OPINFO, PROBE, TORCHLIB, Plan
 from migrate.runtime.torch_private import OverloadSlots

@@ -17,7 +17,7 @@ from migrate.evidence.probe.merge import probe_plans
 from migrate.runtime import recorders
 from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, Probe, ProbedCall
 from migrate.evidence.verdicts import dtype_verdict_summary, verdicts_of, with_verdicts
-from migrate.infer import merge_overload
+from migrate.infer.merge import merge_overload
 from migrate.model.dtypes import TENSOR_DTYPES, DType
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import ACCEPTED, DECLARED, EMPTY, OTHER_DEVICE, PROBE, REJECTED, UNKNOWN, Evidence, OverloadPlan, Plan, Variable, Verdicts

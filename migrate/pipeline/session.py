@@ -13,27 +13,26 @@ import functools
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from migrate.cache import StageCache, store
 from migrate.errors import InputError
+from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.names import OverloadName
-from migrate.model.native import NativeFunctions, installed_native_functions, scan_entries, sibling_constraints_path, source_tree_root
-from migrate.model.plan import Plan
+from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, gather_overloads
+from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
+from migrate.model.plan import OverloadPlan, Plan
 from migrate.pipeline.summary import codemod_summary, run_summary, summary_text
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan
 from migrate.write.outputs import Output, is_installed_path
 
 if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.evidence.derived import SweepState
+    from migrate.infer import Inference
     from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
     from migrate.audit.export import ExportCheck
     from migrate.torchlib_source.resolve import TorchlibEvidence
-
-EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel", "autocast")
-_RUNTIME_EVIDENCE = frozenset({"opinfo", "probe", "aliases", "kernel"})
-
 
 @dataclass(frozen=True)
 class Options:
@@ -112,12 +111,7 @@ class Session:
         return self.load_native(self.native_path)
 
     def load_native(self, path: Path) -> NativeFunctions:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", path) from exc
-        entries = self.cache.stage("native", "migrate.model.native").get((data,), lambda: scan_entries(data, path), list)
-        return NativeFunctions.parse(data, path, entries)
+        return read_native(path, self.cache)
 
     @functools.cached_property
     def sets_file(self) -> GlobalSetsFile:
@@ -164,7 +158,7 @@ class Session:
     def sweep(self) -> SweepState | None:
         """The OpInfo sweep's cache, filled with what it lacks (for --op: the OpInfos reaching those overloads);
         None when no runtime evidence is asked for."""
-        if not _RUNTIME_EVIDENCE & set(self.options.evidence):
+        if not RUNTIME_EVIDENCE & set(self.options.evidence):
             return None
         from migrate.evidence.derived import sweep_state
 
@@ -192,88 +186,38 @@ class Session:
             e for e in catalogue if families & set(e.operator_names) or (e.opinfo in runs and runs[e.opinfo].overloads & recorded)
         )
 
+    @functools.cached_property
+    def sources(self) -> Sources:
+        """Every source's evidence the options ask for (the runtime ones gathered only when the plan is inferred)."""
+        options = self.options
+        return gather(self.native, self.sets_file, self.torchlib, self.sweep, self.cache, options.evidence, options.autocast_source, options.refresh)
+
+    def evidence_of(self, overloads: list[str]) -> dict[str, OverloadEvidence]:
+        """What each source says about each of these overloads, from the caches a run fills (``show``)."""
+        return gather_overloads(self.native, overloads, self.cache)
+
+    @functools.cached_property
+    def set_name(self) -> Callable[[tuple[DType, ...]], str]:
+        """A dtype set's name as the run writes it (``migrate.infer.naming.spelling``)."""
+        from migrate.infer.naming import spelling
+
+        return spelling(self.sets_file.sets, self.torchlib.global_sets)
+
     # --- inference ----------------------------------------------------------------------------------
 
     @functools.cached_property
-    def inferred(self) -> tuple[Plan, frozenset[str], dict]:
-        """The inferred plan of the selected overloads, the overloads some OpInfo sample reached (the untyped
-        rest's reasons need them), and what the sweep says for the summary (``plans`` stage)."""
-        from migrate.infer import Sources, cached_plan, infer_plan
+    def inference(self) -> Inference:
+        """The inferred plan of the selected overloads (``plans`` stage), with its autocast policies: the one entry into
+        ``migrate.infer`` of a run."""
+        from migrate.infer import infer
 
-        evidence = self.options.evidence
-        summary: dict = {}
-        state, observed = self.sweep, frozenset()
-        if state is not None:
-            from migrate.evidence.derived import sweep_summary
+        return infer(self.native, self.sources, self.cache.stage("plans"), self.selected)
 
-            swept = sweep_summary(state)
-            observed = swept.observed
-            summary["opinfo"] = {
-                "opinfos": state.opinfos,
-                "ran": state.ran,
-                "from_cache": state.present - state.ran,
-                "overloads_observed": len(swept.observed & self.native.by_name.keys()),
-                "failures": list(swept.failures),
-            }
-        torchlib = self.torchlib if "torchlib" in evidence else None
+    def verdicts_of(self, overload: str, evidence: OverloadEvidence) -> OverloadPlan:
+        """The overload's own runtime evidence merged, with each dtype's verdict (``show``)."""
+        from migrate.infer import verdict_plan
 
-        def sources() -> Sources:
-            # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
-            runtime = self._runtime_sources()
-            return Sources(
-                torchlib=torchlib.overloads if torchlib else {},
-                global_sets=torchlib.global_sets if torchlib else (),
-                torchlib_handled=torchlib.handled if torchlib else {},
-                groups="groups" in evidence,
-                existing_sets=self.sets_file.sets,
-                **runtime,
-            )
-
-        if self.torchlib.key:
-            inputs = (",".join(evidence), self.native.data, self.sets_file.data or b"", self.torchlib.key, state.key if state else "")
-            plan, alignment = cached_plan(self.native, sources, self.cache.stage("plans"), inputs, self.selected)
-        else:  # a torchlib file could not be read: infer without the cache
-            found = sources()
-            plan, alignment = infer_plan(self.native, found, self.selected), found.alignment
-        if alignment is not None:
-            from migrate.runtime.torch_private import torch_version
-
-            summary["runtime_evidence"] = {"torch": torch_version(), **alignment.to_json()}
-        return plan, observed, summary
-
-    def _runtime_sources(self) -> dict:
-        """The runtime sources' plans (OpInfo, probe, aliases, kernel, schema calls), aligned to the file's schemas."""
-        if self.sweep is None:
-            return {"opinfo": {}}
-        from migrate.evidence.derived import evidence_of
-        from migrate.infer import align_runtime_evidence
-
-        evidence, wanted = evidence_of(self.sweep), self.options.evidence
-        opinfo = evidence.opinfo if "opinfo" in wanted else {}
-        probe = evidence.probe if "probe" in wanted else {}
-        schema_calls = evidence.schema_calls if "probe" in wanted else {}
-        follows = evidence.follows if "probe" in wanted else {}
-        aliases, kernel = {}, {}
-        if "aliases" in wanted:
-            from migrate.evidence.opinfo.aliases import alias_overloads
-
-            aliases = alias_overloads(self.native, evidence.aliases, evidence.forwards)
-        if "kernel" in wanted:
-            from migrate.evidence.opinfo.forwards import kernel_plans
-
-            kernel = kernel_plans(self.native, evidence.kernels)
-        installed = installed_native_functions()
-        reference = self.native if installed.read_bytes() == self.native.data else self.load_native(installed)
-        (opinfo, probe, kernel, schema_calls), alignment = align_runtime_evidence(self.native, reference, opinfo, probe, kernel, schema_calls)
-        return {
-            "opinfo": opinfo,
-            "probe": probe,
-            "aliases": aliases,
-            "kernel": kernel,
-            "schema_calls": schema_calls,
-            "follows": follows,
-            "alignment": alignment,
-        }
+        return verdict_plan(overload, evidence.opinfo, evidence.probe)
 
     # --- the run ------------------------------------------------------------------------------------
 
@@ -296,9 +240,7 @@ class Session:
         if plan_path is not None:
             plan, observed, evidence_summary = Plan.read(plan_path), frozenset(), {}
         else:
-            plan, observed, evidence_summary = self.inferred
-            if "autocast" in self.options.evidence:
-                plan, evidence_summary = self._with_autocast(plan, evidence_summary)
+            plan, observed, evidence_summary = self.inference.plan, self.sources.observed, self._evidence_summary()
         selected = self.selected
         if selected is not None:
             plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
@@ -326,14 +268,19 @@ class Session:
             store(report, self._report(plan, result, summary).dumps().encode())
         return Migration(tuple(outputs), summary, summary_text(summary, result))
 
-    def _with_autocast(self, plan: Plan, evidence_summary: dict) -> tuple[Plan, dict]:
-        """The plan with each overload's autocast policy per key (``migrate.evidence.autocast``)."""
-        from migrate.evidence.autocast.policies import autocast_policies
-        from migrate.infer import with_autocast
+    def _evidence_summary(self) -> dict:
+        """What the sources and the inference say about themselves: the sweep, the runtime evidence's alignment, autocast."""
+        sources, summary = self.sources, {}
+        if sources.opinfo_summary is not None:
+            summary["opinfo"] = sources.opinfo_summary.to_json()
+        alignment = self.inference.alignment
+        if alignment is not None:
+            from migrate.runtime.torch_private import torch_version
 
-        autocast = autocast_policies(self.native.by_name, self.cache, self.options.autocast_source, self.options.refresh)
-        plan = with_autocast(plan, {name: autocast.of(name) for name in autocast.policies}, self.selected)
-        return plan, {**evidence_summary, "autocast": autocast.summary()}
+            summary["runtime_evidence"] = {"torch": torch_version(), **alignment.to_json()}
+        if sources.autocast is not None:
+            summary["autocast"] = sources.autocast.summary()
+        return summary
 
     def autocast_dtypes(self) -> dict[str, str]:
         """Each autocast key's lower dtype as the installed torch sets it."""
@@ -391,12 +338,12 @@ class Session:
             by_name = self.sets_file.by_name
             declared = {name: declared_variables(native, native.by_name[name], by_name) for name in registered if name in native.by_name}
         else:
-            plan = self.inferred[0]
-            declared = {o.name: o.variables for o in plan.overloads}
+            plan = self.inference.plan
+            declared = {o.name: o.variables for o in plan.overloads if o.variables}  # not the overloads of an autocast policy alone
         result = run_export_check(declared, registered, self.torchlib_root, self.cache, self.options.jobs, refresh)
         if plan is None:
             return result, None, declared
-        listed = {o.name: o.conflicts for o in plan.overloads if o.name in registered}
+        listed = {o.name: o.conflicts for o in plan.overloads if o.name in registered and o.variables}
         return result, verdict_summary(listed, verdicts(listed, self.torchlib_root, self.cache)), declared
 
     def refuse_installed(self, yaml_only: bool) -> None:

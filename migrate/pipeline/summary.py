@@ -13,15 +13,40 @@ if TYPE_CHECKING:
     from migrate.write.torchlib.rewrite import TorchlibRewrite
 
 
+# Why an entry with a tensor slot is left untyped, in the order they are decided.
+NO_CPU_KERNEL = "no-cpu-kernel"  # only CUDA, MPS, quantized, sparse, nested... kernels: CPU samples cannot reach it
+OBSERVED_UNTYPED = "observed-but-untyped"  # samples reached it, yet no variable came of it
+NO_STRUCTURE = "no-structure-ties-it"  # another overload of its operator is typed, but no group or alias ties this one to it
+NO_SAMPLE = "no-sample-reaches-it"  # no sample reached it nor anything tied to it, and ATen accepted no call built from its schema
+UNTYPED_REASONS = (NO_CPU_KERNEL, OBSERVED_UNTYPED, NO_STRUCTURE, NO_SAMPLE)
+
+
+def untyped_reasons(native: NativeFunctions, typed: set[str], observed: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Each untyped entry with a tensor slot under its reason (``UNTYPED_REASONS``), in file order."""
+    typed_operators = {name.split(".")[0] for name in typed}
+    reasons: dict[str, list[str]] = {reason: [] for reason in UNTYPED_REASONS}
+    for entry in native.entries:
+        if not entry.schema.tensor_slots or entry.name in typed:
+            continue
+        if not native.has_cpu_kernel(entry):
+            reason = NO_CPU_KERNEL
+        elif entry.name in observed:
+            reason = OBSERVED_UNTYPED
+        elif entry.name.split(".")[0] in typed_operators:
+            reason = NO_STRUCTURE
+        else:
+            reason = NO_SAMPLE
+        reasons[reason].append(entry.name)
+    return {reason: tuple(names) for reason, names in reasons.items()}
+
+
 def coverage_summary(native: NativeFunctions, plan: Plan, result: YamlResult, observed: frozenset[str]) -> dict:
     """How much of the written yaml is typed: entries with a tensor slot, and tensor slots; the untyped
-    entries by reason (``migrate.infer.untyped_reasons``; without samples, as when a --plan is applied,
+    entries by reason (``untyped_reasons``; without samples, as when a --plan is applied,
     none counts as observed).
 
     Computed from the input and what the writer did to it, without reading the output again.
     """
-    from migrate.infer import untyped_reasons
-
     written = {o.name for o in result.outcomes if o.status == WRITTEN}
     planned = {o.name: o for o in plan.overloads if o.name in written}
     with_slots = [e for e in native.entries if e.schema.tensor_slots]
