@@ -12,7 +12,7 @@ import pytest
 import migrate
 import migrate.infer
 from migrate.cli import main
-from migrate.pipeline import Options, Session
+from migrate.pipeline import Options, RunRequest, Session
 
 ROOT = Path(__file__).resolve().parent.parent
 INFER = str(Path(migrate.infer.__file__).parent) + "/"
@@ -54,7 +54,7 @@ def test_a_run_on_a_fixture_enters_infer_once(tmp_path):
     native.write_bytes((ROOT / "fixtures" / "torchlib_native_functions.yaml").read_bytes())
     options = Options(native_functions=native, torchlib=ROOT / "fixtures" / "torchlib_variants", evidence=("torchlib", "groups"), cache_dir=tmp_path / "cache")
     with calls_into_infer() as entered:
-        migration = Session(options).migrate(yaml_only=True, out=tmp_path / "out")
+        migration = Session(options).migrate(RunRequest(yaml_only=True, out=tmp_path / "out"))
     assert entered == ["migrate.infer.run.infer"]
     assert migration.changed
 

@@ -14,16 +14,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from migrate.cache import StageCache
-from migrate.evidence.align import Alignment, align_runtime_evidence
-from migrate.evidence.opinfo.aliases import AliasOf
-from migrate.evidence.probe.follows import Follows
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native
 from migrate.model.plan import Evidence, GlobalSet, OverloadPlan
 
-if TYPE_CHECKING:  # loaded only by the sources asked for
+if TYPE_CHECKING:  # loaded only by the sources asked for, and only when they are gathered
+    from migrate.evidence.align import Alignment
     from migrate.evidence.autocast.policies import AutocastEvidence
     from migrate.evidence.derived import SweepState
+    from migrate.evidence.opinfo.aliases import AliasOf
+    from migrate.evidence.probe.follows import Follows
     from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, OpInfoRun, ProbedCall
     from migrate.torchlib_source.resolve import TorchlibEvidence
 
@@ -125,6 +125,7 @@ def _runtime_sources(native: NativeFunctions, sweep: SweepState | None, cache: S
     """The runtime sources' plans (OpInfo, probe, aliases, kernel, schema calls), aligned to the file's schemas."""
     if sweep is None:
         return {"opinfo": {}}
+    from migrate.evidence.align import align_runtime_evidence
     from migrate.evidence.derived import evidence_of
 
     evidence = evidence_of(sweep)

@@ -49,6 +49,26 @@ class Options:
 
 
 @dataclass(frozen=True)
+class RunRequest:
+    """What a run is asked to do with its inputs: which plan to apply, what to write and where, what to report."""
+
+    plan: Path | None = None  # apply this plan (JSON, as --report writes it) instead of inferring one
+    overwrite: bool = False  # replace hand-written constraints and global sets
+    yaml_only: bool = False  # leave torchlib as it is
+    out: Path | None = None  # write the outputs under this folder instead of in place
+    report: Path | None = None  # write the applied plan, its evidence and the summary here as JSON
+    export_check: bool = False  # check torchlib's exports first, for the rewrite
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What an audit command prints, and whether it found something that fails the command (verify's violations)."""
+
+    text: str
+    failed: bool = False
+
+
+@dataclass(frozen=True)
 class Migration:
     """What a run would write, and what it says about it."""
 
@@ -221,17 +241,10 @@ class Session:
 
     # --- the run ------------------------------------------------------------------------------------
 
-    def migrate(
-        self,
-        plan_path: Path | None = None,
-        overwrite: bool = False,
-        yaml_only: bool = False,
-        out: Path | None = None,
-        report: Path | None = None,
-        export_check: bool = False,
-    ) -> Migration:
-        """The outputs of applying the plan (``plan_path``, else the inferred one) to the yaml and torchlib, with
-        the summary; ``report`` receives the applied plan with its evidence and the summary as JSON."""
+    def migrate(self, request: RunRequest = RunRequest()) -> Migration:
+        """The outputs of applying the plan (the request's, else the inferred one) to the yaml and torchlib, with
+        the summary; the request's ``report`` receives the applied plan with its evidence and the summary as JSON."""
+        plan_path = request.plan
         from migrate.evidence.probe.merge import probe_summary
         from migrate.evidence.verdicts import dtype_verdict_summary
 
@@ -245,8 +258,8 @@ class Session:
         if selected is not None:
             plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
         scope = len(selected) if selected is not None else len(self.native.entries)
-        result = apply_plan(self.native, self.sets_file, plan, overwrite=overwrite, plan_path=plan_path)
-        targets = Targets(out)
+        result = apply_plan(self.native, self.sets_file, plan, overwrite=request.overwrite, plan_path=plan_path)
+        targets = Targets(request.out)
         outputs = [targets.output(self.native_path, self.native.data, result.native_functions)]
         if result.type_constraints is not None:
             outputs.append(targets.output(sibling_constraints_path(self.native_path), self.sets_file.data, result.type_constraints))
@@ -262,10 +275,10 @@ class Session:
             summary["autocast"]["annotated"] = annotated_counts(result.native_functions)
         if self.source_tree is not None:
             summary["validation"] = {"torchgen": str(self.source_tree / "torchgen"), "schemas_unchecked": []}
-        if not yaml_only:
-            outputs += self._torchlib_outputs(plan, result, targets, summary, export_check)
-        if report is not None:
-            store(report, self._report(plan, result, summary).dumps().encode())
+        if not request.yaml_only:
+            outputs += self._torchlib_outputs(plan, result, targets, summary, request.export_check)
+        if request.report is not None:
+            store(request.report, self._report(plan, result, summary).dumps().encode())
         return Migration(tuple(outputs), summary, summary_text(summary, result))
 
     def _evidence_summary(self) -> dict:
@@ -320,7 +333,7 @@ class Session:
         )
         return replace(plan, overloads=overloads, summary={**summary, "export_check": verdict_summary(conflicts, judged)})
 
-    def export_check(self, refresh: bool = False) -> tuple[ExportCheck, dict[str, int] | None, dict]:
+    def _export_check(self, refresh: bool = False) -> tuple[ExportCheck, dict[str, int] | None, dict]:
         """Real exports of every torchlib-registered overload (those selected) at each declared dtype.
 
         Declarations come from the yaml when it has any, else from the plan a run infers, whose
@@ -345,6 +358,38 @@ class Session:
             return result, None, declared
         listed = {o.name: o.conflicts for o in plan.overloads if o.name in registered and o.variables}
         return result, verdict_summary(listed, verdicts(listed, self.torchlib_root, self.cache)), declared
+
+    def export_check(self, refresh: bool = False, missing: bool = False, report: Path | None = None) -> Finding:
+        """``export-check``: the table of every case (or, with ``missing``, the provisioning list: declared dtypes no
+        torchlib function exports), the export coverage gaps the cases judged, and ``report`` as JSON."""
+        from migrate.audit.export import missing as provisioning_list
+        from migrate.audit.export import missing_text, reached_calls, report_json, table
+
+        result, conflicts, declared = self._export_check(refresh)
+        provisioning = provisioning_list(result, declared, reached_calls(declared, self.cache)) if missing else None
+        text = table(result) if provisioning is None else missing_text(provisioning)
+        if conflicts is not None:
+            gaps = ", ".join(f"{conflicts[k]} {k}" for k in ("confirmed", "refuted", "unchecked"))
+            text += f"export coverage gaps: {gaps} (of {conflicts['conflicts']})\n"
+        if report is not None:
+            store(report, report_json(result, conflicts, provisioning).encode())
+        return Finding(text)
+
+    def verify(self) -> Finding:
+        """``verify``: the OpInfo samples reaching the selected overloads run under the checker the yaml declares."""
+        from migrate.audit.verify import report, verify_declarations
+
+        result = verify_declarations(self.native, self.selected, self.opinfos_reaching(self.selected), self.options.jobs)
+        if result is None:
+            selected = " for the selected overloads" if self.options.ops else ""
+            return Finding(f"verify: {self.native_path} declares no type variable{selected}: nothing to check\n")
+        return Finding(report(result, self.native_path), bool(result.found))
+
+    def autocast_contradictions(self) -> Finding:
+        """``verify --autocast``: where an entry's autocast policy contradicts its declared dtypes (findings, not failures)."""
+        from migrate.audit.autocast import report
+
+        return Finding(report(self.native, self.sets_file.by_name, self.autocast_dtypes(), self.selected))
 
     def refuse_installed(self, yaml_only: bool) -> None:
         """Installed files are never written: a run that writes them needs --out."""

@@ -1,0 +1,27 @@
+"""The commands on one written file, which need no session: ``lower`` and ``autocast-gen``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from migrate.model.autocast import KEYS as AUTOCAST_KEYS
+from migrate.model.native import NativeFunctions
+
+__all__ = ["AUTOCAST_KEYS", "autocast_registrations", "lowered"]
+
+
+def lowered(path: Path) -> bytes:
+    """The plain yaml of a written file: every type variable back to Tensor, no type_constraints."""
+    from migrate.write.native_functions import lower
+
+    return lower(NativeFunctions.load(path)).encode("utf-8")
+
+
+def autocast_registrations(path: Path, header: Path | None, keys: list[str] | None) -> tuple[str, tuple[str, ...]]:
+    """The C++ autocast registration blocks of the file's autocast lines (the header's shared lists: the installed
+    torch's by default), and the entries not generated."""
+    from migrate.autocast_source import installed_header
+    from migrate.write.autocast_gen import generate
+
+    text, skipped = generate(NativeFunctions.load(path), (header or installed_header()).read_text(), keys)
+    return text, tuple(skipped)
