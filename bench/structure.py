@@ -37,22 +37,9 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-
-def _imports(path: Path, module: str) -> set[str]:
-    """Every module a module imports, lazily too (``from a import b`` names ``a`` and ``a.b``)."""
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_bytes())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-    return found
+from migrate.cache import cache_root, imported_modules  # noqa: E402  (reads another tree's files as text too)
 
 
 def _modules(tree: Path) -> dict[str, Path]:
@@ -73,7 +60,7 @@ def static_figures(tree: Path) -> dict:
                 longest = max(longest, (length, f"{module}.{node.name}"))
 
     def evidence_imported(names: list[str]) -> list[str]:
-        imported = set().union(*(_imports(modules[n], n) for n in names))
+        imported = set().union(*(imported_modules(modules[n], n) for n in names))
         return sorted(m for m in imported if m in modules and (m == "migrate.evidence" or m.startswith("migrate.evidence.")))
 
     write = [m for m in modules if m.startswith("migrate.write")]
@@ -192,9 +179,6 @@ def main() -> None:
     tree = args.tree.resolve()
     figures = static_figures(tree)
     if args.path:
-        sys.path.insert(0, str(ROOT))
-        from migrate.cache import cache_root
-
         figures["plan_path"] = plan_path(tree, args.cache or cache_root())
     print(json.dumps(figures, indent=1))
 

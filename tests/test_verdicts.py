@@ -126,7 +126,7 @@ def test_the_summary_counts_unknown_verdicts_by_overload_kind():
             OverloadPlan("relu_", (Variable("T", (F32,), ("self",), verdicts=Verdicts((F32,), (), ((BOOL, "no"),))),)),
         ),
     )
-    summary = dtype_verdict_summary(native, plan)
+    summary = dtype_verdict_summary(native, plan).to_json()
     assert summary["unknown_by_kind"] == {"functional": len(TENSOR_DTYPES) - 1, "inplace": len(TENSOR_DTYPES) - 2}
     assert summary["incomplete_variables"] == 2 and summary["by_verdict"][REJECTED] == 1
 

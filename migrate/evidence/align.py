@@ -77,3 +77,23 @@ def align_runtime_evidence(
         for plans in sources
     ]
     return aligned, Alignment(skipped, tuple(remapped))
+
+
+@dataclass(frozen=True)
+class RuntimeEvidenceSummary:
+    """What the run's summary says about the alignment (its ``runtime_evidence`` section), with the torch it came from."""
+
+    torch: str
+    alignment: Alignment
+
+    def to_json(self) -> dict:
+        return {"torch": self.torch, **self.alignment.to_json()}
+
+    def lines(self) -> list[str]:
+        skipped, remapped = len(self.alignment.skipped), len(self.alignment.remapped)
+        if not (skipped or remapped):
+            return []
+        return [
+            f"runtime evidence of torch {self.torch}: {skipped} overloads with runtime evidence the yaml lacks skipped, "
+            f"{remapped} whose schema differs keep the evidence that maps by argument name (listed in --report)"
+        ]

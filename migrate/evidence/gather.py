@@ -50,6 +50,12 @@ class OpInfoSummary:
             "failures": list(self.failures),
         }
 
+    def lines(self) -> list[str]:
+        return [
+            f"opinfo: {self.opinfos} OpInfos ({self.ran} run, {self.from_cache} from the cache), "
+            f"{self.overloads_observed} overloads of the yaml observed, {len(self.failures)} failures (listed in --report)"
+        ]
+
 
 @dataclass(frozen=True)
 class Sources:

@@ -23,13 +23,14 @@ from migrate.model.names import OverloadName
 from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, gather_overloads
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
 from migrate.model.plan import OverloadPlan, Plan
-from migrate.pipeline.summary import codemod_summary, run_summary, summary_text
+from migrate.pipeline.summary import RunSummary, ValidationSummary, run_summary
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan
 from migrate.write.outputs import Output, is_installed_path
 
 if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.evidence.derived import SweepState
     from migrate.infer import Inference
+    from migrate.write.torchlib.rewrite import TorchlibSummary
     from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
     from migrate.audit.export import ExportCheck
     from migrate.torchlib_source.resolve import TorchlibEvidence
@@ -73,8 +74,12 @@ class Migration:
     """What a run would write, and what it says about it."""
 
     outputs: tuple[Output, ...]
-    summary: dict
-    text: str  # the summary lines
+    summary: RunSummary
+
+    @property
+    def text(self) -> str:
+        """The summary lines."""
+        return self.summary.text()
 
     @property
     def changed(self) -> bool:
@@ -244,10 +249,10 @@ class Session:
     def migrate(self, request: RunRequest = RunRequest()) -> Migration:
         """The outputs of applying the plan (the request's, else the inferred one) to the yaml and torchlib, with
         the summary; the request's ``report`` receives the applied plan with its evidence and the summary as JSON."""
-        plan_path = request.plan
         from migrate.evidence.probe.merge import probe_summary
         from migrate.evidence.verdicts import dtype_verdict_summary
 
+        plan_path = request.plan
         self.validate()
         self.torchlib  # scanned (and its warnings printed) before any evidence is gathered
         if plan_path is not None:
@@ -263,34 +268,38 @@ class Session:
         outputs = [targets.output(self.native_path, self.native.data, result.native_functions)]
         if result.type_constraints is not None:
             outputs.append(targets.output(sibling_constraints_path(self.native_path), self.sets_file.data, result.type_constraints))
-        summary = {
+        summary = RunSummary(
             **run_summary(self.native, plan, result, scope, observed),
             **evidence_summary,
-            "probe": probe_summary(plan),
-            "verdicts": dtype_verdict_summary(self.native, plan),
-        }
-        if "autocast" in summary:
+            probe=probe_summary(plan),
+            verdicts=dtype_verdict_summary(self.native, plan),
+        )
+        if summary.autocast is not None:
             from migrate.model.autocast import annotated_counts
 
-            summary["autocast"]["annotated"] = annotated_counts(result.native_functions)
+            summary = replace(summary, autocast=replace(summary.autocast, annotated=annotated_counts(result.native_functions)))
         if self.source_tree is not None:
-            summary["validation"] = {"torchgen": str(self.source_tree / "torchgen"), "schemas_unchecked": []}
+            summary = replace(summary, validation=ValidationSummary(str(self.source_tree / "torchgen"), ()))
         if not request.yaml_only:
-            outputs += self._torchlib_outputs(plan, result, targets, summary, request.export_check)
+            rewritten, rewrite_summary = self._torchlib_outputs(plan, result, targets, request.export_check)
+            outputs += rewritten
+            summary = replace(summary, torchlib=rewrite_summary)
         if request.report is not None:
-            store(request.report, self._report(plan, result, summary).dumps().encode())
-        return Migration(tuple(outputs), summary, summary_text(summary, result))
+            store(request.report, self._report(plan, result, summary.to_json()).dumps().encode())
+        return Migration(tuple(outputs), summary)
 
     def _evidence_summary(self) -> dict:
-        """What the sources and the inference say about themselves: the sweep, the runtime evidence's alignment, autocast."""
+        """What the sources and the inference say about themselves: the sweep, the runtime evidence's alignment, autocast
+        (``RunSummary``'s fields of those names)."""
         sources, summary = self.sources, {}
         if sources.opinfo_summary is not None:
-            summary["opinfo"] = sources.opinfo_summary.to_json()
+            summary["opinfo"] = sources.opinfo_summary
         alignment = self.inference.alignment
         if alignment is not None:
+            from migrate.evidence.align import RuntimeEvidenceSummary
             from migrate.runtime.torch_private import torch_version
 
-            summary["runtime_evidence"] = {"torch": torch_version(), **alignment.to_json()}
+            summary["runtime_evidence"] = RuntimeEvidenceSummary(torch_version(), alignment)
         if sources.autocast is not None:
             summary["autocast"] = sources.autocast.summary()
         return summary
@@ -301,7 +310,7 @@ class Session:
 
         return autocast_dtypes(self.cache)
 
-    def _torchlib_outputs(self, plan: Plan, result: YamlResult, targets: Targets, summary: dict, export_check: bool) -> list[Output]:
+    def _torchlib_outputs(self, plan: Plan, result: YamlResult, targets: Targets, export_check: bool) -> tuple[list[Output], TorchlibSummary]:
         """torchlib rewritten to what the yaml says (hand-written constraints the run kept are not pushed into it), and to
         what export-check's results (cached for this torch_lib, or computed first with ``export_check``) prove."""
         from migrate.audit.export import rewrite_verdicts
@@ -312,9 +321,8 @@ class Session:
         declared = {o.name: o.variables for o in written_plan.overloads if self.selected is None or o.name in self.selected}
         exported = rewrite_verdicts(declared, self.torchlib.by_overload, self.torchlib_root, self.cache, export_check, self.options.jobs)
         rewrite = rewrite_torchlib(self.torchlib, written_plan, self.native, self.cache, only=self.selected, exported=exported)
-        summary["torchlib"] = codemod_summary(rewrite)
         mirrored = torchlib_outputs(rewrite, self.torchlib.root, targets.out, mirror=targets.out is not None)
-        return [replace(output, display=targets.display(output.source, output.display)) for output in mirrored]
+        return [replace(output, display=targets.display(output.source, output.display)) for output in mirrored], rewrite.summary()
 
     def _report(self, plan: Plan, result: YamlResult, summary: dict) -> Plan:
         """The applied plan with the writer's conflicts added to each overload, and the summary.

@@ -89,6 +89,42 @@ class TorchlibRewrite:
     def notes_of(self, kind: str) -> tuple[str, ...]:
         return tuple(n for n in self.notes if n.startswith(kind + ": "))
 
+    def summary(self) -> TorchlibSummary:
+        notes: dict[str, int] = {}
+        for note in self.notes:
+            kind = note.split(":", 1)[0]
+            notes[kind] = notes.get(kind, 0) + 1
+        return TorchlibSummary(len(self.files), sum(1 for f in self.functions if f.changed), self.narrowed, self.widened, notes, self.notes)
+
+
+@dataclass(frozen=True)
+class TorchlibSummary:
+    """What the run's summary says about the torchlib rewrite (its ``torchlib`` section)."""
+
+    modules_changed: int
+    functions_changed: int
+    annotations_narrowed: int
+    annotations_widened: int
+    notes: dict[str, int]  # per kind
+    note_lines: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "modules_changed": self.modules_changed,
+            "functions_changed": self.functions_changed,
+            "annotations_narrowed": self.annotations_narrowed,
+            "annotations_widened": self.annotations_widened,
+            "notes": dict(self.notes),
+            "note_lines": list(self.note_lines),
+        }
+
+    def lines(self) -> list[str]:
+        notes = ", ".join(f"{k} {n}" for k, n in self.notes.items())
+        return [
+            f"torchlib: {self.functions_changed} functions rewritten in {self.modules_changed} modules; "
+            f"{self.annotations_narrowed} annotations narrowed, {self.annotations_widened} widened" + (f"; notes: {notes}" if notes else "")
+        ]
+
 
 def torchlib_outputs(rewrite: TorchlibRewrite, root: Path, out: Path | None, mirror: bool = False) -> list[Output]:
     """The run's outputs for the rewritten files: shown as ``torch_lib/<path>``, written under ``out`` if given.
