@@ -13,26 +13,26 @@ refused.
 
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
 from migrate.model.dtypes import TENSOR_DTYPES, canonical, format_set
 from migrate.model.plan import GlobalSet
-from migrate.pipeline import Session
+from migrate.pipeline import OverloadEvidence, Session
 from migrate.torchlib_source.resolve import OverloadIndex, TorchlibEvidence
 
 WIDTH = 200  # characters of a line of the default output
 
 
 class ShowContext:
-    """The inputs of one ``show`` run; each overload's evidence is asked for once."""
+    """The inputs of one ``show`` run: the session, and what every runtime source and autocast say about each overload
+    shown (``Session.evidence_of``)."""
 
-    def __init__(self, session: Session, verbose: bool = False):
+    def __init__(self, session: Session, evidence: dict[str, OverloadEvidence], verbose: bool = False):
         self.session = session
         self.native = session.native
         self.index = OverloadIndex(self.native)
+        self.evidence = evidence
         self.verbose = verbose
-        self.evidence: dict = {}  # per overload shown, what every runtime source and autocast say (Session.evidence_of)
 
     @property
     def file_sets(self) -> dict[str, GlobalSet]:
@@ -44,7 +44,7 @@ class ShowContext:
         dtypes = canonical(dtypes)
         if self.verbose or not dtypes:
             return format_set(dtypes)
-        return self.set_name(dtypes)
+        return self.session.set_name(dtypes)
 
     def fit(self, line: str) -> str:
         return line if self.verbose or len(line) <= WIDTH else line[: WIDTH - 1] + "…"
@@ -52,10 +52,6 @@ class ShowContext:
     @property
     def torchlib(self) -> TorchlibEvidence:
         return self.session.torchlib
-
-    @functools.cached_property
-    def set_name(self) -> Callable[[tuple], str]:
-        return self.session.set_name
 
 
 Section = Callable[[ShowContext, str], list[str]]
@@ -241,9 +237,8 @@ SECTIONS: tuple[Section, ...] = (
 
 def show(session: Session, name: str, verbose: bool = False) -> int:
     """Print every section for each overload ``name`` denotes."""
-    context = ShowContext(session, verbose)
-    overloads = context.native.overloads_named([name], with_autogen=True)
-    context.evidence = session.evidence_of(overloads)
+    overloads = session.native.overloads_named([name], with_autogen=True)
+    context = ShowContext(session, session.evidence_of(overloads), verbose)
     for number, overload in enumerate(overloads):
         schema = context.index.schema(overload)
         print(("\n" if number else "") + context.fit(str(schema) if schema else overload))

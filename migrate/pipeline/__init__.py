@@ -3,6 +3,6 @@ the plan, the writers' outputs and the summary, and runs the audits; the command
 (``files`` holds the two commands on one written file, which need no session)."""
 
 from migrate.pipeline.files import AUTOCAST_KEYS, autocast_registrations, lowered
-from migrate.pipeline.session import EVIDENCE, Finding, Migration, Options, RunRequest, Session
+from migrate.pipeline.session import EVIDENCE, Finding, Migration, Options, OverloadEvidence, RunRequest, Session
 
-__all__ = ["AUTOCAST_KEYS", "EVIDENCE", "Finding", "Migration", "Options", "RunRequest", "Session", "autocast_registrations", "lowered"]
+__all__ = ["AUTOCAST_KEYS", "EVIDENCE", "Finding", "Migration", "Options", "OverloadEvidence", "RunRequest", "Session", "autocast_registrations", "lowered"]
