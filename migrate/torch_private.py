@@ -213,6 +213,13 @@ def overload_slots(func: Any) -> OverloadSlots:
     return OverloadSlots(name, arguments, returns, len(schema.returns) > 1, bool(mutates))
 
 
+@functools.cache
+def argument_positions(func: Any) -> dict[str, tuple[int, bool]]:
+    """Every argument of an overload's schema by name: its position and whether it is keyword-only."""
+    schema = _attribute(func, "_schema", "OpOverload._schema")
+    return {argument.name: (position, argument.kwarg_only) for position, argument in enumerate(schema.arguments)}
+
+
 def aten_overload(name: str) -> Any:
     """'aten::add.Tensor' (or 'aten::add', the default overload) as its OpOverload."""
     import torch
