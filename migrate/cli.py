@@ -28,6 +28,7 @@ COMMANDS_HELP = """commands (dtype-migrate COMMAND --help for each):
   verify          run the OpInfo samples under the dtype checker built from the yaml
   export-check    export each declared dtype with torch.onnx.export(dynamo=True) and run it in onnxruntime
   autocast-gen    write the C++ autocast registration blocks from the yaml's autocast lines
+  promotion-gen   write torch.onnx's type promotion rules from the yaml's type_promotion lines (--compare: against torch's)
 
 example:
   dtype-migrate --op scaled_dot_product_attention --dry-run"""
@@ -241,12 +242,48 @@ def run_autocast_gen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _promotion_gen_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "dtype-migrate promotion-gen",
+        "Write the yaml's type_promotion lines as torch.onnx's elementwise type promotion rule set (one rule per op name).",
+        "dtype-migrate promotion-gen out/native_functions.yaml --compare",
+    )
+    parser.add_argument("file", type=Path)
+    parser.add_argument("-o", "--output", type=Path, help="write the rules here (default: standard output)")
+    parser.add_argument("--compare", action="store_true", help="print the comparison with the installed torch.onnx's table instead (equal, different, only on one side, with the calls that show ATen's side)")
+    return parser
+
+
+def run_promotion_gen(args: argparse.Namespace) -> int:
+    from migrate.model.native import NativeFunctions
+    from migrate.write.outputs import Output, commit
+    from migrate.write.promotion_gen import generate
+
+    native = NativeFunctions.load(args.file)
+    if args.compare:
+        from migrate.audit.promotion_rules import compare, report
+
+        sys.stdout.write(report(compare(native)))
+        if args.output is None:
+            return EXIT_OK
+    text, disagreeing = generate(native)
+    for found in disagreeing:
+        sys.stderr.write(f"dtype-migrate: {found.rule.op_name}: its overloads disagree ({found.disagreement}); wrote {found.rule.brief()}\n")
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        before = args.output.read_bytes() if args.output.exists() else None
+        commit([Output(args.output.name, args.output, args.output, before, text.encode())])
+    return EXIT_OK
+
+
 COMMANDS = {
     "lower": (run_lower, _lower_parser),
     "show": (run_show, _show_parser),
     "verify": (run_verify, _verify_parser),
     "export-check": (run_export_check, _export_check_parser),
     "autocast-gen": (run_autocast_gen, _autocast_gen_parser),
+    "promotion-gen": (run_promotion_gen, _promotion_gen_parser),
 }
 
 
