@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 from migrate.check.promotion import PromotionRefused, computation_dtype, result_dtype
 from migrate.model.names import OverloadName
 from migrate.model.native import NativeFunctions

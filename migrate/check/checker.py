@@ -1,6 +1,6 @@
 """Runtime dtype checking: every ATen call validated against the type variables its overload declares.
 
-``checking(path)`` puts the two dispatch modes the recorders use (``migrate.dispatch``)
+``checking(path)`` puts the two dispatch modes the recorders use (``migrate.runtime.dispatch``)
 at their keys: one on the PreDispatch key sees each call made from Python
 at its own name, CompositeImplicitAutograd overloads included, before it decomposes;
 one on the Python key sees every call that reaches a kernel, the parts of those
@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from migrate import torch_private
 from migrate.check.promotion import (  # noqa: F401  (the promotion kinds of Violation are the checker's too)
     COMPUTED_OUTSIDE_SET,
     PROMOTION_REFUSED,
@@ -57,7 +56,8 @@ from migrate.check.promotion import (  # noqa: F401  (the promotion kinds of Vio
     promoted_returns_fit,
     promotion_violations,
 )
-from migrate.dispatch import TwoKeyObserver, has_elements
+from migrate.runtime import torch_private
+from migrate.runtime.dispatch import TwoKeyObserver, has_elements
 from migrate.errors import InputError
 from migrate.model.constraint import ConstraintList
 from migrate.model.dtypes import DType

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 from migrate.errors import InputError
 
 _COMPLEX_OF = {torch.float16: torch.complex32, torch.bfloat16: torch.complex64, torch.float32: torch.complex64, torch.float64: torch.complex128}
