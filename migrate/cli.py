@@ -130,16 +130,21 @@ def _lower_parser() -> argparse.ArgumentParser:
 def run_lower(args: argparse.Namespace) -> int:
     from migrate.model.native import NativeFunctions
     from migrate.write.native_functions import lower
+
+    _emit(lower(NativeFunctions.load(args.file)).encode("utf-8"), args.output)
+    return EXIT_OK
+
+
+def _emit(data: bytes, output: Path | None) -> None:
+    """A generated file's bytes to ``output`` (atomically), or to standard output."""
     from migrate.write.outputs import Output, commit
 
-    lowered = lower(NativeFunctions.load(args.file)).encode("utf-8")
-    if args.output is None:
-        sys.stdout.buffer.write(lowered)
+    if output is None:
+        sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
-        before = args.output.read_bytes() if args.output.exists() else None
-        commit([Output(args.output.name, args.output, args.output, before, lowered)])
-    return EXIT_OK
+        before = output.read_bytes() if output.exists() else None
+        commit([Output(output.name, output, output, before, data)])
 
 
 def _show_parser() -> argparse.ArgumentParser:
@@ -229,16 +234,11 @@ def run_autocast_gen(args: argparse.Namespace) -> int:
     from migrate.autocast_source import installed_header
     from migrate.model.native import NativeFunctions
     from migrate.write.autocast_gen import generate
-    from migrate.write.outputs import Output, commit
 
     text, skipped = generate(NativeFunctions.load(args.file), (args.header or installed_header()).read_text(), args.key)
     for name in skipped:
         sys.stderr.write(f"dtype-migrate: warning: not generated: {name}\n")
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        before = args.output.read_bytes() if args.output.exists() else None
-        commit([Output(args.output.name, args.output, args.output, before, text.encode())])
+    _emit(text.encode(), args.output)
     return EXIT_OK
 
 
@@ -256,7 +256,6 @@ def _promotion_gen_parser() -> argparse.ArgumentParser:
 
 def run_promotion_gen(args: argparse.Namespace) -> int:
     from migrate.model.native import NativeFunctions
-    from migrate.write.outputs import Output, commit
     from migrate.write.promotion_gen import generate
 
     native = NativeFunctions.load(args.file)
@@ -269,11 +268,7 @@ def run_promotion_gen(args: argparse.Namespace) -> int:
     text, disagreeing = generate(native)
     for found in disagreeing:
         sys.stderr.write(f"dtype-migrate: {found.rule.op_name}: its overloads disagree ({found.disagreement}); wrote {found.rule.brief()}\n")
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        before = args.output.read_bytes() if args.output.exists() else None
-        commit([Output(args.output.name, args.output, args.output, before, text.encode())])
+    _emit(text.encode(), args.output)
     return EXIT_OK
 
 
