@@ -38,7 +38,7 @@ OVERLOADS_DISAGREE = "overloads-disagree"
 UNDECLARED_OVERLOAD = "undeclared-overload"
 NAMED_ELSEWHERE = "named-elsewhere"
 LEFT_ALONE = (SCHEMA_LACKS_IT, OVERLOADS_DISAGREE, UNDECLARED_OVERLOAD, NAMED_ELSEWHERE, SHADOWS, SCOPE_STATEMENT)
-"""Why a parameter keeps a name the yaml does not use, in the order the summary lists them."""
+"""Every reason a parameter keeps a name the yaml does not use (``ParameterName.outcome``)."""
 
 
 @dataclass
@@ -51,35 +51,38 @@ class _Function:
     arguments: dict[str, tuple[str, ...]]  # per overload, its schema's argument names
 
 
+class _Arguments:
+    """Each overload's schema argument names, autogen-only overloads included, read once."""
+
+    def __init__(self, native: NativeFunctions):
+        self.index = OverloadIndex(native)
+        self.found: dict[str, tuple[str, ...]] = {}
+
+    def __call__(self, overload: str) -> tuple[str, ...]:
+        if overload not in self.found:
+            schema = self.index.schema(overload)
+            self.found[overload] = tuple(s.name for s in schema.slots if not s.is_return) if schema else ()
+        return self.found[overload]
+
+
 def rename_parameters(tree: TorchlibTree, evidence: TorchlibEvidence, native: NativeFunctions, only: set[str] | None) -> tuple[ParameterName, ...]:
     """Renames, in the tree's parsed modules, every parameter the rules allow; a record per mismatching parameter.
 
     Only modules with a mismatch are parsed (the scan's registrations find them).
     """
-    index = OverloadIndex(native)
-    arguments: dict[str, tuple[str, ...]] = {}
-
-    def schema_arguments(overload: str) -> tuple[str, ...]:
-        if overload not in arguments:
-            schema = index.schema(overload)
-            arguments[overload] = tuple(s.name for s in schema.slots if not s.is_return) if schema else ()
-        return arguments[overload]
-
+    arguments = _Arguments(native)
     paths = sorted(
         {
             r.path
             for r in evidence.registrations
-            if not r.private
-            and any(p.name not in schema_arguments(o) for o in _served(r.names, evidence) for p in r.params)
+            if not r.private and any(p.name not in arguments(o) for o in _served(r.names, evidence) for p in r.params)
         }
     )
     records: list[ParameterName] = []
     for path in paths:
         module = tree.modules.get(path)
-        if module is None:
-            continue
-        functions = _functions(module, evidence, schema_arguments, only)
-        records += _rename_module(tree, module, functions)
+        if module is not None:
+            records += _rename_module(tree, module, _functions(module, evidence, arguments, only))
     return tuple(records)
 
 
@@ -87,7 +90,7 @@ def _served(names: tuple[str, ...], evidence: TorchlibEvidence) -> tuple[str, ..
     return tuple(dict.fromkeys(evidence.resolved[n] for n in names if n in evidence.resolved))
 
 
-def _functions(module: TorchlibModule, evidence: TorchlibEvidence, schema_arguments, only: set[str] | None) -> list[_Function]:  # type: ignore[no-untyped-def]
+def _functions(module: TorchlibModule, evidence: TorchlibEvidence, arguments: _Arguments, only: set[str] | None) -> list[_Function]:
     lines: dict[tuple[str, tuple[str, ...]], deque[int]] = defaultdict(deque)  # per decorator, in source order
     for registration in evidence.registrations:
         if registration.path == module.path:
@@ -100,11 +103,11 @@ def _functions(module: TorchlibModule, evidence: TorchlibEvidence, schema_argume
         overloads = _served(names, evidence)
         if not overloads or (only is not None and not only & set(overloads)):
             continue
-        arguments = {o: schema_arguments(o) for o in overloads}
-        if all(p.name in args for p in info.params for args in arguments.values()):
+        by_overload = {o: arguments(o) for o in overloads}
+        if all(p.name in args for p in info.params for args in by_overload.values()):
             continue
         undeclared = tuple(n for n in names if n not in evidence.resolved)
-        functions.append(_Function(module, info, line, overloads, undeclared, arguments))
+        functions.append(_Function(module, info, line, overloads, undeclared, by_overload))
     return functions
 
 
