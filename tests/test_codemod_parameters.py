@@ -265,6 +265,13 @@ def test_a_second_run_renames_nothing_and_reports_the_same_left_alone(tree, nati
     assert [p for p in again.parameters] == [p for p in first.parameters if p.outcome != RENAMED]
 
 
+def test_a_function_another_module_calls_through_its_module_is_named_elsewhere(tree, native, tmp_path):
+    (tree / "ops" / "caller.py").write_text("from . import names\n\n\ndef helper(t):\n    return names.aten_sin(x=t)\n")
+    result = rewrite(tree, native, tmp_path / "cache", only={"sin"})
+    assert [(p.function, p.param, p.outcome) for p in result.parameters] == [("aten_sin", "x", NAMED_ELSEWHERE), ("aten_sin", "approximate", SCHEMA_LACKS_IT)]
+    assert result.files == ()
+
+
 def test_only_renames_the_functions_of_those_overloads(tree, native, tmp_path):
     result = rewrite(tree, native, tmp_path / "cache", only={"sin"})
     assert [(p.function, p.param, p.outcome) for p in result.parameters] == [("aten_sin", "x", RENAMED), ("aten_sin", "approximate", SCHEMA_LACKS_IT)]

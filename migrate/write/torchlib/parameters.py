@@ -168,7 +168,7 @@ def _named_elsewhere(tree: TorchlibTree, functions: list[_Function]) -> set[str]
     names = sorted({f.info.key.name for f in functions})
     if not names:
         return set()
-    word = re.compile(rb"(?<![\w.])(def\s+)?(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
+    word = re.compile(rb"(?<!\w)(def\s+)?(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b")
     found = set()
     for module in tree.modules.values():
         for match in word.finditer(module.data):
