@@ -13,7 +13,7 @@ import pytest
 from codemods.parameters import SCOPE_STATEMENT, SHADOWS, ParameterRenamer, renamed_schema_line
 from codemods.toplevel import DefKey
 from migrate.cache import StageCache
-from migrate.evidence.torchlib.resolve import OverloadIndex, installed_torchlib, scan_torchlib
+from migrate.torchlib_source.resolve import OverloadIndex, installed_torchlib, scan_torchlib
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import Plan
 from migrate.pipeline.summary import parameter_summary

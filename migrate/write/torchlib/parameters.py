@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from codemods.parameters import SCOPE_STATEMENT, SHADOWS, ParameterRenamer
 from codemods.toplevel import DefKey
-from migrate.evidence.torchlib.resolve import OverloadIndex, TorchlibEvidence
+from migrate.torchlib_source.resolve import OverloadIndex, TorchlibEvidence
 from migrate.model.native import NativeFunctions
 from migrate.model.schema import SchemaError, TypedSchema
 from migrate.write.torchlib.module_index import DefInfo
