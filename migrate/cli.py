@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from migrate.errors import InputError
-from migrate.pipeline import AUTOCAST_KEYS, EVIDENCE, Options, RunRequest, Session, autocast_registrations, lowered
+from migrate.pipeline import AUTOCAST_KEYS, EVIDENCE, Options, RunRequest, Session, autocast_registrations, lowered, promotion_comparison, promotion_rules
 from migrate.write.outputs import Output, commit, print_diff, unified_diff
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT, EXIT_VIOLATIONS = 0, 1, 2, 3
@@ -31,6 +31,7 @@ COMMANDS_HELP = """commands (dtype-migrate COMMAND --help for each):
   verify          run the OpInfo samples under the dtype checker built from the yaml
   export-check    export each declared dtype with torch.onnx.export(dynamo=True) and run it in onnxruntime
   autocast-gen    write the C++ autocast registration blocks from the yaml's autocast lines
+  promotion-gen   write torch.onnx's type promotion rules from the yaml's type_promotion lines (--compare: against torch's)
 
 example:
   dtype-migrate --op scaled_dot_product_attention --dry-run"""
@@ -121,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _write_or_print(data: bytes, output: Path | None) -> None:
-    """To ``output`` (atomically), else to standard output."""
+def _emit(data: bytes, output: Path | None) -> None:
+    """A generated file's bytes to ``output`` (atomically), or to standard output."""
     if output is None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
@@ -138,7 +139,7 @@ def _lower_parser() -> argparse.ArgumentParser:
 
 
 def run_lower(args: argparse.Namespace) -> int:
-    _write_or_print(lowered(args.file), args.output)
+    _emit(lowered(args.file), args.output)
     return EXIT_OK
 
 
@@ -210,7 +211,31 @@ def run_autocast_gen(args: argparse.Namespace) -> int:
     text, skipped = autocast_registrations(args.file, args.header, args.key)
     for name in skipped:
         sys.stderr.write(f"dtype-migrate: warning: not generated: {name}\n")
-    _write_or_print(text.encode(), args.output)
+    _emit(text.encode(), args.output)
+    return EXIT_OK
+
+
+def _promotion_gen_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "dtype-migrate promotion-gen",
+        "Write the yaml's type_promotion lines as torch.onnx's elementwise type promotion rule set (one rule per op name).",
+        "dtype-migrate promotion-gen out/native_functions.yaml --compare",
+    )
+    parser.add_argument("file", type=Path)
+    parser.add_argument("-o", "--output", type=Path, help="write the rules here (default: standard output)")
+    parser.add_argument("--compare", action="store_true", help="print the comparison with the installed torch.onnx's table instead (equal, different, only on one side, with the calls that show ATen's side)")
+    return parser
+
+
+def run_promotion_gen(args: argparse.Namespace) -> int:
+    if args.compare:
+        sys.stdout.write(promotion_comparison(args.file))
+        if args.output is None:
+            return EXIT_OK
+    text, disagreements = promotion_rules(args.file)
+    for line in disagreements:
+        sys.stderr.write(f"dtype-migrate: {line}\n")
+    _emit(text.encode(), args.output)
     return EXIT_OK
 
 
@@ -220,6 +245,7 @@ COMMANDS = {
     "verify": (run_verify, _verify_parser),
     "export-check": (run_export_check, _export_check_parser),
     "autocast-gen": (run_autocast_gen, _autocast_gen_parser),
+    "promotion-gen": (run_promotion_gen, _promotion_gen_parser),
 }
 
 

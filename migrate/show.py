@@ -27,12 +27,12 @@ class ShowContext:
     """The inputs of one ``show`` run: the session, and what every runtime source and autocast say about each overload
     shown (``Session.evidence_of``)."""
 
-    def __init__(self, session: Session, evidence: dict[str, OverloadEvidence], verbose: bool = False):
+    def __init__(self, session: Session, verbose: bool = False, evidence: dict[str, OverloadEvidence] | None = None):
         self.session = session
         self.native = session.native
         self.index = OverloadIndex(self.native)
-        self.evidence = evidence
         self.verbose = verbose
+        self.evidence = evidence or {}
 
     @property
     def file_sets(self) -> dict[str, GlobalSet]:
@@ -58,17 +58,20 @@ Section = Callable[[ShowContext, str], list[str]]
 
 
 def declared_section(context: ShowContext, overload: str) -> list[str]:
-    """What the file itself declares for the overload, when it is annotated: each variable's slots and its list."""
+    """What the file itself declares for the overload, when it is annotated: each variable's slots and its list, its promotion."""
     from migrate.model.constraint import ConstraintList
-    from migrate.model.declared import declared_variables
+    from migrate.model.declared import declared_promotion, declared_variables
 
     entry = context.native.by_name.get(overload)
     variables = declared_variables(context.native, entry, context.file_sets) if entry is not None else ()
+    promotion = declared_promotion(context.native, entry) if entry is not None else None
     lines = []
     for variable in variables:
         follows = f" (or the dtype {', '.join(variable.follows)} has in the call)" if variable.follows else ""
         spelled = str(ConstraintList(variable.dtypes, variable.follows)) if variable.follows else _named(context, variable)
         lines.append(f"  {variable.name} = {spelled}{follows}: {', '.join(variable.binds)}" if variable.follows else f"  {spelled}: {', '.join(variable.binds)}")
+    if promotion is not None:
+        lines.append(f"  {promotion.line(0)} (the promoted tensors' variable is the call's computation dtype)")
     return ["declared:"] + lines if lines else []
 
 
@@ -238,7 +241,7 @@ SECTIONS: tuple[Section, ...] = (
 def show(session: Session, name: str, verbose: bool = False) -> int:
     """Print every section for each overload ``name`` denotes."""
     overloads = session.native.overloads_named([name], with_autogen=True)
-    context = ShowContext(session, session.evidence_of(overloads), verbose)
+    context = ShowContext(session, verbose, session.evidence_of(overloads))
     for number, overload in enumerate(overloads):
         schema = context.index.schema(overload)
         print(("\n" if number else "") + context.fit(str(schema) if schema else overload))

@@ -1,4 +1,4 @@
-"""The commands on one written file, which need no session: ``lower`` and ``autocast-gen``."""
+"""The commands on one written file, which need no session: ``lower``, ``autocast-gen`` and ``promotion-gen``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from migrate.model.autocast import KEYS as AUTOCAST_KEYS
 from migrate.model.native import NativeFunctions
 
-__all__ = ["AUTOCAST_KEYS", "autocast_registrations", "lowered"]
+__all__ = ["AUTOCAST_KEYS", "autocast_registrations", "lowered", "promotion_comparison", "promotion_rules"]
 
 
 def lowered(path: Path) -> bytes:
@@ -25,3 +25,21 @@ def autocast_registrations(path: Path, header: Path | None, keys: list[str] | No
 
     text, skipped = generate(NativeFunctions.load(path), (header or installed_header()).read_text(), keys)
     return text, tuple(skipped)
+
+
+def promotion_rules(path: Path) -> tuple[str, tuple[str, ...]]:
+    """The file's type_promotion lines as torch.onnx's rule set (one rule per op name), and a line for each op name
+    whose overloads disagree (the rule most of them give is written)."""
+    from migrate.write.promotion_gen import generate
+
+    text, disagreeing = generate(NativeFunctions.load(path))
+    return text, tuple(f"{found.rule.op_name}: its overloads disagree ({found.disagreement}); wrote {found.rule.brief()}" for found in disagreeing)
+
+
+def promotion_comparison(path: Path) -> str:
+    """The file's rules against the installed torch.onnx's table: equal, different, only on one side, with the calls
+    that show ATen's side."""
+    from migrate.audit.promotion_rules import compare, report
+
+    return report(compare(NativeFunctions.load(path)))
+

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from migrate.model.global_sets import constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions
 from migrate.model.plan import SOURCES, Plan
+from migrate.model.promotion import counts_by_kind
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult
 
 if TYPE_CHECKING:
@@ -179,6 +180,22 @@ def spelling_summary(native: NativeFunctions, plan: Plan, result: YamlResult) ->
 
 
 @dataclass(frozen=True)
+class PromotionSummary:
+    """The written yaml's ``type_promotion:`` lines by kind, and how many the run wrote or kept hand-written."""
+
+    lines_by_kind: dict[str, int]
+    written: int
+    kept: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lines_by_kind": dict(self.lines_by_kind), "written": self.written, "kept": self.kept}
+
+    def lines(self) -> list[str]:
+        by_kind = ", ".join(f"{kind} {n}" for kind, n in self.lines_by_kind.items()) or "none"
+        return [f"type_promotion: {sum(self.lines_by_kind.values())} lines ({by_kind}); {self.written} written, {self.kept} hand-written kept"]
+
+
+@dataclass(frozen=True)
 class ValidationSummary:
     """Which torchgen checked the schemas ("installed", or a source tree's), and those with type words it does not know."""
 
@@ -217,6 +234,7 @@ class RunSummary:
     conflicts: ConflictsSummary
     coverage: CoverageSummary
     spelling: SpellingSummary
+    promotion: PromotionSummary
     validation: ValidationSummary
     probe: ProbeSummary
     verdicts: VerdictSummary
@@ -225,8 +243,8 @@ class RunSummary:
     autocast: AutocastSummary | None = None
     torchlib: TorchlibSummary | None = None
 
-    _REPORTED = ("overloads", "by_source", "conflicts", "coverage", "spelling", "validation", "opinfo", "runtime_evidence", "autocast", "probe", "verdicts", "torchlib")
-    _PRINTED = ("overloads", "by_source", "coverage", "spelling", "validation", "probe", "verdicts", "opinfo", "runtime_evidence", "autocast", "torchlib", "conflicts")
+    _REPORTED = ("overloads", "by_source", "conflicts", "coverage", "spelling", "promotion", "validation", "opinfo", "runtime_evidence", "autocast", "probe", "verdicts", "torchlib")
+    _PRINTED = ("overloads", "by_source", "coverage", "spelling", "promotion", "validation", "probe", "verdicts", "opinfo", "runtime_evidence", "autocast", "torchlib", "conflicts")
 
     def to_json(self) -> dict[str, Any]:
         return {name: section.to_json() for name in self._REPORTED if (section := getattr(self, name)) is not None}
@@ -253,5 +271,10 @@ def run_summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: 
         "conflicts": ConflictsSummary(dict(sorted(kinds.items())), tuple(messages)),
         "coverage": coverage_summary(native, plan, result, observed),
         "spelling": spelling_summary(native, plan, result),
+        "promotion": PromotionSummary(
+            counts_by_kind(result.native_functions),
+            sum(1 for o in result.outcomes if o.promotion == WRITTEN),
+            sum(1 for o in result.outcomes if o.promotion == KEPT),
+        ),
         "validation": ValidationSummary("installed", tuple(sorted(native.groups.unchecked))),
     }

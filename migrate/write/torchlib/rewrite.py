@@ -21,6 +21,10 @@ annotations, then runs one libcst transformer per concern (``codemods``):
 - **narrowing** (``narrowing``): a dtype leaves an annotation only when ATen rejects it
   or its export fails (export-check's results, when given), and joins only when its
   export works; each change is a note (``dtype-removed``, ``dtype-added``).
+- **parameter names** (``parameters``), first: a parameter the yaml names otherwise takes the
+  yaml's name, with its uses in the body and its docstring's schema line, where every
+  overload the function serves names it alike and the new name shadows nothing; the others
+  are listed with why (``TorchlibRewrite.parameters``). Everything after sees the new names.
 - **docstrings** opening with the old schema get the typed one;
 - **imports** through ``AddImportsVisitor``/``RemoveImportsVisitor``.
 
@@ -45,6 +49,7 @@ from migrate.model.dtypes import DType
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import Plan, Variable
 from migrate.write.outputs import Output
+from migrate.write.torchlib.parameter_names import RENAMED, ParameterName
 
 if TYPE_CHECKING:  # libcst and the transformers load only when a rewrite is not in the cache
     from migrate.write.torchlib.narrowing import ExportVerdict
@@ -85,6 +90,7 @@ class TorchlibRewrite:
     functions: tuple[RewrittenFunction, ...] = ()
     narrowed: int = 0  # rewritten annotations that lost a dtype the original had
     widened: int = 0  # rewritten annotations that gained a dtype a real export proved
+    parameters: tuple[ParameterName, ...] = ()  # parameters the yaml names otherwise: renamed, or left alone and why
 
     def notes_of(self, kind: str) -> tuple[str, ...]:
         return tuple(n for n in self.notes if n.startswith(kind + ": "))
@@ -94,7 +100,18 @@ class TorchlibRewrite:
         for note in self.notes:
             kind = note.split(":", 1)[0]
             notes[kind] = notes.get(kind, 0) + 1
-        return TorchlibSummary(len(self.files), sum(1 for f in self.functions if f.changed), self.narrowed, self.widened, notes, self.notes)
+        renamed = [p for p in self.parameters if p.outcome == RENAMED]
+        left: dict[str, int] = {}
+        for p in self.parameters:
+            if p.outcome != RENAMED:
+                left[p.outcome] = left.get(p.outcome, 0) + 1
+        parameters = {  # parameters the yaml names otherwise: renamed, left alone by why, each as a line
+            "renamed": len(renamed),
+            "functions_renamed": len({(p.path, p.line, p.function) for p in renamed}),
+            "left_alone": dict(sorted(left.items())),
+            "lines": [str(p) for p in self.parameters],
+        }
+        return TorchlibSummary(len(self.files), sum(1 for f in self.functions if f.changed), self.narrowed, self.widened, notes, self.notes, parameters)
 
 
 @dataclass(frozen=True)
@@ -107,6 +124,7 @@ class TorchlibSummary:
     annotations_widened: int
     notes: dict[str, int]  # per kind
     note_lines: tuple[str, ...]
+    parameters: dict  # renamed, functions_renamed, left_alone (by why), lines
 
     def to_json(self) -> dict:
         return {
@@ -116,13 +134,18 @@ class TorchlibSummary:
             "annotations_widened": self.annotations_widened,
             "notes": dict(self.notes),
             "note_lines": list(self.note_lines),
+            "parameters": {**self.parameters, "left_alone": dict(self.parameters["left_alone"]), "lines": list(self.parameters["lines"])},
         }
 
     def lines(self) -> list[str]:
         notes = ", ".join(f"{k} {n}" for k, n in self.notes.items())
+        names = self.parameters
+        left = ", ".join(f"{why} {n}" for why, n in names["left_alone"].items())
         return [
             f"torchlib: {self.functions_changed} functions rewritten in {self.modules_changed} modules; "
-            f"{self.annotations_narrowed} annotations narrowed, {self.annotations_widened} widened" + (f"; notes: {notes}" if notes else "")
+            f"{self.annotations_narrowed} annotations narrowed, {self.annotations_widened} widened" + (f"; notes: {notes}" if notes else ""),
+            f"torchlib parameter names: {names['renamed']} renamed to the yaml's in {names['functions_renamed']} functions; "
+            f"{sum(names['left_alone'].values())} left alone" + (f": {left}" if left else "") + " (each listed in --report)",
         ]
 
 
@@ -218,11 +241,13 @@ def _rewrite(
     from migrate.write.torchlib.apply import Applier
     from migrate.write.torchlib.decide import NOTE_KINDS, AnnotationDecider
     from migrate.write.torchlib.naming import ModuleWork, Namer
+    from migrate.write.torchlib.parameters import rename_parameters
     from migrate.write.torchlib.tree import TorchlibTree
 
     tree = TorchlibTree(Path(evidence.root), cache)
     if not tree.modules:
         raise InputError("no Python modules to rewrite", evidence.root)
+    parameters = rename_parameters(tree, evidence, native, only)
     decider = AnnotationDecider(tree, evidence, plan, native, only, exported)
     planned = {o.name for o in plan.overloads if only is None or o.name in only}
     touched = {r.path for name in planned for r in evidence.by_overload.get(name, ())}
@@ -246,6 +271,9 @@ def _rewrite(
     typing_module = tree.tensor_typing
     if decider.new_globals and typing_module is not None and typing_module.path not in after_of:
         after_of[typing_module.path] = applier.apply(ModuleWork(typing_module, []), decider.new_globals)
+    for module in tree.modules.values():
+        if module.edited and module.path not in after_of:
+            after_of[module.path] = applier.apply(ModuleWork(module, []))
     for path in sorted(after_of):
         before = tree.modules[path].data
         if after_of[path] != before:
@@ -254,7 +282,7 @@ def _rewrite(
     notes = tuple(f"{kind}: {message}" for kind in NOTE_KINDS for message in decider.notes[kind])
     classes = [cls for w in works for f in w.functions for cls in f.rewrite]
     narrowed, widened = sum(1 for c in classes if c.removed), sum(1 for c in classes if c.added)
-    return TorchlibRewrite(tuple(files), notes, functions, narrowed, widened)
+    return TorchlibRewrite(tuple(files), notes, functions, narrowed, widened, parameters)
 
 
 def _record(work: ModuleWork, function: FunctionDecision) -> RewrittenFunction:
