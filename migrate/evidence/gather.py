@@ -96,7 +96,7 @@ def gather(
 ) -> Sources:
     """Every overload's evidence, also for --op (the global sets are named from the whole file's plan); the runtime
     sources deferred to ``Sources.complete``. ``sweep`` is None when no runtime evidence is asked for."""
-    asked = "torchlib" in evidence
+    torchlib_asked = "torchlib" in evidence
     observed, summary = frozenset(), None
     if sweep is not None:
         from migrate.evidence.derived import sweep_summary
@@ -113,11 +113,11 @@ def gather(
     if torchlib.key:  # else a torchlib file could not be read: no cache
         key = (",".join(evidence), native.data, sets_file.data or b"", torchlib.key, sweep.key if sweep else "")
     return Sources(
-        torchlib=torchlib.overloads if asked else {},
+        torchlib=torchlib.overloads if torchlib_asked else {},
         opinfo={},
-        global_sets=torchlib.global_sets if asked else (),
+        global_sets=torchlib.global_sets if torchlib_asked else (),
         groups="groups" in evidence,
-        torchlib_handled=torchlib.handled if asked else {},
+        torchlib_handled=torchlib.handled if torchlib_asked else {},
         existing_sets=sets_file.sets,
         autocast=autocast,
         key=key,
