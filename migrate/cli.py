@@ -28,6 +28,8 @@ COMMANDS_HELP = """commands (dtype-migrate COMMAND --help for each):
   verify          run the OpInfo samples under the dtype checker built from the yaml
   export-check    export each declared dtype with torch.onnx.export(dynamo=True) and run it in onnxruntime
   autocast-gen    write the C++ autocast registration blocks from the yaml's autocast lines
+  docs FILE       write the dtype reference (OperatorDtypes.md, autocast.md, index.html) from an annotated yaml
+  accepts NAME    whether an annotated yaml declares a call's dtypes (exit 0 declared, 1 not)
 
 example:
   dtype-migrate --op scaled_dot_product_attention --dry-run"""
@@ -241,12 +243,44 @@ def run_autocast_gen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _accepts_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "dtype-migrate accepts",
+        "Whether an annotated yaml declares a call's dtypes, as the runtime checker judges it; exit 0 declared, 1 not declared.",
+        "dtype-migrate accepts add.Tensor self=uint16 other=float64:0d --native-functions out/native_functions.yaml",
+    )
+    parser.add_argument("name", help="the overload: aten::name.overload or name.overload")
+    parser.add_argument(
+        "values",
+        nargs="*",
+        metavar="ARG=VALUE",
+        help="a dtype (uint16), a 0-dim tensor (float64:0d), a scalar (2.5), None, or a list ([float32,int64]); return.0=DTYPE judges a return",
+    )
+    parser.add_argument("--native-functions", type=Path, metavar="FILE", required=True, help="the annotated yaml (its type_constraints.yaml beside it)")
+    return parser
+
+
+def run_accepts(args: argparse.Namespace) -> int:
+    from migrate.api import load_declarations
+
+    values = {}
+    for text in args.values:
+        slot, equals, value = text.partition("=")
+        if not equals or not slot:
+            raise InputError(f"{text!r}: expected ARG=VALUE")
+        values[slot] = value
+    verdict = load_declarations(args.native_functions).accepts(args.name, **values)
+    sys.stdout.write(str(verdict))
+    return EXIT_OK if verdict else EXIT_PENDING
+
+
 COMMANDS = {
     "lower": (run_lower, _lower_parser),
     "show": (run_show, _show_parser),
     "verify": (run_verify, _verify_parser),
     "export-check": (run_export_check, _export_check_parser),
     "autocast-gen": (run_autocast_gen, _autocast_gen_parser),
+    "accepts": (run_accepts, _accepts_parser),
 }
 
 
