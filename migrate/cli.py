@@ -243,6 +243,34 @@ def run_autocast_gen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _docs_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "dtype-migrate docs",
+        "Write the dtype reference from an annotated yaml: OperatorDtypes.md, autocast.md and index.html (one self-contained page).",
+        "dtype-migrate docs out/native_functions.yaml --report out/report.json -o out/reference",
+    )
+    parser.add_argument("file", type=Path, help="the annotated native_functions.yaml (its type_constraints.yaml beside it)")
+    parser.add_argument("-o", "--output", type=Path, default=Path("."), metavar="DIR", help="where the three files go (default: .)")
+    parser.add_argument("--report", type=Path, metavar="FILE", help="the run's --report: each dtype's verdict, its evidence and ATen's messages")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the files in DIR differ from what would be generated")
+    return parser
+
+
+def run_docs(args: argparse.Namespace) -> int:
+    from migrate.write.outputs import commit
+    from migrate.write.reference import reference_outputs
+
+    outputs = reference_outputs(args.file, args.report, args.output)
+    stale = [o.display for o in outputs if o.changed]
+    if args.check:
+        for name in stale:
+            sys.stderr.write(f"dtype-migrate docs: {args.output / name} is not what {args.file} generates\n")
+        return EXIT_PENDING if stale else EXIT_OK
+    commit(outputs)
+    sys.stderr.write(f"wrote {len(stale)} of {len(outputs)} files under {args.output}\n")
+    return EXIT_OK
+
+
 def _accepts_parser() -> argparse.ArgumentParser:
     parser = _parser(
         "dtype-migrate accepts",
@@ -280,6 +308,7 @@ COMMANDS = {
     "verify": (run_verify, _verify_parser),
     "export-check": (run_export_check, _export_check_parser),
     "autocast-gen": (run_autocast_gen, _autocast_gen_parser),
+    "docs": (run_docs, _docs_parser),
     "accepts": (run_accepts, _accepts_parser),
 }
 
