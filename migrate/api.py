@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 from migrate.check.checker import NOT_RUN, Declarations, DeclaredVariable, Violation, call_check, judge
 from migrate.errors import InputError
 from migrate.model.constraint import ConstraintList
@@ -140,7 +140,7 @@ class LoadedDeclarations:
         """Whether the yaml declares a call of ``overload`` with these values by argument name (``return.0`` too)."""
         func, name = _resolve(overload)
         slots = torch_private.overload_slots(func)
-        schema_arguments = [a.name for a in func._schema.arguments]
+        schema_arguments = list(torch_private.argument_names(func))
         returns = [slot for _, slot, _ in slots.returns]
         unknown = [slot for slot in values if slot not in schema_arguments and slot not in returns]
         if unknown:

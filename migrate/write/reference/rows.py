@@ -11,15 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from migrate.errors import InputError
 from migrate.model.autocast import Policies, declared_autocast
 from migrate.model.constraint import possible_dtypes
-from migrate.model.declared import declared_variables
+from migrate.model.declared import declared_promotion, declared_variables
 from migrate.model.dtypes import TENSOR_DTYPES, DType
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, sibling_constraints_path
 from migrate.model.plan import OTHER_DEVICE, UNKNOWN, Evidence, OverloadPlan, Plan, Verdicts
-from migrate.model.promotion import PROMOTION_KEY, Promotion
+from migrate.model.promotion import Promotion
 
 # A cell's state beside the evidence's four verdicts: what the yaml alone says of a dtype.
 DECLARED = "declared"  # in the set; no report (or no runtime evidence) judged it
@@ -135,14 +134,11 @@ def overload_rows(native: NativeFunctions, plan: Plan | None) -> tuple[OverloadR
             )
         by_slot = {slot: v.name for v in variables for slot in v.binds}
         slots = tuple((s.name, by_slot.get(s.name)) for s in entry.schema.tensor_slots)
-        promotion = None
-        if PROMOTION_KEY in fields:
-            try:
-                promotion = Promotion.from_mapping(fields[PROMOTION_KEY])
-            except ValueError as exc:
-                raise InputError(str(exc), native.path, entry.func_line + 1, entry.name) from exc
+        promotion = declared_promotion(native, entry)
         module = fields.get("python_module") or ""
         rows.append(
-            OverloadRow(entry.name, entry.func_line + 1, str(module), _tags(fields.get("tags")), slots, tuple(found), promotion, declared_autocast(native, entry))
+            OverloadRow(
+                entry.name, entry.func_line + 1, str(module), _tags(fields.get("tags")), slots, tuple(found), promotion, declared_autocast(native, entry)
+            )
         )
     return tuple(rows)

@@ -213,6 +213,11 @@ def overload_slots(func: Any) -> OverloadSlots:
     return OverloadSlots(name, arguments, returns, len(schema.returns) > 1, bool(mutates))
 
 
+def argument_names(func: Any) -> tuple[str, ...]:
+    """Every argument's name in the overload's schema, in order (tensors, scalars and options alike)."""
+    return tuple(argument.name for argument in _attribute(func, "_schema", "OpOverload._schema").arguments)
+
+
 def aten_overload(name: str) -> Any:
     """'aten::add.Tensor' (or 'aten::add', the default overload) as its OpOverload."""
     import torch
@@ -277,6 +282,31 @@ def cpu_overloads() -> list[Any]:
 def run_composite_kernel(func: Any, key: str, args: tuple, kwargs: dict) -> Any:
     """Run the overload's kernel of that composite key: the calls it makes reach the kernel mode."""
     return _attribute(func, "_op_dk", "OpOverload._op_dk")(_private(f"torch._C.DispatchKey.{key}"), *args, **kwargs)
+
+
+# --- the dispatcher's registrations (the autocast worker) ----------------------------------------
+
+
+def dispatch_key_registrations(key: str) -> list[str]:
+    """The operators registered at a dispatch key ('AutocastCPU'), as the dispatcher names them ('aten::mm')."""
+    return list(_private("torch._C._dispatch_get_registrations_for_dispatch_key")(key))
+
+
+def has_kernel(name: str, key: str | None = None) -> bool:
+    """Whether the operator ('aten::polar.int') has a kernel at all (a TorchScript-only one has none), or at ``key``."""
+    if key is None:
+        return bool(_private("torch._C._dispatch_has_kernel")(name))
+    return bool(_private("torch._C._dispatch_has_kernel_for_dispatch_key")(name, key))
+
+
+def fake_tensor_mode() -> Any:
+    """A fake tensor mode that takes real tensors too: calls on any device, without the device."""
+    return _private("torch._subclasses.fake_tensor.FakeTensorMode")(allow_non_fake_inputs=True)
+
+
+def destroy_library(library: Any) -> None:
+    """Remove every kernel a ``torch.library.Library`` registered."""
+    _attribute(library, "_destroy", "torch.library.Library._destroy")()
 
 
 # --- dispatch modes -----------------------------------------------------------------------------
