@@ -154,3 +154,44 @@ def test_bad_input_writes_nothing(inputs, tmp_path, capfd):
     code, _, err = run_cli(capfd, "docs", yaml, "-o", tmp_path / "out", "--report", report)
     assert code == 2 and "native_functions.yaml:2: add.Tensor: unknown dtype 'torch.int65'" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow  # a browser
+def test_the_page_in_chromium_shows_a_rejected_cells_message_and_filters(inputs, tmp_path, capfd):
+    from tests.chromium import Browser
+
+    yaml, report = inputs
+    assert _docs(capfd, yaml, report, tmp_path / "out") == 0
+    overloads = "[...document.querySelectorAll('.row')].map((r) => r.dataset.overload + ':' + r.dataset.variable)"
+    with Browser() as browser:
+        page = browser.page()
+        page.open((tmp_path / "out" / "index.html").as_uri())
+        page.wait_for("document.body.dataset.ready")
+        assert page.evaluate(overloads) == [  # the yaml's order
+            "add.Tensor:T",
+            "mm:TFloat",
+            "sum:",
+            "scaled_dot_product_attention:TFloat",
+            "scaled_dot_product_attention:T",
+            "stack:TFloat",
+        ]
+        page.type("#search", "aten::mm")
+        assert page.evaluate(overloads) == ["mm:TFloat"]
+        cells = page.evaluate("Object.fromEntries([...document.querySelectorAll('.row .c')].map((c) => [c.dataset.dtype, c.dataset.verdict]))")
+        assert (cells["float32"], cells["complex32"], cells["bool"], cells["int64"]) == ("accepted", "other-device", "rejected", "unknown")
+        page.click('.row[data-overload="mm"] .c[data-dtype="bool"]')
+        assert page.evaluate("document.getElementById('d-verdict').dataset.verdict") == "rejected"
+        assert page.evaluate("document.getElementById('d-message').textContent") == MESSAGE
+        evidence = page.evaluate("[...document.querySelectorAll('#d-evidence li')].map((li) => li.textContent)")
+        assert evidence == ["probe self cast alone, OpInfo mm (2 calls): rejected (2 calls)"]
+        page.screenshot(tmp_path / "rejected.png")
+        page.evaluate("(() => { const s = document.getElementById('search'); s.value = ''; s.dispatchEvent(new Event('input')); })()")
+        page.click('.chip[data-filter="verdict"][data-value="r"]')
+        assert page.evaluate(overloads) == ["mm:TFloat"]
+        page.click('.chip[data-filter="verdict"][data-value="r"]')
+        page.click(f'.chip[data-filter="tag"][data-value="{_page_data((tmp_path / "out" / "index.html").read_text())["tags"].index("pointwise")}"]')
+        assert page.evaluate(overloads) == ["add.Tensor:T"]
+        page.screenshot(tmp_path / "pointwise.png")
+        page.click("#incomplete")
+        assert page.evaluate(overloads) == []
+        assert page.evaluate("document.getElementById('count').textContent") == "0 variables of 0 overloads"
