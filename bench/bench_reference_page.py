@@ -5,8 +5,8 @@ folder (or reads --reference DIR), then opens index.html in Debian's headless Ch
 --repeats times in a fresh tab each and reports the median of the page's own ready mark (performance.now()
 when the first rows are drawn, from the start of navigation) and of the wall time from navigate to ready,
 beside the same for a blank page of the same folder (the browser's fixed cost) in the same run.
---shots DIR saves two screenshots: the page filtered to the `pointwise` tag and a clicked cell
-(add.Tensor's uint16, the first variable).
+--shots DIR saves three screenshots: the page filtered to the `pointwise` tag and two clicked cells
+(add.Tensor's uint16 of its first variable, and sqrt's float8_e4m3fn with ATen's refusal).
 
     python bench/bench_reference_page.py --native-functions OUT/native_functions.yaml --report OUT/report.json [--shots DIR]
 """
@@ -52,6 +52,12 @@ def _shots(browser: Browser, url: str, folder: Path) -> None:
     verdict = page.evaluate("document.getElementById('d-verdict').dataset.verdict")
     message = page.evaluate("document.getElementById('d-message').textContent")
     print(f"add.Tensor uint16 (self): {verdict}{': ' + message if message else ''} -> {page.screenshot(folder / 'cell.png')}")
+    page.evaluate("(() => { const s = document.getElementById('search'); s.value = ''; s.dispatchEvent(new Event('input')); })()")
+    page.type("#search", "aten::sqrt")
+    page.click('.row[data-overload="sqrt"] .c[data-dtype="float8_e4m3fn"]')
+    verdict = page.evaluate("document.getElementById('d-verdict').dataset.verdict")
+    message = page.evaluate("document.getElementById('d-message').textContent")
+    print(f"sqrt float8_e4m3fn (self): {verdict}{': ' + message if message else ''} -> {page.screenshot(folder / 'rejected.png')}")
 
 
 def main() -> None:
@@ -60,7 +66,7 @@ def main() -> None:
     parser.add_argument("--report", type=Path)
     parser.add_argument("--reference", type=Path, help="instead: a folder dtype-migrate docs wrote")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--shots", type=Path, help="save pointwise.png and cell.png here")
+    parser.add_argument("--shots", type=Path, help="save pointwise.png, cell.png and rejected.png here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.reference or Path(tmp)
