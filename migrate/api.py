@@ -140,7 +140,7 @@ class LoadedDeclarations:
         """Whether the yaml declares a call of ``overload`` with these values by argument name (``return.0`` too)."""
         func, name = _resolve(overload)
         slots = torch_private.overload_slots(func)
-        schema_arguments = list(torch_private.argument_names(func))
+        schema_arguments = list(torch_private.argument_positions(func))
         returns = [slot for _, slot, _ in slots.returns]
         unknown = [slot for slot in values if slot not in schema_arguments and slot not in returns]
         if unknown:
