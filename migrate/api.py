@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from migrate.runtime import torch_private
-from migrate.check.checker import NOT_RUN, Declarations, DeclaredVariable, Violation, call_check, judge
+from migrate.check.checker import NOT_RUN, Declarations, DeclaredVariable, Violation, call_check, dtype_of, judge
 from migrate.errors import InputError
 from migrate.model.constraint import ConstraintList
 from migrate.model.dtypes import TENSOR_DTYPES, DType
@@ -64,6 +64,7 @@ class Verdict:
     variables: tuple[BoundVariable, ...]
     violations: tuple[Violation, ...] = ()
     where: str | None = None  # 'native_functions.yaml:544', the line that declares the overload's variables
+    took: tuple[tuple[str, DType], ...] = ()  # each variable's dtype in the call (a promoted one: the computation dtype)
 
     def __bool__(self) -> bool:
         return self.declared
@@ -152,14 +153,19 @@ class LoadedDeclarations:
             return Verdict(name.qualified, call, False, f"{self.path.name} declares no type variable for {name.qualified}", ())
         kwargs = {slot: value.passed for slot, value in parsed.items() if slot in schema_arguments}
         out = self._returns(slots, parsed, returns)
-        violations = judge(check, (), kwargs, out)
+        seen: list[Any] = [None] * len(check.declared.variables)
+        violations = judge(check, (), kwargs, out, seen=seen)
         variables = tuple(self._bound(variable, parsed) for variable in check.declared.variables if any(s in parsed for s in variable.binds))
+        took = tuple((v.name, dtype_of(d)) for v, d in zip(check.declared.variables, seen) if d is not None)
         where = check.where
         if violations:
             reason = "; ".join(v.describe() for v in violations)
+        elif took:
+            # under a type_promotion line the promoted variable took the call's computation dtype
+            reason = f"each variable's dtype is in its set ({', '.join(f'{name} is {dtype}' for name, dtype in took)}), declared at {where}"
         else:
-            reason = f"every tensor given fits its variable, declared at {where}" if variables else f"no tensor given binds a variable declared at {where}"
-        return Verdict(name.qualified, call, not violations, reason, variables, violations, where)
+            reason = f"no tensor given binds a variable declared at {where}"
+        return Verdict(name.qualified, call, not violations, reason, variables, violations, where, took)
 
     def dtypes(self, overload: str, argument: str, /, **others: Any) -> tuple[DType, ...]:
         """The dtypes of the 21 a tensor may have in ``argument`` beside ``others``, as ``accepts`` judges each.

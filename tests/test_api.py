@@ -129,6 +129,11 @@ def test_the_verdict_names_the_set_and_the_reason(declared_path):
         "query: TFloat = [torch.float16, torch.bfloat16, torch.float32, torch.float64]",
         "attn_mask: T = [torch.bool, torch.float32, TFloat]",
     ]
+    promoted = decl.accepts("add.Tensor", self="int64", other=2.5)  # a float number lifts int64 to the default float
+    assert promoted and promoted.took == (("T", named("float32")[0]),)
+    assert promoted.reason == "each variable's dtype is in its set (T is torch.float32), declared at native_functions.yaml:2"
+    refused = decl.accepts("add.Tensor", self="uint16", other="uint16")
+    assert refused.reason.startswith("computes in torch.uint16 (self is torch.uint16, other is torch.uint16; type_promotion default at native_functions.yaml:3)")
     mm = decl.accepts("mm", self="float32", mat2="float64")
     assert "must be one dtype per call, but self is torch.float32, mat2 is torch.float64" in mm.reason
 
