@@ -97,30 +97,30 @@ def _torch_dtype(name: str, slot: str) -> torch.dtype:
     return dtype
 
 
-def parse_value(slot: str, value: Any) -> _Value:
+def _value_of(slot: str, value: Any) -> _Value:
     """A value as ``accepts`` takes it (also the command line's text: ``uint16``, ``float64:0d``, ``2.5``, ``[float32,int64]``)."""
     if isinstance(value, torch.Tensor):
         return _Value(value, f"{value.dtype}" + (ZERO_DIM if value.dim() == 0 else ""))
     if isinstance(value, torch.dtype):
         return _Value(_tensor(value, False), str(value))
     if isinstance(value, DType):
-        return parse_value(slot, value.name)
+        return _value_of(slot, value.name)
     if value is None or isinstance(value, (bool, int, float, complex)):
         return _Value(value, repr(value))
     if isinstance(value, (list, tuple)):
-        items = [parse_value(slot, item) for item in value]
+        items = [_value_of(slot, item) for item in value]
         return _Value([item.passed for item in items], "[" + ", ".join(item.text for item in items) + "]")
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("[") and text.endswith("]") or "," in text:
-            return parse_value(slot, [part for part in text.strip("[]").split(",") if part.strip()])
+            return _value_of(slot, [part for part in text.strip("[]").split(",") if part.strip()])
         if text == "None":
             return _Value(None, "None")
         if text in ("True", "False"):
             return _Value(text == "True", text)
         for number in (int, float, complex):
             try:
-                return parse_value(slot, number(text))
+                return _value_of(slot, number(text))
             except ValueError:
                 pass
         zero_dim = text.endswith(ZERO_DIM)
@@ -146,7 +146,7 @@ class LoadedDeclarations:
         unknown = [slot for slot in values if slot not in schema_arguments and slot not in returns]
         if unknown:
             raise InputError(f"{name.qualified} has no argument {unknown[0]!r} (it has {', '.join(schema_arguments + returns)})")
-        parsed = {slot: parse_value(slot, value) for slot, value in values.items()}
+        parsed = {slot: _value_of(slot, value) for slot, value in values.items()}
         call = tuple((slot, parsed[slot].text) for slot in schema_arguments + returns if slot in parsed)
         check = call_check(self.declarations, func)
         if check is None:
@@ -176,7 +176,9 @@ class LoadedDeclarations:
         holds_list = {slot: is_list for _, slot, _, is_list in torch_private.overload_slots(func).arguments}
         found = []
         for dtype in TENSOR_DTYPES:
-            tensor = getattr(torch, dtype.name)
+            tensor = getattr(torch, dtype.name, None)
+            if tensor is None:  # a dtype this torch does not define: no call can have it
+                continue
             value = [tensor] if holds_list.get(argument) else tensor
             if self.accepts(overload, **{**others, argument: value}):
                 found.append(dtype)

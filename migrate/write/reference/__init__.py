@@ -14,7 +14,7 @@ from pathlib import Path
 
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import Plan
-from migrate.write.outputs import Output, _read_or_none
+from migrate.write.outputs import Output
 from migrate.write.reference.autocast_md import autocast_markdown
 from migrate.write.reference.page import index_html
 from migrate.write.reference.rows import overload_rows
@@ -34,4 +34,8 @@ def reference_outputs(native_functions: Path, report: Path | None, out: Path) ->
         "autocast.md": autocast_markdown(rows, source),
         "index.html": index_html(rows, source),
     }
-    return [Output(name, out / name, out / name, _read_or_none(out / name), texts[name].encode("utf-8")) for name in FILES]
+    return [Output(name, out / name, out / name, _current(out / name), texts[name].encode("utf-8")) for name in FILES]
+
+
+def _current(path: Path) -> bytes | None:
+    return path.read_bytes() if path.exists() else None

@@ -87,7 +87,7 @@ def _tags(value: Any) -> tuple[str, ...]:
     return tuple(str(t) for t in value) if isinstance(value, list) else ()
 
 
-def _set_names(native: NativeFunctions, entry, fields: dict[str, Any], sets) -> dict[str, str]:
+def _set_names(entry, fields: dict[str, Any], sets) -> dict[str, str]:
     """Each variable spelled by a global set's name: by the word in the schema, or by ``T: Name``."""
     mapping = fields.get(CONSTRAINTS_KEY) or {}
     names = {}
@@ -115,7 +115,7 @@ def overload_rows(native: NativeFunctions, plan: Plan | None) -> tuple[OverloadR
         variables = declared_variables(native, entry, sets)
         own = {v.name: v.dtypes for v in variables}
         follows = {v.name: v.follows for v in variables}
-        names = _set_names(native, entry, fields, sets)
+        names = _set_names(entry, fields, sets)
         found = []
         for variable in variables:
             match = _matched(reported.get(entry.name), variable.binds)
