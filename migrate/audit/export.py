@@ -22,6 +22,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
 from itertools import chain
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,21 +296,28 @@ def run_export_check(
     default the one the exporter dispatches it to) that no export ran."""
     started = time.monotonic()
     wanted = requests(declared, registered)
-    folder = results_dir(torchlib, cache)
-    found: dict[str, tuple[CaseResult, ...]] = {}
-    for overload, cases in wanted.items():
-        cached = None if refresh else cached_results(folder, overload, cases)
-        if cached is not None:
-            found[overload] = cached
-    missing = {overload: cases for overload, cases in wanted.items() if overload not in found}
-    if missing:
-        for overload, results, complete in _run(missing, torchlib, jobs, cache, progress):
-            found[overload] = results
-            if complete:
-                _store(folder, overload, _request_json(missing[overload]), results)
+    run = partial(_run, torchlib=torchlib, jobs=jobs, cache=cache, progress=progress)
+    found, ran = _cached_or_run(results_dir(torchlib, cache), wanted, _request_json, refresh, run)
     cases = tuple(result for overload in wanted for result in found[overload])
     judged = judge_functions(unreached_functions(found, functions), torchlib, cache, jobs, refresh, progress)
-    return ExportCheck(cases, Path(torchlib), len(wanted), len(missing), time.monotonic() - started, judged)
+    return ExportCheck(cases, Path(torchlib), len(wanted), ran, time.monotonic() - started, judged)
+
+
+def _cached_or_run(folder: Path, wanted: Mapping[str, Any], request: Any, refresh: bool, run: Any) -> tuple[dict[str, tuple[CaseResult, ...]], int]:
+    """Per overload, its results: cached for exactly ``request(wanted[overload])``, or from ``run`` of the missing
+    ones (stored when complete); and how many overloads ran."""
+    found: dict[str, tuple[CaseResult, ...]] = {}
+    for overload, asked in wanted.items():
+        cached = None if refresh else _cached(folder, overload, request(asked))
+        if cached is not None:
+            found[overload] = cached
+    missing = {overload: asked for overload, asked in wanted.items() if overload not in found}
+    if missing:
+        for overload, results, complete in run(missing):
+            found[overload] = results
+            if complete:
+                _store(folder, overload, request(missing[overload]), results)
+    return found, len(missing)
 
 
 def unreached_functions(
@@ -338,21 +346,11 @@ def judge_functions(
     progress: bool | None = None,
 ) -> tuple[CaseResult, ...]:
     """The function-level judge's cases of these functions (cached ones read, the rest run in workers)."""
-    folder = judged_dir(torchlib, cache)
     by_overload: dict[str, dict[str, tuple[CaseRequest, ...]]] = {}
     for (overload, function), cases in wanted.items():
         by_overload.setdefault(overload, {})[function] = cases
-    found: dict[str, tuple[CaseResult, ...]] = {}
-    for overload, requested in by_overload.items():
-        cached = None if refresh else _cached(folder, overload, _judge_request(requested))
-        if cached is not None:
-            found[overload] = cached
-    missing = {overload: requested for overload, requested in by_overload.items() if overload not in found}
-    if missing:
-        for overload, results, complete in _run_judge(missing, torchlib, jobs, cache, progress):
-            found[overload] = results
-            if complete:
-                _store(folder, overload, _judge_request(missing[overload]), results)
+    run = partial(_run_judge, torchlib=torchlib, jobs=jobs, cache=cache, progress=progress)
+    found, _ = _cached_or_run(judged_dir(torchlib, cache), by_overload, _judge_request, refresh, run)
     return tuple(result for overload in by_overload for result in found[overload])
 
 
