@@ -140,3 +140,13 @@ def test_decomposed_cases_are_counted_in_the_table_and_the_provisioning_list():
     assert "decomposed before dispatch (the function judged directly): 2" in missing_text(rows).splitlines()[0]
     assert check.summary()["by_status"][DECOMPOSED] == 2 and check.summary()["function_judge"]["by_status"][OK] == 1
     assert NO_KERNEL in check.summary()["function_judge"]["by_status"]
+
+
+def test_a_coverage_gap_is_judged_by_the_function_not_by_a_decomposed_export():
+    from migrate.audit.export import CONFIRMED, verdict
+    from migrate.model.plan import Conflict
+
+    gap = Conflict("export-coverage-gap", ("self",), (BOOL,), "torchlib lacks bool")
+    assert verdict(gap, _decomposed_mt()) == ""  # mT's export of bool was ok, through aten_transpose: no verdict
+    judged = CaseResult("mT", ("self",), BOOL, "aten_mT", (), INVALID_MODEL, BOOL_SPEC, judge=FUNCTION_JUDGE)
+    assert verdict(gap, _decomposed_mt() + (judged,)) == CONFIRMED

@@ -475,8 +475,9 @@ def _result(case: CaseRequest, function: str, dtypes: tuple, status: str, messag
 
 
 def verdict(conflict: Conflict, results: Iterable[CaseResult]) -> str:
-    """``confirmed`` when a case of the conflict's slots and dtypes fails, ``refuted`` when all such cases are ok, else ''."""
-    relevant = [r for r in results if r.dtype in conflict.dtypes and set(r.cast) & set(conflict.slots) and r.status != NO_SAMPLE]
+    """``confirmed`` when a case of the conflict's slots and dtypes fails, ``refuted`` when all such cases are ok, else ''
+    (a decomposed case says nothing of the function: the function-level judge's cases of it do)."""
+    relevant = [r for r in results if r.dtype in conflict.dtypes and set(r.cast) & set(conflict.slots) and r.status not in (NO_SAMPLE, DECOMPOSED)]
     if any(r.status in FAILING for r in relevant):
         return CONFIRMED
     return REFUTED if relevant else ""
@@ -484,7 +485,7 @@ def verdict(conflict: Conflict, results: Iterable[CaseResult]) -> str:
 
 def verdicts(conflicts: Mapping[str, tuple[Conflict, ...]], torchlib: Path, cache: StageCache) -> dict[tuple[str, int], str]:
     """Per (overload, index of the conflict), the verdict on each export-coverage-gap conflict with cached results."""
-    folder = results_dir(torchlib, cache)
+    folder, judged = results_dir(torchlib, cache), judged_dir(torchlib, cache)
     found = {}
     for overload, listed in conflicts.items():
         gaps = [(i, c) for i, c in enumerate(listed) if c.kind == COVERAGE_GAP]
@@ -493,6 +494,7 @@ def verdicts(conflicts: Mapping[str, tuple[Conflict, ...]], torchlib: Path, cach
         results = cached_results(folder, overload)
         if results is None:
             continue
+        results += _cached(judged, overload) or ()
         for index, conflict in gaps:
             found[overload, index] = verdict(conflict, results)
     return found
