@@ -51,8 +51,8 @@ from migrate.model.names import OverloadName
 from migrate.model.plan import Conflict, OverloadPlan, Variable
 from migrate.write.torchlib.narrowing import EXPORT_JUDGE, FUNCTION_JUDGE, ExportVerdict, by_dtype
 
-JOB_OVERLOADS = 40  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter
-JOB_TIMEOUT = 1200.0  # seconds per worker
+JOB_OVERLOADS = 20  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter; a job that ends keeps its results
+JOB_TIMEOUT = 3600.0  # seconds per worker (a machine others share gives a worker a small part of a core)
 FAILING = (EXPORT_ERROR, INVALID_MODEL, RUNTIME_ERROR, MISMATCH)  # a coverage gap is confirmed by these
 COVERAGE_GAP = "export-coverage-gap"
 CONFIRMED, REFUTED = "confirmed", "refuted"
