@@ -20,7 +20,7 @@ from migrate.audit.export_worker import Case, Run, _record_lowering
 from migrate.model.dtypes import DType, named
 from migrate.model.export_status import DECOMPOSED, INVALID_MODEL, NO_KERNEL, OK
 from migrate.model.plan import Variable
-from migrate.torch_private import LoweredNode
+from migrate.runtime.torch_private import LoweredNode
 from migrate.write.torchlib.narrowing import FUNCTION_JUDGE, ExportVerdict, by_dtype, settle, tied_verdicts
 
 MT, TRANSPOSE, TILE = "aten.mT.default", "aten.transpose.int", "aten.tile.default"  # stand-ins for the OpOverloads

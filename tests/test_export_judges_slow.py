@@ -12,7 +12,7 @@ import pytest
 from migrate.audit.export import run_export_check
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
-from migrate.evidence.torchlib.resolve import installed_torchlib
+from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.dtypes import named
 from migrate.model.export_status import DECOMPOSED, INVALID_MODEL, OK
 from migrate.model.plan import Variable

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.evidence.runtime.processes import one_line
+from migrate.runtime.processes import one_line
 
 from migrate.model.export_status import (
     DECOMPOSED,
@@ -131,7 +131,7 @@ class Case:
 def _capture(wanted: set[str]) -> Any:
     """A ``CallCapture`` of the wanted overloads that keeps calls distinct by every argument (dtypes, shapes,
     other values), not by input dtypes alone: a case runs calls of other shapes and options, all from one sample dtype."""
-    from migrate.evidence.runtime import recorders
+    from migrate.runtime import recorders
 
     class VariedCapture(recorders.CallCapture):
         def before(self, key, slots, args, kwargs, direct):
@@ -168,36 +168,16 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     use_torchlib(argument["torchlib"])
     import torch
 
-    from migrate import torch_private
-    from migrate.evidence.opinfo.samples import call_samples, find_opinfo, samples_by_dtype
-    from migrate.evidence.runtime import recorders
-    from migrate.evidence.runtime.runs import OpInfoId
+    from migrate.runtime import torch_private
 
     functions = _dispatched_functions()
     torch_private.record_onnx_lowering(_LOWERED)
     for group in argument["groups"]:
-        opinfo = OpInfoId(*group["opinfo"])
-        wanted = {f"aten::{o['overload']}".removesuffix(".default") for o in group["overloads"]}
-        capture = _capture(wanted)
-        problem = ""
-        try:
-            op = find_opinfo(opinfo)
-            for name, samples, errors in samples_by_dtype(op, opinfo, only=group["sample_dtype"]):
-                capture.sample_dtype = name
-                with recorders.Recording(capture) as recording, recording.active():
-                    call_samples(op, samples, errors)
-        except Exception as exc:
-            problem = f"the samples of {opinfo} failed: {one_line(exc)}"
-        calls: dict[str, list[Any]] = {}
-        for call in capture.chosen():
-            calls.setdefault(call.slots.name.removeprefix("aten::"), []).append(call)
         cases = []
-        for request in group["overloads"]:
-            overload = request["overload"]
-            found = calls.get(overload.removesuffix(".default"), [])
+        for request, found, why_none in sampled_calls(group):
             for cast, dtype in request["cases"]:
-                case = Case(overload, tuple(cast), dtype)
-                _prepare(case, found, torch, problem or f"no sample of {opinfo} ({group['sample_dtype']}) called it")
+                case = Case(request["overload"], tuple(cast), dtype)
+                _prepare(case, found, torch, why_none)
                 cases.append(case)
         for case in cases:
             if case.status:
@@ -219,6 +199,32 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 yield case.report(functions.get(case.overload, ""))
 
 
+def sampled_calls(group: dict[str, Any]) -> Iterator[tuple[dict[str, Any], list[Any], str]]:
+    """Per overload the group asks for: its request, the distinct calls of it the group's OpInfo samples (of the
+    group's sample dtype) made, and why there are none when there are none."""
+    from migrate.runtime import recorders
+    from migrate.runtime.runs import OpInfoId
+    from migrate.runtime.samples import call_samples, find_opinfo, samples_by_dtype
+
+    opinfo = OpInfoId(*group["opinfo"])
+    capture = _capture({f"aten::{o['overload']}".removesuffix(".default") for o in group["overloads"]})
+    problem = ""
+    try:
+        op = find_opinfo(opinfo)
+        for name, samples, errors in samples_by_dtype(op, opinfo, only=group["sample_dtype"]):
+            capture.sample_dtype = name
+            with recorders.Recording(capture) as recording, recording.active():
+                call_samples(op, samples, errors)
+    except Exception as exc:
+        problem = f"the samples of {opinfo} failed: {one_line(exc)}"
+    calls: dict[str, list[Any]] = {}
+    for call in capture.chosen():
+        calls.setdefault(call.slots.name.removeprefix("aten::"), []).append(call)
+    for request in group["overloads"]:
+        found = calls.get(request["overload"].removesuffix(".default"), [])
+        yield request, found, problem or f"no sample of {opinfo} ({group['sample_dtype']}) called it"
+
+
 def _batches(cases: list[Case]) -> Iterator[tuple[int, int]]:
     """Ranges of whole cases of at most ``BATCH`` calls (a case of more calls alone)."""
     start, count = 0, 0
@@ -233,7 +239,7 @@ def _batches(cases: list[Case]) -> Iterator[tuple[int, int]]:
 
 def _dispatched_functions() -> dict[str, str]:
     """Per overload ('add.Tensor'), the torchlib function the exporter dispatches a real-valued call to."""
-    from migrate import torch_private
+    from migrate.runtime import torch_private
 
     registry = torch_private.memoise_onnx_registry()
     found = {}
@@ -602,7 +608,7 @@ def _ort_value(tensor: Any) -> Any:
     import onnxruntime
     import torch
 
-    from migrate import torch_private
+    from migrate.runtime import torch_private
 
     tensor = tensor.contiguous()
     if tensor.is_complex():  # the exporter's form of a complex tensor: its real view

@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from migrate.audit.export_worker import Case, Run, _capture, _run, _compare, _first_line, _ort_value, _prepare, _TYPE_OBJECTION, use_torchlib
-from migrate.evidence.runtime.processes import one_line
+from migrate.audit.export_worker import _TYPE_OBJECTION, Case, Run, _compare, _first_line, _ort_value, _prepare, _run, sampled_calls, use_torchlib
 from migrate.model.export_status import EXPORT_ERROR, INVALID_MODEL, NO_SAMPLE, combined
 
 TORCHLIB_DOMAINS = ("pkg.onnxscript.torch_lib", "pkg.onnxscript.torch_lib.common")
@@ -31,28 +30,11 @@ def function_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     use_torchlib(argument["torchlib"])
     import torch
 
-    from migrate import torch_private
-    from migrate.evidence.opinfo.samples import call_samples, find_opinfo, samples_by_dtype
-    from migrate.evidence.runtime import recorders
-    from migrate.evidence.runtime.runs import OpInfoId
+    from migrate.runtime import torch_private
 
     registry = torch_private.memoise_onnx_registry()
     for group in argument["groups"]:
-        opinfo = OpInfoId(*group["opinfo"])
-        capture = _capture({f"aten::{o['overload']}".removesuffix(".default") for o in group["overloads"]})
-        problem = ""
-        try:
-            op = find_opinfo(opinfo)
-            for name, samples, errors in samples_by_dtype(op, opinfo, only=group["sample_dtype"]):
-                capture.sample_dtype = name
-                with recorders.Recording(capture) as recording, recording.active():
-                    call_samples(op, samples, errors)
-        except Exception as exc:
-            problem = f"the samples of {opinfo} failed: {one_line(exc)}"
-        calls: dict[str, list[Any]] = {}
-        for call in capture.chosen():
-            calls.setdefault(call.slots.name.removeprefix("aten::"), []).append(call)
-        for request in group["overloads"]:
+        for request, found, why_none in sampled_calls(group):
             overload = request["overload"]
             yield {"phase": f"judging the functions of {overload}"}
             registered = {
@@ -66,8 +48,7 @@ def function_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
                     if function not in registered:
                         case.status, case.message = EXPORT_ERROR, f"the exporter's registry has no {function} for aten::{overload}"
                     else:
-                        found = calls.get(overload.removesuffix(".default"), [])
-                        _prepare(case, found, torch, problem or f"no sample of {opinfo} ({group['sample_dtype']}) called it")
+                        _prepare(case, found, torch, why_none)
                         for run in case.runs:
                             try:
                                 run.status, run.message = _judge(registered[function], run, registry.opset_version)
@@ -99,7 +80,7 @@ def _judge(function: Any, run: Run, opset_version: int) -> tuple[str, str]:
     import onnxscript
     import torch
 
-    from migrate import torch_private
+    from migrate.runtime import torch_private
 
     recorder, opset = torch_private.onnx_tracer(opset_version)
     inputs: list[Any] = []

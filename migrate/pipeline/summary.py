@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 from migrate.model.global_sets import constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions
 from migrate.model.plan import SOURCES, Plan
+from migrate.model.promotion import counts_by_kind
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult
+from migrate.write.torchlib.parameter_names import RENAMED
 
 if TYPE_CHECKING:
     from migrate.write.torchlib.rewrite import TorchlibRewrite
@@ -88,6 +90,11 @@ def run_summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: 
         "conflicts": dict(sorted(kinds.items())),
         "coverage": coverage_summary(native, plan, result, observed),
         "spelling": spelling_summary(native, plan, result),
+        "promotion": {
+            "lines_by_kind": counts_by_kind(result.native_functions),
+            "written": sum(1 for o in result.outcomes if o.promotion == WRITTEN),
+            "kept": sum(1 for o in result.outcomes if o.promotion == KEPT),
+        },
         "validation": {"torchgen": "installed", "schemas_unchecked": sorted(native.groups.unchecked)},
     }
 
@@ -108,6 +115,9 @@ def summary_text(summary: dict, result: YamlResult) -> str:
         f"({spelling['named_share']:.1%}), {spelling['global_sets_used']} global sets; {spelling['constraints_lines']} "
         f"type_constraints lines, the longest {spelling['longest_constraints_line']} characters; yaml {spelling['yaml_growth']:+.1%}"
     )
+    promotion = summary["promotion"]
+    by_kind = ", ".join(f"{kind} {n}" for kind, n in promotion["lines_by_kind"].items()) or "none"
+    lines.append(f"type_promotion: {sum(promotion['lines_by_kind'].values())} lines ({by_kind}); {promotion['written']} written, {promotion['kept']} hand-written kept")
     unchecked = summary["validation"]["schemas_unchecked"]
     by = "the installed torchgen" if summary["validation"]["torchgen"] == "installed" else f"the source tree's {summary['validation']['torchgen']}"
     lines.append(f"validation: {by}; {len(unchecked)} schemas with type words it does not know were not checked")
@@ -143,6 +153,12 @@ def summary_text(summary: dict, result: YamlResult) -> str:
             f"torchlib: {t['functions_changed']} functions rewritten in {t['modules_changed']} modules; "
             f"{t['annotations_narrowed']} annotations narrowed, {t['annotations_widened']} widened" + (f"; notes: {notes}" if notes else "")
         )
+        names = t["parameters"]
+        left = ", ".join(f"{why} {n}" for why, n in names["left_alone"].items())
+        lines.append(
+            f"torchlib parameter names: {names['renamed']} renamed to the yaml's in {names['functions_renamed']} functions; "
+            f"{sum(names['left_alone'].values())} left alone" + (f": {left}" if left else "") + " (each listed in --report)"
+        )
     if summary["conflicts"]:
         lines.append("conflicts: " + ", ".join(f"{k} {n}" for k, n in summary["conflicts"].items()) + " (each listed in --report)")
     lines += [f"conflict: {c.message}" for c in result.global_conflicts]
@@ -162,4 +178,20 @@ def codemod_summary(rewrite: TorchlibRewrite) -> dict:
         "annotations_widened": rewrite.widened,
         "notes": notes,
         "note_lines": list(rewrite.notes),
+        "parameters": parameter_summary(rewrite),
+    }
+
+
+def parameter_summary(rewrite: TorchlibRewrite) -> dict:
+    """Parameters the yaml names otherwise: how many were renamed, how many left alone by why, and each as a line."""
+    renamed = [p for p in rewrite.parameters if p.outcome == RENAMED]
+    left: dict[str, int] = {}
+    for p in rewrite.parameters:
+        if p.outcome != RENAMED:
+            left[p.outcome] = left.get(p.outcome, 0) + 1
+    return {
+        "renamed": len(renamed),
+        "functions_renamed": len({(p.path, p.line, p.function) for p in renamed}),
+        "left_alone": dict(sorted(left.items())),
+        "lines": [str(p) for p in rewrite.parameters],
     }

@@ -13,9 +13,9 @@ from pathlib import Path
 import libcst as cst
 
 from migrate.cache import StageCache
-from migrate.evidence.torchlib.facts import ModuleFacts, Ref, facts_stage
-from migrate.evidence.torchlib.resolve import Constraint, TypeResolver
-from migrate.evidence.torchlib.scan import module_facts, type_expr
+from migrate.torchlib_source.facts import ModuleFacts, Ref, facts_stage
+from migrate.torchlib_source.resolve import Constraint, TypeResolver
+from migrate.torchlib_source.scan import module_facts, type_expr
 from migrate.write.torchlib.module_index import ModuleIndex
 
 TENSOR_TYPING = "tensor_typing"
@@ -33,6 +33,7 @@ class TorchlibModule:
     name: str  # dotted name within the tree, as TypeResolver knows it
     data: bytes
     facts: ModuleFacts  # imports and type definitions: all that resolving annotations needs
+    edited: bool = False  # whether ``tree`` is no longer the parse of ``data``
 
     @functools.cached_property
     def tree(self) -> cst.Module:
@@ -41,6 +42,12 @@ class TorchlibModule:
     @functools.cached_property
     def index(self) -> ModuleIndex:
         return ModuleIndex.read(self.tree)
+
+    def replace_tree(self, tree: cst.Module) -> None:
+        """Continue from an edited tree (a pass before the annotations edited it): the index is read again from it."""
+        self.__dict__.update(tree=tree)
+        self.__dict__.pop("index", None)
+        self.edited = True
 
 
 def _module_name(relative: Path) -> str:

@@ -213,6 +213,33 @@ def overload_slots(func: Any) -> OverloadSlots:
     return OverloadSlots(name, arguments, returns, len(schema.returns) > 1, bool(mutates))
 
 
+@functools.cache
+def argument_positions(func: Any) -> dict[str, tuple[int, bool]]:
+    """Every argument of an overload's schema by name: its position and whether it is keyword-only."""
+    schema = _attribute(func, "_schema", "OpOverload._schema")
+    return {argument.name: (position, argument.kwarg_only) for position, argument in enumerate(schema.arguments)}
+
+
+def overload_schema(func: Any) -> Any:
+    """An OpOverload's FunctionSchema (``torch._C.FunctionSchema``: arguments with types and defaults)."""
+    return _attribute(func, "_schema", "OpOverload._schema")
+
+
+_ONNX_PROMOTION_RULES = "torch.onnx._internal.fx.passes.type_promotion._GENERATED_ATEN_TYPE_PROMOTION_RULE_SET"
+
+
+def onnx_promotion_rules() -> list[tuple[str, str, tuple[int, ...], tuple[str, ...], str]]:
+    """torch.onnx's generated elementwise promotion table as (namespace, op name, positions, keyword names, kind
+    name in lower case), in op name order."""
+    rules = []
+    for rule in _private(_ONNX_PROMOTION_RULES):
+        kind = _attribute(rule, "promotion_kind", "ElementwiseTypePromotionRule.promotion_kind")
+        positions = tuple(_attribute(rule, "promote_args_positions", "ElementwiseTypePromotionRule.promote_args_positions"))
+        names = tuple(_attribute(rule, "promote_kwargs_names", "ElementwiseTypePromotionRule.promote_kwargs_names"))
+        rules.append((rule.namespace, rule.op_name, positions, names, kind.name.lower()))
+    return sorted(rules, key=lambda r: (r[1], r[0]))
+
+
 def aten_overload(name: str) -> Any:
     """'aten::add.Tensor' (or 'aten::add', the default overload) as its OpOverload."""
     import torch
@@ -277,6 +304,31 @@ def cpu_overloads() -> list[Any]:
 def run_composite_kernel(func: Any, key: str, args: tuple, kwargs: dict) -> Any:
     """Run the overload's kernel of that composite key: the calls it makes reach the kernel mode."""
     return _attribute(func, "_op_dk", "OpOverload._op_dk")(_private(f"torch._C.DispatchKey.{key}"), *args, **kwargs)
+
+
+# --- the dispatcher's registrations (the autocast worker) ----------------------------------------
+
+
+def dispatch_key_registrations(key: str) -> list[str]:
+    """The operators registered at a dispatch key ('AutocastCPU'), as the dispatcher names them ('aten::mm')."""
+    return list(_private("torch._C._dispatch_get_registrations_for_dispatch_key")(key))
+
+
+def has_kernel(name: str, key: str | None = None) -> bool:
+    """Whether the operator ('aten::polar.int') has a kernel at all (a TorchScript-only one has none), or at ``key``."""
+    if key is None:
+        return bool(_private("torch._C._dispatch_has_kernel")(name))
+    return bool(_private("torch._C._dispatch_has_kernel_for_dispatch_key")(name, key))
+
+
+def fake_tensor_mode() -> Any:
+    """A fake tensor mode that takes real tensors too: calls on any device, without the device."""
+    return _private("torch._subclasses.fake_tensor.FakeTensorMode")(allow_non_fake_inputs=True)
+
+
+def destroy_library(library: Any) -> None:
+    """Remove every kernel a ``torch.library.Library`` registered."""
+    _attribute(library, "_destroy", "torch.library.Library._destroy")()
 
 
 # --- dispatch modes -----------------------------------------------------------------------------
