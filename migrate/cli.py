@@ -32,6 +32,8 @@ COMMANDS_HELP = """commands (dtype-migrate COMMAND --help for each):
   export-check    export each declared dtype with torch.onnx.export(dynamo=True) and run it in onnxruntime
   autocast-gen    write the C++ autocast registration blocks from the yaml's autocast lines
   promotion-gen   write torch.onnx's type promotion rules from the yaml's type_promotion lines (--compare: against torch's)
+  docs FILE       write the dtype reference (OperatorDtypes.md, autocast.md, index.html) from an annotated yaml
+  accepts NAME    whether an annotated yaml declares a call's dtypes (exit 0 declared, 1 not)
 
 example:
   dtype-migrate --op scaled_dot_product_attention --dry-run"""
@@ -239,6 +241,65 @@ def run_promotion_gen(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _docs_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "dtype-migrate docs",
+        "Write the dtype reference from an annotated yaml: OperatorDtypes.md, autocast.md and index.html (one self-contained page).",
+        "dtype-migrate docs out/native_functions.yaml --report out/report.json -o out/reference",
+    )
+    parser.add_argument("file", type=Path, help="the annotated native_functions.yaml (its type_constraints.yaml beside it)")
+    parser.add_argument("-o", "--output", type=Path, default=Path("."), metavar="DIR", help="where the three files go (default: .)")
+    parser.add_argument("--report", type=Path, metavar="FILE", help="the run's --report: each dtype's verdict, its evidence and ATen's messages")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the files in DIR differ from what would be generated")
+    return parser
+
+
+def run_docs(args: argparse.Namespace) -> int:
+    from migrate.write.outputs import commit
+    from migrate.write.reference import reference_outputs
+
+    outputs = reference_outputs(args.file, args.report, args.output)
+    stale = [o.display for o in outputs if o.changed]
+    if args.check:
+        for name in stale:
+            sys.stderr.write(f"dtype-migrate docs: {args.output / name} is not what {args.file} generates\n")
+        return EXIT_PENDING if stale else EXIT_OK
+    commit(outputs)
+    sys.stderr.write(f"wrote {len(stale)} of {len(outputs)} files under {args.output}\n")
+    return EXIT_OK
+
+
+def _accepts_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "dtype-migrate accepts",
+        "Whether an annotated yaml declares a call's dtypes, as the runtime checker judges it; exit 0 declared, 1 not declared.",
+        "dtype-migrate accepts add.Tensor self=uint16 other=float64:0d --native-functions out/native_functions.yaml",
+    )
+    parser.add_argument("name", help="the overload: aten::name.overload or name.overload")
+    parser.add_argument(
+        "values",
+        nargs="*",
+        metavar="ARG=VALUE",
+        help="a dtype (uint16), a 0-dim tensor (float64:0d), a scalar (2.5), None, or a list ([float32,int64]); return.0=DTYPE judges a return",
+    )
+    parser.add_argument("--native-functions", type=Path, metavar="FILE", required=True, help="the annotated yaml (its type_constraints.yaml beside it)")
+    return parser
+
+
+def run_accepts(args: argparse.Namespace) -> int:
+    from migrate.api import load_declarations
+
+    values = {}
+    for text in args.values:
+        slot, equals, value = text.partition("=")
+        if not equals or not slot:
+            raise InputError(f"{text!r}: expected ARG=VALUE")
+        values[slot] = value
+    verdict = load_declarations(args.native_functions).accepts(args.name, **values)
+    sys.stdout.write(str(verdict))
+    return EXIT_OK if verdict else EXIT_PENDING
+
+
 COMMANDS = {
     "lower": (run_lower, _lower_parser),
     "show": (run_show, _show_parser),
@@ -246,6 +307,8 @@ COMMANDS = {
     "export-check": (run_export_check, _export_check_parser),
     "autocast-gen": (run_autocast_gen, _autocast_gen_parser),
     "promotion-gen": (run_promotion_gen, _promotion_gen_parser),
+    "docs": (run_docs, _docs_parser),
+    "accepts": (run_accepts, _accepts_parser),
 }
 
 

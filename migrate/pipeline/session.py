@@ -319,7 +319,7 @@ class Session:
         kept = {o.name for o in result.outcomes if o.status == KEPT}
         written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept and o.variables))
         declared = {o.name: o.variables for o in written_plan.overloads if self.selected is None or o.name in self.selected}
-        exported = rewrite_verdicts(declared, self.torchlib.by_overload, self.torchlib_root, self.cache, export_check, self.options.jobs)
+        exported = rewrite_verdicts(declared, self.real_functions(), self.torchlib_root, self.cache, export_check, self.options.jobs)
         rewrite = rewrite_torchlib(self.torchlib, written_plan, self.native, self.cache, only=self.selected, exported=exported)
         mirrored = torchlib_outputs(rewrite, self.torchlib.root, targets.out, mirror=targets.out is not None)
         return [replace(output, display=targets.display(output.source, output.display)) for output in mirrored], rewrite.summary()
@@ -341,6 +341,10 @@ class Session:
         )
         return replace(plan, overloads=overloads, summary={**summary, "export_check": verdict_summary(conflicts, judged)})
 
+    def real_functions(self) -> dict[str, tuple[str, ...]]:
+        """Per overload the torchlib registers, its functions for real-valued inputs (those an annotation of it is on)."""
+        return {o: tuple(r.function for r in registrations if not r.complex) for o, registrations in self.torchlib.by_overload.items()}
+
     def _export_check(self, refresh: bool = False) -> tuple[ExportCheck, dict[str, int] | None, dict]:
         """Real exports of every torchlib-registered overload (those selected) at each declared dtype.
 
@@ -361,7 +365,7 @@ class Session:
         else:
             plan = self.inference.plan
             declared = {o.name: o.variables for o in plan.overloads if o.variables}  # not the overloads of an autocast policy alone
-        result = run_export_check(declared, registered, self.torchlib_root, self.cache, self.options.jobs, refresh)
+        result = run_export_check(declared, registered, self.torchlib_root, self.cache, self.options.jobs, refresh, functions=self.real_functions())
         if plan is None:
             return result, None, declared
         listed = {o.name: o.conflicts for o in plan.overloads if o.name in registered and o.variables}
