@@ -108,7 +108,8 @@ from filelock import FileLock  # noqa: E402  (a dependency of torch)
 from migrate.cache import StageCache  # noqa: E402
 from migrate.evidence.derived import opinfo_evidence  # noqa: E402
 from migrate.torchlib_source.resolve import scan_torchlib  # noqa: E402
-from migrate.infer import Sources, infer_plan  # noqa: E402
+from migrate.evidence.gather import Sources  # noqa: E402
+from migrate.infer import infer_plan  # noqa: E402
 from migrate.model.dtypes import DType, canonical, named  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402
 from migrate.evidence.probe.merge import REJECTED  # noqa: E402
