@@ -1,13 +1,17 @@
-"""The commands on one written file, which need no session: ``lower``, ``autocast-gen`` and ``promotion-gen``."""
+"""The commands on one written file, which need no session: ``lower``, ``autocast-gen``, ``promotion-gen`` and ``docs``."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from migrate.model.autocast import KEYS as AUTOCAST_KEYS
 from migrate.model.native import NativeFunctions
 
-__all__ = ["AUTOCAST_KEYS", "autocast_registrations", "lowered", "promotion_comparison", "promotion_rules"]
+if TYPE_CHECKING:
+    from migrate.write.outputs import Output
+
+__all__ = ["AUTOCAST_KEYS", "autocast_registrations", "lowered", "promotion_comparison", "promotion_rules", "reference"]
 
 
 def lowered(path: Path) -> bytes:
@@ -43,3 +47,10 @@ def promotion_comparison(path: Path) -> str:
 
     return report(compare(NativeFunctions.load(path)))
 
+
+def reference(path: Path, report: Path | None, out: Path) -> list[Output]:
+    """The dtype reference of a written file (and its run's report) for the folder ``out``: OperatorDtypes.md,
+    autocast.md and index.html, each with what ``out`` holds now."""
+    from migrate.write.reference import reference_outputs
+
+    return reference_outputs(path, report, out)
