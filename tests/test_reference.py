@@ -132,6 +132,15 @@ def test_the_page_is_one_self_contained_file_with_every_verdict_and_message(inpu
     assert attn_mask[1] == "T" and attn_mask[8] == sum(1 << column[d] for d in ("bool", "float16", "bfloat16", "float32", "float64"))
 
 
+def test_a_variable_the_run_did_not_write_takes_no_verdicts(inputs, tmp_path, capfd):
+    yaml, report = inputs
+    yaml.write_text(YAML.replace("- func: mm(TFloat self, TFloat mat2) -> TFloat", "- func: mm(TFloat self, U mat2) -> TFloat\n  type_constraints: {U: TFloat}"))
+    assert _docs(capfd, yaml, report, tmp_path / "out") == 0
+    data = _page_data((tmp_path / "out" / "index.html").read_text())
+    mm = [row for row in data["rows"] if data["ops"][row[0]][0] == "mm"]
+    assert [(row[1], row[4].count("d"), row[6]) for row in mm] == [("TFloat", 4, []), ("U", 4, [])]  # the set alone, no evidence
+
+
 def test_outputs_are_deterministic_and_check_finds_stale_files(inputs, tmp_path, capfd):
     yaml, report = inputs
     first, second = tmp_path / "first", tmp_path / "second"
