@@ -26,6 +26,8 @@ from migrate.cache import Stage
 from migrate.evidence.opinfo.aliases import AliasOf, alias_plans
 from migrate.evidence.probe.follows import Follows
 from migrate.evidence.probe.merge import split_and_joined
+from migrate.evidence.promotion.decide import PromotionFinding
+from migrate.evidence.promotion.sets import with_promotion
 from migrate.model.autocast import Policies
 from migrate.model.constraint import follows_problem
 from migrate.evidence.verdicts import with_verdicts
@@ -57,6 +59,7 @@ class Sources:
     kernel: Mapping[str, OverloadPlan] = field(default_factory=dict)  # metadata-reading kernels (migrate.evidence.opinfo.forwards)
     schema_calls: Mapping[str, OverloadPlan] = field(default_factory=dict)  # probed calls built from schemas (none a sample reached)
     follows: Mapping[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots that follow another variable (probe.follows)
+    promotions: Mapping[str, PromotionFinding] = field(default_factory=dict)  # issue 31: how ATen promotes (evidence.promotion)
 
 
 def _observed(variable: Variable) -> Variable:
@@ -256,7 +259,7 @@ def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[t
         Variable(name, v.dtypes, tuple(sorted(v.binds, key=order.__getitem__)), v.evidence, tuple(renamed[n] for n in v.follows), v.verdicts)
         for v, name in zip(variables, new_names)
     ]
-    return OverloadPlan(plan.name, tuple(named), plan.conflicts)
+    return replace(plan, variables=tuple(named))
 
 
 def _set_names(existing: Iterable[GlobalSet], torchlib: Iterable[GlobalSet]) -> dict[tuple[DType, ...], str]:
@@ -399,6 +402,7 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
         if torchlib or opinfo or probe or schema_call:
             merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()), schema_call)
             merged[name] = with_follows(merged[name], sources.follows.get(name, ()))
+            merged[name] = with_promotion(merged[name], sources.promotions.get(name))  # issue 31: promoted slots, diagonal sets
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan

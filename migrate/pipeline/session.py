@@ -265,6 +265,11 @@ class Session:
         installed = installed_native_functions()
         reference = self.native if installed.read_bytes() == self.native.data else self.load_native(installed)
         (opinfo, probe, kernel, schema_calls), alignment = align_runtime_evidence(self.native, reference, opinfo, probe, kernel, schema_calls)
+        promotions = {}
+        if "probe" in wanted:  # issue 31: the refs' promotions and the calls made to check them
+            from migrate.evidence.promotion import promotion_findings
+
+            promotions = promotion_findings(self.native, self.cache, self.options.jobs)
         return {
             "opinfo": opinfo,
             "probe": probe,
@@ -272,6 +277,7 @@ class Session:
             "kernel": kernel,
             "schema_calls": schema_calls,
             "follows": follows,
+            "promotions": promotions,
             "alignment": alignment,
         }
 

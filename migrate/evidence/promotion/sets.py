@@ -1,0 +1,113 @@
+"""Sets at the kernel: an overload's promoted tensors as one variable of the dtypes ATen computes in.
+
+Where ATen promotes (``add``, ``where``, ``cat``, comparisons), a slot-by-slot set is useless: a 0-dim
+or lower-category companion makes any dtype run at any slot, in the companion's dtype. So the
+promoted tensor arguments share one variable, whose set is judged only on **diagonal** calls, where
+every promoted tensor has one dtype and an element: the probes that cast all of them together, and
+the calls built for promotion (``migrate.evidence.promotion.calls``). A call with a 0-dim or
+lower-category companion (a probe casting one of them alone, an observation) proves promotion,
+never a dtype. A dtype such a call accepted is that of the kernel: integers under ``int_to_float``
+are computed in the default float (``computation_dtype``).
+
+The return takes the kind's rule: it is the promoted variable itself (``default``, ``no_opmath``,
+``int_to_float``, ``bool_to_long``), the real counterparts of its dtypes (``complex_to_float``), or
+stays as it was (``always_bool``: bool). Every other slot (indices, masks, ``dtype=``-gated inputs)
+keeps its variable, its verdicts and its dependent constraints.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from migrate.evidence.probe.merge import is_rejection
+from migrate.evidence.promotion.decide import PromotionFinding, computation_dtype, real_counterpart
+from migrate.model.dtypes import canonical
+from migrate.model.plan import DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Evidence, OverloadPlan, Variable
+
+SHARED_RETURN = ("default", "no_opmath", "int_to_float", "bool_to_long")  # kinds whose return is the computation dtype
+PROMOTED = "TPromoted"  # the promoted variable's name until names are given
+_CAST = re.compile(r"^(.*?) cast (?:alone|together)\b")
+
+
+def _cast_slots(evidence: Evidence) -> set[str] | None:
+    """The slots a probe cast, read from its evidence ('self, other cast together ...'); None for other evidence."""
+    found = _CAST.match(evidence.where)
+    return set(found.group(1).split(", ")) if found else None
+
+
+def _diagonal_pieces(plan: OverloadPlan, finding: PromotionFinding) -> list[Evidence]:
+    """The plan's evidence that speaks of diagonal calls, at the promoted tensors, in computation dtypes."""
+    tensors, kind = set(finding.tensors), finding.promotion.kind
+    scalars = [a for a in finding.promotion.args if a not in tensors]
+    pieces, seen = [], set()
+    for variable in plan.variables:
+        for piece in variable.evidence:
+            if not tensors & set(piece.slots) or id(piece) in seen:
+                continue
+            seen.add(id(piece))
+            cast = _cast_slots(piece) if piece.source == PROBE else None
+            if piece.source == PROBE:
+                if cast is None or not tensors <= cast or any(f" and {s}=" in piece.where for s in scalars):
+                    continue  # not a diagonal call, or one whose promoting Scalar moved the computation dtype
+                if is_rejection(piece):
+                    if cast != tensors:
+                        continue  # another slot cast with them may be what ATen refused
+                    dtypes = tuple(d for d in piece.dtypes if computation_dtype(kind, d) == d)
+                    if dtypes:
+                        pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
+                    continue
+            elif piece.source not in (DECLARED, TORCHLIB):
+                continue  # observations mix dtypes per slot; the rest speaks of slots apart
+            dtypes = canonical({computation_dtype(kind, d) for d in piece.dtypes})
+            pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
+    return pieces
+
+
+def _remaining(variable: Variable, moved: set[str]) -> Variable | None:
+    """A variable without the moved slots (None if it binds no other); its dtypes from its evidence at the rest."""
+    rest = tuple(s for s in variable.binds if s not in moved)
+    if not rest or rest == variable.binds:
+        return variable if rest else None
+    evidence = tuple(e for e in variable.evidence if not e.slots or set(e.slots) & set(rest))
+    dtypes = {
+        d for e in evidence if e.source in (OPINFO, PROBE, KERNEL, DECLARED, TORCHLIB) and not is_rejection(e) and e.source != EMPTY for d in e.dtypes
+    }
+    return Variable(variable.name, canonical(dtypes or variable.dtypes), rest, evidence, variable.follows)
+
+
+def with_promotion(plan: OverloadPlan, finding: PromotionFinding | None) -> OverloadPlan:
+    """The plan with its promotion, and its promoted tensors one variable of their diagonal dtypes (see the module)."""
+    if finding is None:
+        return plan
+    if finding.promotion is None or not finding.tensors:
+        return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
+    bound = {s for v in plan.variables for s in v.binds}
+    kind = finding.promotion.kind
+    pieces = _diagonal_pieces(plan, finding) + list(finding.diagonal)
+    dtypes = canonical({d for e in pieces if e.source != TORCHLIB and not is_rejection(e) for d in e.dtypes})
+    if not dtypes:
+        return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
+    shared_return = kind in SHARED_RETURN and "return.0" in bound
+    moved = set(finding.tensors) | ({"return.0"} if shared_return or kind == "complex_to_float" else set())
+    binds = finding.tensors + (("return.0",) if shared_return else ())
+    promoted = Variable(PROMOTED, dtypes, binds, tuple(pieces))
+    variables = [promoted]
+    if kind == "complex_to_float" and "return.0" in bound:
+        real = canonical({real_counterpart(d) for d in dtypes})
+        where = f"the real counterparts of {', '.join(finding.tensors)}'s computation dtypes (complex_to_float)"
+        why = tuple(
+            Evidence(source, where, canonical({real_counterpart(d) for e in pieces if e.source == source and not is_rejection(e) for d in e.dtypes}), ("return.0",))
+            for source in (PROBE, DECLARED)
+            if any(e.source == source and not is_rejection(e) for e in pieces)
+        )
+        variables.append(Variable(f"{PROMOTED}Real", real, ("return.0",), why))
+    gone = set()
+    for variable in plan.variables:
+        kept = _remaining(variable, moved)
+        if kept is None:
+            gone.add(variable.name)
+        else:
+            variables.append(kept)
+    variables = [replace(v, follows=tuple(PROMOTED if f in gone else f for f in v.follows)) if set(v.follows) & gone else v for v in variables]
+    return replace(plan, variables=tuple(variables), promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
