@@ -2,15 +2,17 @@
 
 A case names the overload as native_functions.yaml does (``mm``, ``remainder.Scalar``),
 the tensor slots it casts to the dtype under test (schema argument names; slots that ATen
-needs of one dtype are cast together), the other tensor slots it holds at one dtype
-(``given``: the scorer compares with what the yaml declares for that combination), the
-slots ATen promotes with the cast ones (``promoted``: each call gives them the dtype it
-likes, the dtype under test, float32 or int64; a declaration claims a dtype per slot, "in
-some valid call", so a promoting op's slot is its own case), and one or more calls built
-from the dtype. The calls are alternatives: the dtype is accepted if
+needs of one dtype, or promotes to one, are cast together: a diagonal call), the other tensor
+slots it holds at one dtype (``given``: the scorer compares with what the yaml declares for that
+combination), and one or more calls built from the dtype. The calls are alternatives: the dtype is accepted if
 any of them runs (``mean(int64 tensor, dtype=torch.float32)`` is a valid call of ``mean``).
 The runner calls ``torch.ops.aten.<name>.<overload>`` itself, so a case never reaches
 another overload through a Python wrapper.
+
+``MIXED`` are single calls whose tensors differ in dtype, in both directions: where ATen promotes
+(``add(int64, float32)``, ``where(mask, int32, float64)``, ``cat([float32, int64])``) and where it
+refuses (``add(uint16 tensor, uint16 0-dim)``, ``mm(float32, float64)``, ``addcdiv`` of integers).
+The scorer judges each by the computation dtype the yaml's ``type_promotion:`` gives it.
 """
 
 from __future__ import annotations
@@ -30,14 +32,12 @@ class Case:
     slots: tuple[str, ...]  # cast together to the dtype under test
     calls: tuple[Callable[[torch.dtype], Call], ...]  # alternatives: accepted if any runs
     given: tuple[tuple[str, str], ...] = ()  # (slot, dtype name) held fixed in every call
-    promoted: tuple[str, ...] = ()  # slots each call gives a dtype of its own: companions, not judged
 
     @property
     def key(self) -> str:
-        """Unique within the suite: ``gather[index | self=float32]``, ``add.Tensor[self ~ other]``."""
+        """Unique within the suite: ``gather[index | self=float32]``, ``add.Tensor[self other]``."""
         held = ", ".join(f"{slot}={dtype}" for slot, dtype in self.given)
-        companions = " ~ " + " ".join(self.promoted) if self.promoted else ""
-        return f"{self.overload}[{' '.join(self.slots)}{companions}{' | ' + held if held else ''}]"
+        return f"{self.overload}[{' '.join(self.slots)}{' | ' + held if held else ''}]"
 
 
 def A(*args: Any, **kwargs: Any) -> Call:
@@ -73,40 +73,13 @@ def c(overload: str, slots: str, *calls: Callable[[torch.dtype], Call], given: d
     return Case(overload, tuple(slots.split()), calls, tuple(sorted((given or {}).items())))
 
 
-def _zero_dim(overload: str, slot: str, call: Call) -> Call:
-    """The call with ``slot``'s tensor a 0-dim one of its dtype and first value."""
-    base, _, name = overload.partition(".")
-    names = [a.name for a in getattr(getattr(torch.ops.aten, base), name or "default")._schema.arguments]
-    args, kwargs = call
-    scalar = lambda value: value.flatten()[0].clone()  # noqa: E731
-    if slot in kwargs:
-        return args, kwargs | {slot: scalar(kwargs[slot])}
-    index = names.index(slot)
-    return tuple(scalar(a) if i == index else a for i, a in enumerate(args)), kwargs
-
-
 def promoting(overload: str, slots: str, *builds: Callable[[list[torch.dtype]], Call], given: dict[str, str] | None = None) -> list[Case]:
-    """Slots ATen promotes to a common dtype (``add(uint16, float32)`` runs in float32): a case per slot, the
-    dtype accepted when some call with the other slots at it, at float32 or at int64 runs, or with the slot a
-    0-dim tensor beside them (ATen computes in the others' dtype then: ``x - torch.tensor(1, dtype=float8)``)."""
-    names = slots.split()
-
-    def call(build: Callable[[list[torch.dtype]], Call], index: int, companion: torch.dtype | None) -> Callable[[torch.dtype], Call]:
-        return lambda d: build([d if j == index or companion is None else companion for j in range(len(names))])
-
-    def zero_dim(build: Callable[[list[torch.dtype]], Call], index: int, companion: torch.dtype) -> Callable[[torch.dtype], Call]:
-        return lambda d: _zero_dim(overload, names[index], call(build, index, companion)(d))
-
-    def calls(index: int) -> tuple[Callable[[torch.dtype], Call], ...]:
-        return tuple(
-            alternative
-            for build in builds
-            for alternative in (call(build, index, None), call(build, index, F32), call(build, index, I64))
-            + (zero_dim(build, index, F32), zero_dim(build, index, I64))
-        )
-
-    held = tuple(sorted((given or {}).items()))
-    return [Case(overload, (name,), calls(i), held, tuple(n for n in names if n != name)) for i, name in enumerate(names)]
+    """Slots ATen promotes to a common dtype before its kernel: one diagonal case, every slot cast to the dtype
+    under test (``add(uint16, float32)`` runs in float32 and says nothing of uint16; ``add(uint16, uint16)``
+    has no kernel). Mixed calls are in ``MIXED``."""
+    n = len(slots.split())
+    calls = tuple((lambda build: lambda d: build([d] * n))(build) for build in builds)
+    return [Case(overload, tuple(slots.split()), calls, tuple(sorted((given or {}).items())))]
 
 
 def _unary(*names: str) -> list[Case]:
@@ -365,4 +338,55 @@ CASES: tuple[Case, ...] = (
     c("conv3d", "input weight bias", lambda d: A(t(d, 1, 2, 4, 4, 4), t(d, 3, 2, 2, 2, 2), t(d, 3))),
     c("bilinear", "input1 input2 weight bias", lambda d: A(t(d, 2, 3), t(d, 2, 4), t(d, 5, 3, 4), t(d, 5))),
     c("grid_sampler_2d", "input grid", lambda d: A(t(d, 1, 1, 3, 3), p(d, 1, 2, 2, 2), 0, 0, False)),
+)
+
+
+@dataclass(frozen=True)
+class Mixed:
+    """One call with tensors (or a Python number) of different dtypes; ``spelled`` names them in argument order."""
+
+    overload: str
+    spelled: str  # 'int64, float32:0' (':0' a 0-dim tensor)
+    call: Callable[[], Call]
+
+    @property
+    def key(self) -> str:
+        return f"{self.overload}({self.spelled})"
+
+
+def v(spec: str, *shape: int) -> Any:
+    """A value from its spelling: 'int64' a tensor of ``shape``, 'float64:0' a 0-dim tensor, '0.5' a Python float."""
+    if spec[0].isdigit():
+        return float(spec)
+    name, _, zero_dim = spec.partition(":")
+    return t(getattr(torch, name), *(() if zero_dim else shape))
+
+
+def mixed(overload: str, build: Callable[[list[str]], Call], *combinations: str) -> list[Mixed]:
+    """A mixed call per combination ('int64 float32'), ``build`` making the call from the values' spellings."""
+    return [Mixed(overload, ", ".join(specs.split()), (lambda specs: lambda: build(specs.split()))(specs)) for specs in combinations]
+
+
+_BOTH_WAYS = ("int64 float32", "float32 int64", "bool float16", "float16 bool", "float32 float64:0", "int8 float32", "uint16 uint16:0")
+
+
+def _binary_mixed(*names: str, combinations: tuple[str, ...] = _BOTH_WAYS) -> list[Mixed]:
+    return [m for name in names for m in mixed(name, lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3)), *combinations)]
+
+
+MIXED: tuple[Mixed, ...] = (
+    *_binary_mixed("add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "minimum", "atan2"),
+    *_binary_mixed("add.Tensor", "mul.Tensor", "div.Tensor", combinations=("int64 0.5", "int64 int64", "uint8 int8")),
+    *_binary_mixed("logical_and", "logical_or", "bitwise_and.Tensor", "floor_divide", "remainder.Tensor", "fmod.Tensor"),
+    *_binary_mixed("eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor"),
+    *_binary_mixed("pow.Tensor_Tensor", "hypot", "copysign.Tensor", "xlogy.Tensor"),
+    *mixed("div.Tensor_mode", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), rounding_mode="floor"), *_BOTH_WAYS),
+    *mixed("where.self", lambda s: A(mask(2, 3), v(s[0], 2, 3), v(s[1], 2, 3)), "int32 float64", "float64 int32", "bool float16", "uint16 uint16:0"),
+    *mixed("cat", lambda s: A([v(s[0], 2, 3), v(s[1], 2, 3)]), "float32 int64", "int64 float32", "bool float16", "uint16 int8"),
+    *mixed("clamp.Tensor", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "int64 float32 float32", "float32 int64 int64", "uint16 uint16 uint16:0"),
+    *mixed("addcdiv", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "float32 int64 float32", "int64 int64 int64", "int32 int64 int32", "float16 float32 float32"),
+    *mixed("addcmul", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "float32 int64 float32", "int64 int32 int64", "bool float16 float16"),
+    *mixed("mse_loss", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3)), "float32 int64", "float16 float32", "int64 int64"),
+    *mixed("mm", lambda s: A(v(s[0], 2, 3), v(s[1], 3, 4)), "float32 float64", "int64 float32"),
+    *mixed("lerp.Tensor", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "float32 float64 float32", "float64 float32 float32"),
 )

@@ -6,8 +6,8 @@ worker builds a call from the schema (``migrate.evidence.probe.schema_calls``) a
 candidate set of promoting arguments (the refs' set first, then every positional tensor and
 Scalar input, then each of those but one), makes:
 
-- **mixed calls**, non-empty: int64 with float32 and bool with float16 (each tensor in turn the
-  lower one), each
+- **mixed calls**, non-empty: int64 with float32, bool with float16 and int32 with int64 (each
+  tensor in turn the lower one; bitwise ops have no float kernel), each
   tensor as a 0-dim float64 beside float32 ones, a Python float beside int64 tensors (a
   promoting Scalar, else in a tensor's place where the schema lets a number in);
 - **diagonal calls**: every promoted tensor at one dtype, for each dtype of the universe.
@@ -212,7 +212,7 @@ def _mixed(units, has_scalar: bool) -> Iterator[tuple[str, list[tuple[Any, bool]
 
     n = len(units)
     if n >= 2:
-        for low, high in ((torch.int64, torch.float32), (torch.bool, torch.float16)):
+        for low, high in ((torch.int64, torch.float32), (torch.bool, torch.float16), (torch.int32, torch.int64)):
             for i in range(n):  # each in turn the lower one: two integers could meet a kernel's own refusal (addcdiv)
                 yield f"{_spelled(low)} with {_spelled(high)}", [(low if j == i else high, False) for j in range(n)], None
         for i, (_, index) in enumerate(units):
@@ -243,10 +243,8 @@ def _tried(caller: _Caller, names: list[str], kinds: dict[str, str], universe) -
         if _NOT_MADE in message:
             continue
         mixed.append([text, returned, message, _predicted(_promoted_values(names, replaced))])
-        if returned is None:
-            break  # one refusal settles this set
     diagonal = []
-    if all(m[1] is not None for m in mixed):
+    if not mixed or any(m[1] is not None for m in mixed):
         for dtype in universe:
             replaced = _assigned(caller, names, kinds, units, [(dtype, False)] * len(units))
             returned, message, _ = caller.call(replaced)
@@ -283,14 +281,14 @@ def promotion_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
 
 
 def consistent_kinds(tried: dict[str, Any]) -> list[str]:
-    """The kinds torch's rules agree with on these calls: every call that ran returned the kind's result dtype, and no
-    call was refused whose computation dtype under the kind is one a diagonal call ran in (``addcdiv`` of integers is
-    refused, so it is not ``int_to_float``). None when a mixed call was refused or no diagonal call ran."""
-    if any(returned is None for _, returned, _, _ in tried["mixed"]):
-        return []
+    """The kinds torch's rules agree with on these calls: some mixed call ran (when there are any), every call
+    that ran returned the kind's result dtype, and no call was refused whose computation dtype under the kind is
+    one a diagonal call ran in. So ``lerp(int64, float32, float32)``, refused though float32 lerp runs, rules
+    promotion out, and ``addcdiv`` of integers, refused, rules ``int_to_float`` out; ``bitwise_and(int64,
+    float32)`` is refused for want of a float kernel, which promotion does not contradict."""
     calls = tried["mixed"] + tried["diagonal"]
     diagonal_ran = {dtype for dtype, returned, _, _ in tried["diagonal"] if returned is not None}
-    if not diagonal_ran:
+    if not diagonal_ran or (tried["mixed"] and all(returned is None for _, returned, _, _ in tried["mixed"])):
         return []
     found = []
     for kind in KINDS:

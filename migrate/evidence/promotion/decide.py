@@ -61,7 +61,19 @@ class PromotionFinding:
 
 def _call_text(name: str, call: list[Any]) -> str:
     text, _, message, _ = call
-    return f"{name} with {text}: {message}"
+    return f"{name}({text}): {message}"
+
+
+def _contradicting(report: dict[str, Any], declared: Promotion) -> list[Any] | None:
+    """The first refused mixed call of the declared arguments whose computation dtype a diagonal call ran in."""
+    for tried in report["tried"]:
+        if tried["args"] == list(declared.args):
+            ran = {dtype for dtype, returned, _, _ in tried["diagonal"] if returned is not None}
+            for call in tried["mixed"]:
+                predicted = call[3].get(declared.kind)
+                if call[1] is None and (not ran or (predicted and predicted[0] in ran)):
+                    return call
+    return None
 
 
 def finding_of(report: dict[str, Any]) -> PromotionFinding:
@@ -82,7 +94,7 @@ def finding_of(report: dict[str, Any]) -> PromotionFinding:
     conflicts = ()
     if declared is not None and promotion != declared:
         if promotion is None:
-            refused = next((c for t in report["tried"] if t["args"] == list(declared.args) for c in t["mixed"] if c[1] is None), None)
+            refused = _contradicting(report, declared)
             why = f"ATen refused {_call_text(name, refused)}" if refused else "no call made with these arguments agreed with a promotion kind"
             message = f"torch's refs declare {name} promoting {declared}; {why}: no promotion written"
         else:
