@@ -16,7 +16,7 @@ import time
 
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache, run_opinfos
-from migrate.evidence.runtime.processes import DEFAULT_TIMEOUT
+from migrate.runtime.processes import DEFAULT_TIMEOUT
 
 
 def main(argv: list[str] | None = None) -> int:

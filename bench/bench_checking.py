@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from migrate.check.checker import Declarations, checking
 from migrate.cli import main as cli
-from migrate.evidence.runtime.recorders import Recording
+from migrate.runtime.recorders import Recording
 
 D_MODEL, HEADS, MLP, BATCH, SEQUENCE = 256, 4, 1024, 8, 128
 FORWARDS_PER_ROUND = 10

@@ -26,7 +26,7 @@ import time
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache, run_opinfos, run_sweep
-from migrate.evidence.runtime.processes import DEFAULT_TIMEOUT
+from migrate.runtime.processes import DEFAULT_TIMEOUT
 
 _LOAD_IN_FRESH_INTERPRETER = """
 import sys, time

@@ -17,7 +17,7 @@ from pathlib import Path
 import libcst
 
 from migrate.cache import StageCache
-from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib
+from migrate.torchlib_source.resolve import installed_torchlib, scan_torchlib
 from migrate.model.native import NativeFunctions, installed_native_functions
 
 

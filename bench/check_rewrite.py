@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from migrate.cache import StageCache
-from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib  # noqa: E402
+from migrate.torchlib_source.resolve import installed_torchlib, scan_torchlib  # noqa: E402
 from migrate.model.declared import declared_variables  # noqa: E402
 from migrate.model.dtypes import DType  # noqa: E402
 from migrate.model.export_status import FAILED, HANDLED, NO_KERNEL, OK  # noqa: E402

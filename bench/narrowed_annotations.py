@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from migrate.cache import StageCache  # noqa: E402
-from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib  # noqa: E402
+from migrate.torchlib_source.resolve import installed_torchlib, scan_torchlib  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402
 
 

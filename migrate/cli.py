@@ -225,7 +225,7 @@ def _autocast_gen_parser() -> argparse.ArgumentParser:
 
 
 def run_autocast_gen(args: argparse.Namespace) -> int:
-    from migrate.evidence.autocast.source import installed_header
+    from migrate.autocast_source import installed_header
     from migrate.model.native import NativeFunctions
     from migrate.write.autocast_gen import generate
     from migrate.write.outputs import Output, commit

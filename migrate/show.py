@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from migrate.evidence.torchlib.resolve import OverloadIndex, TorchlibEvidence
+from migrate.torchlib_source.resolve import OverloadIndex, TorchlibEvidence
 from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical, format_set
 from migrate.model.named_sets import composed_name
 from migrate.model.plan import GlobalSet
@@ -65,7 +65,7 @@ class ShowContext:
     @functools.cached_property
     def sweep(self):
         """The OpInfo runs in the cache (show runs nothing: a run of the tool fills the cache)."""
-        from migrate.evidence.runtime.runs import SweepResult, SweepStats
+        from migrate.runtime.runs import SweepResult, SweepStats
 
         catalogue, found = self.session.cached_runs()
         runs = tuple(found.values())
@@ -88,7 +88,7 @@ class ShowContext:
         return autocast_policies(self.native.by_name, self.session.cache)
 
     def observed(self, overload: str):
-        from migrate.evidence.runtime.runs import overload_key
+        from migrate.runtime.runs import overload_key
 
         return [o for o in self.sweep.observations if overload_key(o.overload) == overload]
 
@@ -97,17 +97,20 @@ Section = Callable[[ShowContext, str], list[str]]
 
 
 def declared_section(context: ShowContext, overload: str) -> list[str]:
-    """What the file itself declares for the overload, when it is annotated: each variable's slots and its list."""
+    """What the file itself declares for the overload, when it is annotated: each variable's slots and its list, its promotion."""
     from migrate.model.constraint import ConstraintList
-    from migrate.model.declared import declared_variables
+    from migrate.model.declared import declared_promotion, declared_variables
 
     entry = context.native.by_name.get(overload)
     variables = declared_variables(context.native, entry, context.file_sets) if entry is not None else ()
+    promotion = declared_promotion(context.native, entry) if entry is not None else None
     lines = []
     for variable in variables:
         follows = f" (or the dtype {', '.join(variable.follows)} has in the call)" if variable.follows else ""
         spelled = str(ConstraintList(variable.dtypes, variable.follows)) if variable.follows else _named(context, variable)
         lines.append(f"  {variable.name} = {spelled}{follows}: {', '.join(variable.binds)}" if variable.follows else f"  {spelled}: {', '.join(variable.binds)}")
+    if promotion is not None:
+        lines.append(f"  {promotion.line(0)} (the promoted tensors' variable is the call's computation dtype)")
     return ["declared:"] + lines if lines else []
 
 
@@ -148,7 +151,7 @@ def _named(context: ShowContext, variable) -> str:
 
 
 def _variable_lines(context: ShowContext, plan, source: str) -> list[str]:
-    from migrate.evidence.probe.merge import is_rejection
+    from migrate.model.rejection import is_rejection
 
     lines = []
     for variable in plan.variables:
@@ -177,7 +180,7 @@ def _probe_plan(context: ShowContext, overload: str):
     from migrate.evidence.derived import probed_calls
     from migrate.evidence.probe.merge import probe_plans
     from migrate.evidence.probe.schema_calls import cached_schema_calls
-    from migrate.evidence.runtime.runs import overload_key
+    from migrate.runtime.runs import overload_key
 
     probed = tuple(p for p in context.sweep.probes if overload_key(p.overload) == overload)
     built = tuple(c for c in cached_schema_calls(context.session.cache) or () if overload_key(c.overload) == overload)
@@ -188,7 +191,7 @@ def _probe_plan(context: ShowContext, overload: str):
 def probe_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted (and refused, with its message) when the overload was called with slots cast."""
     from migrate.evidence.probe.follows import follows_facts
-    from migrate.evidence.runtime.runs import overload_key
+    from migrate.runtime.runs import overload_key
     from migrate.model.plan import PROBE
 
     probed = [p for p in context.sweep.probes if overload_key(p.overload) == overload]
@@ -229,7 +232,7 @@ def verdicts_section(context: ShowContext, overload: str) -> list[str]:
 def schema_call_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted when called with arguments built from the schema (used only where nothing else typed it)."""
     from migrate.evidence.probe.schema_calls import cached_schema_calls, schema_call_plans
-    from migrate.evidence.runtime.runs import overload_key
+    from migrate.runtime.runs import overload_key
     from migrate.model.plan import PROBE
 
     calls = cached_schema_calls(context.session.cache)

@@ -13,7 +13,7 @@ import pytest
 
 from migrate.cache import code_digest, digest
 from migrate.errors import InputError
-from migrate.evidence.torchlib.resolve import installed_torchlib
+from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.native import NativeFunctions
 from migrate.model.schema import TypedSchema
 from migrate.pipeline import Options, Session
@@ -78,7 +78,7 @@ def test_every_key_holds_each_part_apart_and_a_stage_its_own_code():
     assert len(code_digest()) == 64
     # A stage's code is its module and every module of the tool it imports, not the whole tool.
     assert code_digest("migrate.model.native") == code_digest("migrate.model.native", "migrate.model.schema")
-    assert code_digest("migrate.model.native") != code_digest("migrate.evidence.opinfo.samples") != code_digest()
+    assert code_digest("migrate.model.native") != code_digest("migrate.runtime.samples") != code_digest()
 
 
 def _validated(path: Path, cache: Path) -> NativeFunctions:

@@ -13,7 +13,7 @@ import pytest
 
 import migrate.pipeline.session as session_module
 from migrate import cli
-from migrate.evidence.torchlib.resolve import installed_torchlib
+from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.dtypes import named
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import OverloadPlan, Plan, Variable

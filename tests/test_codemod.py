@@ -19,7 +19,7 @@ from codemods.annotations import tensor_core
 from codemods.imports import SplitModule, member_key
 from codemods.typevars import TypeVarSpec
 from migrate.cache import StageCache
-from migrate.evidence.torchlib.resolve import installed_torchlib, scan_torchlib
+from migrate.torchlib_source.resolve import installed_torchlib, scan_torchlib
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import OverloadPlan, Plan
 from migrate.write.torchlib.decide import DROPPED_NON_ONNX, DTYPE_REMOVED, GLOBAL_SET, INLINE_SET, KEPT_COMPLEX, KEPT_NARROWER, UNION

@@ -107,7 +107,7 @@ from filelock import FileLock  # noqa: E402  (a dependency of torch)
 
 from migrate.cache import StageCache  # noqa: E402
 from migrate.evidence.derived import opinfo_evidence  # noqa: E402
-from migrate.evidence.torchlib.resolve import scan_torchlib  # noqa: E402
+from migrate.torchlib_source.resolve import scan_torchlib  # noqa: E402
 from migrate.infer import Sources, infer_plan  # noqa: E402
 from migrate.model.dtypes import DType, canonical, named  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402

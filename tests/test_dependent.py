@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from migrate.check.checker import OUTSIDE_SET, Declarations, checking
 from migrate.errors import InputError
 from migrate.evidence.probe.follows import follows_facts
-from migrate.evidence.runtime.runs import OpInfoId, Probe, ProbedCall
+from migrate.runtime.runs import OpInfoId, Probe, ProbedCall
 from migrate.infer import name_variables, with_follows
 from migrate.model.constraint import ConstraintList, follows_problem, possible_dtypes
 from migrate.model.declared import declared_variables
@@ -260,7 +260,7 @@ def test_no_fact_from_one_query_dtype_nor_where_the_rule_does_not_hold_exactly()
 
 
 def test_an_observation_outside_the_rule_vetoes_it():
-    from migrate.evidence.runtime.runs import Observation
+    from migrate.runtime.runs import Observation
 
     odd = Observation(
         "aten::scaled_dot_product_attention",
@@ -327,7 +327,7 @@ def test_the_real_run_writes_the_sdpa_mask_as_following_the_query(tmp_path):
 
 def test_torchlib_is_judged_against_the_union_of_a_follower_and_the_set_it_follows(tmp_path):
     from migrate.cache import StageCache
-    from migrate.evidence.torchlib.resolve import scan_torchlib
+    from migrate.torchlib_source.resolve import scan_torchlib
     from migrate.write.torchlib.rewrite import rewrite_torchlib
 
     folder = FIXTURES / "codemod"

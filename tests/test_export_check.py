@@ -17,7 +17,7 @@ from migrate.audit.export import CONFIRMED, REFUTED, cached_results, results_dir
 from migrate.audit.export_worker import EXPORT_ERROR, INVALID_MODEL, MISMATCH, NO_SAMPLE, OK, RUNTIME_ERROR
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
-from migrate.evidence.torchlib.resolve import installed_torchlib
+from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.dtypes import named
 from migrate.model.plan import Variable
 from tests.conftest import run_cli

@@ -15,7 +15,7 @@ from migrate.audit.export import CaseRequest, requests
 from migrate.audit.export_worker import Run, _compare, _spec_error
 from migrate.cache import StageCache
 from migrate.evidence.probe.merge import REJECTED
-from migrate.evidence.torchlib.resolve import scan_torchlib
+from migrate.torchlib_source.resolve import scan_torchlib
 from migrate.model.dtypes import DType, named
 from migrate.model.export_status import (
     EXPORT_ERROR,

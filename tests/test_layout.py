@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,28 @@ def test_a_cycle_is_found():
     for importer, imported in (("a", "b"), ("b", "c"), ("c", "a")):
         graph.add_import(importer=importer, imported=imported)
     assert _cycle(graph, {"a", "b", "c"}) == ["a", "b", "c", "a"]
+
+
+def _private_torch_uses(tree: ast.AST) -> list[str]:
+    """``torch._x`` attributes read and ``torch._x`` modules imported (dunders such as ``__version__`` aside)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "torch":
+            if node.attr.startswith("_") and not node.attr.startswith("__"):
+                found.append(f"torch.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch._"):
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if alias.name.startswith("torch._")]
+    return found
+
+
+def test_only_torch_private_touches_torchs_private_api():
+    private = ROOT / "migrate" / "runtime" / "torch_private.py"
+    uses = {
+        path.relative_to(ROOT).as_posix(): found
+        for path in sorted((ROOT / "migrate").rglob("*.py"))
+        if path != private and (found := _private_torch_uses(ast.parse(path.read_bytes())))
+    }
+    assert uses == {}
+    assert _private_torch_uses(ast.parse("import torch\ntorch._C._dispatch_has_kernel('aten::mm')")) == ["torch._C"]

@@ -10,7 +10,7 @@ from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.probe.merge import SCHEMA_CALL_WHERE, probe_plans
 from migrate.evidence.probe.schema_calls import cached_schema_calls
-from migrate.evidence.runtime.runs import OpInfoId, OpInfoRun, overload_key
+from migrate.runtime.runs import OpInfoId, OpInfoRun, overload_key
 
 
 @pytest.mark.slow  # derives the plans of the whole sweep

@@ -7,7 +7,7 @@ import pytest
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
-from migrate.evidence.runtime.runs import CALL_RAISED, NO_CPU_DTYPES
+from migrate.runtime.runs import CALL_RAISED, NO_CPU_DTYPES
 from migrate.model.native import NativeFunctions, installed_native_functions
 
 pytestmark = pytest.mark.slow  # the whole OpInfo sweep

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from migrate.evidence.opinfo.observations import plans_from_observations
-from migrate.evidence.runtime.runs import CatalogueEntry, Observation, OpInfoId, overload_key
+from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, overload_key
 from migrate.model.dtypes import DType
 from migrate.model.plan import DECLARED, OPINFO
 

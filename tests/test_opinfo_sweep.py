@@ -13,14 +13,14 @@ import time
 
 import pytest
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 from migrate.evidence.opinfo import sweep
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
-from migrate.evidence.runtime import processes
-from migrate.evidence.runtime.runs import CALL_RAISED, NO_CPU_DTYPES, OpInfoId
-from migrate.evidence.runtime.processes import CRASH, DONE, TIMEOUT, Job, run_in_workers
+from migrate.runtime import processes
+from migrate.runtime.runs import CALL_RAISED, NO_CPU_DTYPES, OpInfoId
+from migrate.runtime.processes import CRASH, DONE, TIMEOUT, Job, run_in_workers
 
 pytestmark = pytest.mark.slow  # OpInfo sweeps in workers, into a cold cache
 
@@ -181,7 +181,7 @@ def test_a_warm_op_filter_also_selects_the_opinfos_cached_as_reaching_it(cache, 
 def test_the_recorders_count_a_call_seen_by_both_once():
     import torch
 
-    from migrate.evidence.runtime.recorders import Recording
+    from migrate.runtime.recorders import Recording
 
     x = torch.ones(3)
     with Recording() as recording:
@@ -198,7 +198,7 @@ def test_the_recorders_count_a_call_seen_by_both_once():
 def test_memoised_handlers_are_forgotten_and_yield_to_another_recording():
     import torch
 
-    from migrate.evidence.runtime.recorders import Recording
+    from migrate.runtime.recorders import Recording
 
     x = torch.ones(2)
     add = torch.ops.aten.add.Tensor

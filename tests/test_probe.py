@@ -16,9 +16,9 @@ from migrate.evidence.opinfo import sweep
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.evidence.probe.merge import ACCEPTED, JOINED, REJECTED, SPLIT, is_rejection, probe_plans_from_sweep, probe_summary
 from migrate.evidence.probe.prober import dtype_universe
-from migrate.evidence.runtime.recorders import dtype_name
+from migrate.runtime.recorders import dtype_name
 from migrate.cache import StageCache
-from migrate.evidence.torchlib.resolve import scan_torchlib
+from migrate.torchlib_source.resolve import scan_torchlib
 from migrate.infer import Sources, infer_plan
 from migrate.model.dtypes import DType, named
 from migrate.model.native import NativeFunctions, installed_native_functions

@@ -21,7 +21,7 @@ import pytest
 
 from migrate.cli import main
 from migrate.cache import StageCache
-from migrate.evidence.torchlib.resolve import scan_torchlib
+from migrate.torchlib_source.resolve import scan_torchlib
 from migrate.model.native import NativeFunctions
 from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, run_cli
 from tests.test_yaml_writer import _comment_owners

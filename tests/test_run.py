@@ -10,8 +10,8 @@ import pytest
 
 from migrate.cache import StageCache, cache_root
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
-from migrate.evidence.runtime.runs import overload_key
-from migrate.evidence.torchlib.resolve import installed_torchlib
+from migrate.runtime.runs import overload_key
+from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.declared import declared_variables
 from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 from migrate.evidence.probe import schema_calls
 from migrate.evidence.probe.schema_calls import probe_built_calls, schema_call_plans
 from migrate.evidence.probe.prober import dtype_universe
-from migrate.evidence.runtime.recorders import dtype_name
-from migrate.evidence.runtime.runs import SCHEMA_CALL, ProbedCall
+from migrate.runtime.recorders import dtype_name
+from migrate.runtime.runs import SCHEMA_CALL, ProbedCall
 from migrate.infer import Sources, infer_plan
 from migrate.model.dtypes import DType, canonical, named
 from migrate.model.native import NativeFunctions

@@ -17,9 +17,9 @@ from pathlib import Path
 import libcst
 import pytest
 
-import migrate.evidence.torchlib.scan
+import migrate.torchlib_source.scan
 from migrate.cache import StageCache
-from migrate.evidence.torchlib.resolve import OverloadIndex, installed_torchlib, scan_torchlib
+from migrate.torchlib_source.resolve import OverloadIndex, installed_torchlib, scan_torchlib
 from migrate.model.dtypes import DType, named
 from migrate.model.native import NativeFunctions, installed_native_functions
 
@@ -167,7 +167,7 @@ def test_unchanged_tree_is_read_from_the_cache(evidence, native, cache_dir, monk
     def no_parsing(*args, **kwargs):
         raise AssertionError("parsed although the cache holds this content")
 
-    monkeypatch.setattr(migrate.evidence.torchlib.scan.cst, "parse_module", no_parsing)
+    monkeypatch.setattr(migrate.torchlib_source.scan.cst, "parse_module", no_parsing)
     warm = scan_torchlib(installed_torchlib(), native, StageCache.at(cache_dir))
     assert warm.cached_files == warm.files == evidence.files
     assert warm.overloads == evidence.overloads
@@ -186,7 +186,7 @@ def test_an_edited_module_alone_is_parsed_again(evidence, native, cache_dir, tmp
         parsed.append(text)
         return parse(text, *args, **kwargs)
 
-    monkeypatch.setattr(migrate.evidence.torchlib.scan.cst, "parse_module", counting)
+    monkeypatch.setattr(migrate.torchlib_source.scan.cst, "parse_module", counting)
     copy = scan_torchlib(tree, native, StageCache.at(cache_dir))
     assert len(parsed) == 1 and parsed[0].startswith("# an edit\n")
     assert copy.cached_files == copy.files - 1
@@ -200,7 +200,7 @@ def test_the_scan_imports_neither_onnxscript_nor_torch(evidence, cache_dir):
     code = (
         "import sys\n"
         "from migrate.model.native import NativeFunctions, installed_native_functions\n"
-        "from migrate.cache import StageCache\nfrom migrate.evidence.torchlib.resolve import scan_torchlib\n"
+        "from migrate.cache import StageCache\nfrom migrate.torchlib_source.resolve import scan_torchlib\n"
         f"evidence = scan_torchlib(None, NativeFunctions.load(installed_native_functions()), StageCache.at({str(cache_dir)!r}))\n"
         f"assert len(evidence.overloads) == {len(evidence.overloads)}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('onnxscript', 'torch')))\n"

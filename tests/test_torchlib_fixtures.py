@@ -8,7 +8,7 @@ import pytest
 
 from migrate.errors import InputError
 from migrate.cache import StageCache
-from migrate.evidence.torchlib.resolve import scan_torchlib
+from migrate.torchlib_source.resolve import scan_torchlib
 from migrate.model.dtypes import COMPLEX, canonical, format_set, named
 from migrate.model.native import NativeFunctions
 from migrate.pipeline import Options, Session

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 from migrate.evidence.opinfo.observations import plans_from_observations
 from migrate.evidence.probe import prober as probing
 from migrate.evidence.probe.merge import REJECTED as REJECTED_WHERE
 from migrate.evidence.probe.merge import probe_plans
-from migrate.evidence.runtime import recorders
-from migrate.evidence.runtime.runs import CatalogueEntry, Observation, OpInfoId, Probe, ProbedCall
+from migrate.runtime import recorders
+from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, Probe, ProbedCall
 from migrate.evidence.verdicts import dtype_verdict_summary, verdicts_of, with_verdicts
 from migrate.infer import merge_overload
 from migrate.model.dtypes import TENSOR_DTYPES, DType

@@ -28,8 +28,8 @@ from typing import Any
 
 from migrate.audit import export_worker
 from migrate.cache import StageCache, store
-from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
-from migrate.evidence.runtime.runs import CatalogueEntry
+from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.runs import CatalogueEntry
 from migrate.model import export_status
 from migrate.model.dtypes import DType, canonical
 from migrate.model.export_status import (
@@ -269,11 +269,11 @@ def run_export_check(
 def _recorded_calls(overloads: Iterable[str], cache: StageCache) -> Iterator[tuple[CatalogueEntry, str, DType, bool, int]]:
     """Per OpInfo of the sweep's cache, its recorded calls of these overloads: (its catalogue entry, the overload
     as given, the sample dtype, whether the sample's own code made them, how many)."""
-    from migrate.evidence.opinfo.sweep import SweepCache
+    from migrate.runtime.run_files import RunFiles
 
     keys = {OverloadName.parse(o).qualified: o for o in overloads}
-    sweep = SweepCache.of(cache)
-    catalogue = sweep.catalogue()
+    sweep = RunFiles.of(cache)
+    catalogue = sweep.cached_catalogue() or ()  # before the sweep ran: no OpInfo recorded a call
     runs = sweep.runs(catalogue)
     for entry in catalogue:
         run = runs.get(entry.opinfo)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrate.evidence.runtime.processes import one_line
+from migrate.runtime.processes import one_line
 
 from migrate.model.export_status import EXPORT_ERROR, INVALID_MODEL, MISMATCH, NO_KERNEL, NO_SAMPLE, OK, RUNTIME_ERROR, combined, load_failure_status
 
@@ -99,7 +99,7 @@ class Case:
 def _capture(wanted: set[str]) -> Any:
     """A ``CallCapture`` of the wanted overloads that keeps calls distinct by every argument (dtypes, shapes,
     other values), not by input dtypes alone: a case runs calls of other shapes and options, all from one sample dtype."""
-    from migrate.evidence.runtime import recorders
+    from migrate.runtime import recorders
 
     class VariedCapture(recorders.CallCapture):
         def before(self, key, slots, args, kwargs, direct):
@@ -136,9 +136,9 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     use_torchlib(argument["torchlib"])
     import torch
 
-    from migrate.evidence.opinfo.samples import call_samples, find_opinfo, samples_by_dtype
-    from migrate.evidence.runtime import recorders
-    from migrate.evidence.runtime.runs import OpInfoId
+    from migrate.runtime.samples import call_samples, find_opinfo, samples_by_dtype
+    from migrate.runtime import recorders
+    from migrate.runtime.runs import OpInfoId
 
     functions = _dispatched_functions()
     for group in argument["groups"]:
@@ -199,7 +199,7 @@ def _batches(cases: list[Case]) -> Iterator[tuple[int, int]]:
 
 def _dispatched_functions() -> dict[str, str]:
     """Per overload ('add.Tensor'), the torchlib function the exporter dispatches a real-valued call to."""
-    from migrate import torch_private
+    from migrate.runtime import torch_private
 
     registry = torch_private.memoise_onnx_registry()
     found = {}
@@ -543,7 +543,7 @@ def _ort_value(tensor: Any) -> Any:
     import onnxruntime
     import torch
 
-    from migrate import torch_private
+    from migrate.runtime import torch_private
 
     tensor = tensor.contiguous()
     if tensor.is_complex():  # the exporter's form of a complex tensor: its real view

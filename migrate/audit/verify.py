@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from migrate.check.checker import Declarations, Violation, checking
-from migrate.evidence.opinfo.samples import call_samples, find_opinfo, samples_by_dtype
-from migrate.evidence.runtime.runs import BACKWARD_RAISED, CALL_RAISED, NO_CPU_DTYPES, SAMPLE_INPUTS_RAISED, CatalogueEntry, Failure, OpInfoId
-from migrate.evidence.runtime.processes import DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
+from migrate.runtime.samples import call_samples, find_opinfo, samples_by_dtype
+from migrate.runtime.runs import BACKWARD_RAISED, CALL_RAISED, NO_CPU_DTYPES, SAMPLE_INPUTS_RAISED, CatalogueEntry, Failure, OpInfoId
+from migrate.runtime.processes import DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
 from migrate.model.dtypes import DType
 
 if TYPE_CHECKING:  # each worker imports this module, and reading yaml is no work of theirs

@@ -1,6 +1,6 @@
 """Runtime dtype checking: every ATen call validated against the type variables its overload declares.
 
-``checking(path)`` puts the two dispatch modes the recorders use (``migrate.dispatch``)
+``checking(path)`` puts the two dispatch modes the recorders use (``migrate.runtime.dispatch``)
 at their keys: one on the PreDispatch key sees each call made from Python
 at its own name, CompositeImplicitAutograd overloads included, before it decomposes;
 one on the Python key sees every call that reaches a kernel, the parts of those
@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from migrate import torch_private
-from migrate.dispatch import TwoKeyObserver, has_elements
+from migrate.runtime import torch_private
+from migrate.runtime.dispatch import TwoKeyObserver, has_elements
 from migrate.errors import InputError
 from migrate.model.constraint import ConstraintList
 from migrate.model.dtypes import DType

@@ -1,7 +1,7 @@
 """torchgen compatibility: annotated files load into torchgen's own model through lowering.
 
 Generators keep reading ``ParsedYaml`` as they always did; the annotations are
-checked (every variable resolves) and then lowered in memory, so the model, source
+checked (every variable resolves, every ``type_promotion`` line fits its schema) and then lowered in memory, so the model, source
 locations included, is the one torchgen builds from the plain file. A file of another
 release needs that release's torchgen imported (a source tree's, with its root on the
 path); with another torchgen the first schema it cannot read is a clear error saying so.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from migrate.model.declared import declared_variables
+from migrate.model.declared import declared_promotion, declared_variables
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path, source_tree_root
 from migrate.write.native_functions import lower
@@ -28,6 +28,7 @@ def parse_native_yaml(path: Path | str, tags_yaml_path: Path | str | None = None
     sets = GlobalSetsFile.load(sibling_constraints_path(path)).by_name
     for entry in native.entries:
         declared_variables(native, entry, sets)  # an unresolved variable is an error here too
+        declared_promotion(native, entry)  # and so is a malformed type_promotion line
         _installed_torchgen_fits(native, entry)
     tags = Path(tags_yaml_path) if tags_yaml_path is not None else path.with_name("tags.yaml")
     loaded = yaml.load(lower(native), Loader=LineLoader)

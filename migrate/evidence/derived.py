@@ -22,8 +22,8 @@ from migrate.evidence.probe import follows as follows_module
 from migrate.evidence.probe import merge as probe_module
 from migrate.evidence.probe import schema_calls as schema_calls_module
 from migrate.evidence.probe.follows import Follows
-from migrate.evidence.runtime import runs as runs_module
-from migrate.evidence.runtime.runs import SweepResult, SweepStats
+from migrate.runtime import runs as runs_module
+from migrate.runtime.runs import SweepResult, SweepStats
 from migrate.model.plan import OverloadPlan
 
 

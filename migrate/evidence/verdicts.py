@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from migrate.evidence.probe.merge import SCHEMA_CALL_WHERE, is_rejection, rejection_messages
+from migrate.evidence.probe.merge import SCHEMA_CALL_WHERE
+from migrate.model.rejection import is_rejection, rejection_messages
 from migrate.evidence.probe.merge import REJECTED as REJECTED_IN_WHERE
 from migrate.model.dtypes import TENSOR_DTYPES
 from migrate.model.native import NativeFunctions

@@ -15,6 +15,7 @@ from migrate.model.constraint import ConstraintList, follows_problem
 from migrate.model.dtypes import UnknownDType
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions
 from migrate.model.plan import HAND, Evidence, GlobalSet, Variable
+from migrate.model.promotion import PROMOTION_KEY, Promotion, promotion_problem
 
 
 def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str, GlobalSet]) -> tuple[Variable, ...]:
@@ -51,3 +52,18 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
     if problem is not None:
         raise InputError(problem, native.path, line, entry.name)
     return tuple(variables)
+
+
+def declared_promotion(native: NativeFunctions, entry: Entry) -> Promotion | None:
+    """The entry's ``type_promotion:`` line, checked against its schema; None when it has none."""
+    span = native.key_span(entry, PROMOTION_KEY)
+    if span is None:
+        return None
+    try:
+        promotion = Promotion.from_mapping(native.fields(entry).get(PROMOTION_KEY))
+    except ValueError as exc:
+        raise InputError(str(exc), native.path, span.start + 1, entry.name) from exc
+    problem = promotion_problem(promotion, entry.schema)
+    if problem is not None:
+        raise InputError(problem, native.path, span.start + 1, entry.name)
+    return promotion

@@ -8,7 +8,10 @@ binds the call's computation dtype (torch's ``elementwise_dtypes``), not each ar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from migrate.model.schema import TypedSchema
 
 PROMOTION_KEY = "type_promotion"
 KINDS = ("default", "int_to_float", "always_bool", "complex_to_float", "bool_to_long", "no_opmath")
@@ -46,9 +49,53 @@ class Promotion:
         """The whole ``type_promotion:`` line (no line end)."""
         return " " * indent + f"{PROMOTION_KEY}: {self}"
 
+    @classmethod
+    def parse_line(cls, line: str) -> Promotion | None:
+        """The promotion of a written ``type_promotion:`` line (any indent), None for another line."""
+        import yaml
+
+        body = line.strip()
+        if not body.startswith(PROMOTION_KEY + ":"):
+            return None
+        return cls.from_mapping(yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))[PROMOTION_KEY])
+
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "args": list(self.args)}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Promotion:
         return cls(obj["kind"], tuple(obj["args"]))
+
+
+def counts_by_kind(native_functions: bytes) -> dict[str, int]:
+    """The ``type_promotion:`` lines of a written file per kind, in ``KINDS`` order."""
+    found = [p.kind for line in native_functions.decode("utf-8").splitlines() if (p := Promotion.parse_line(line)) is not None]
+    return {kind: found.count(kind) for kind in KINDS if kind in found}
+
+
+SCALAR = "Scalar"
+
+
+def promotion_problem(promotion: Promotion, schema: TypedSchema) -> str | None:
+    """Why ``promotion`` cannot stand on ``schema`` (its type words as written), or None when it can.
+
+    Each arg is an argument of the schema, a tensor or a Scalar, named once, in schema order; the promoted
+    tensors share one type variable (or are all plain ``Tensor``, on an entry without variables for them).
+    """
+    arguments = [s for s in schema.slots if not s.is_return]
+    order = {s.name: index for index, s in enumerate(arguments)}
+    for arg in promotion.args:
+        if arg not in order:
+            return f"'{PROMOTION_KEY}:' names {arg}, which is not an argument of the schema"
+        slot = arguments[order[arg]]
+        if not slot.is_tensor and slot.word != SCALAR:
+            return f"'{PROMOTION_KEY}:' names {arg}, of type {slot.word}, not a tensor or Scalar"
+    if len(set(promotion.args)) != len(promotion.args):
+        return f"'{PROMOTION_KEY}:' names an argument twice"
+    if list(promotion.args) != sorted(promotion.args, key=order.__getitem__):
+        return f"'{PROMOTION_KEY}:' args must be in schema order ({', '.join(sorted(promotion.args, key=order.__getitem__))})"
+    words = {arguments[order[arg]].word: arg for arg in promotion.args if arguments[order[arg]].is_tensor}
+    if len(words) > 1:
+        spelled = ", ".join(f"{arg} is {word}" for word, arg in words.items())
+        return f"the promoted tensors must share one type variable, but {spelled}"
+    return None

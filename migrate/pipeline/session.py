@@ -27,9 +27,9 @@ from migrate.write.outputs import Output, is_installed_path
 
 if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.evidence.derived import SweepState
-    from migrate.evidence.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
+    from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
     from migrate.audit.export import ExportCheck
-    from migrate.evidence.torchlib.resolve import TorchlibEvidence
+    from migrate.torchlib_source.resolve import TorchlibEvidence
 
 EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel", "autocast")
 _RUNTIME_EVIDENCE = frozenset({"opinfo", "probe", "aliases", "kernel"})
@@ -102,7 +102,7 @@ class Session:
 
     @functools.cached_property
     def torchlib_root(self) -> Path:
-        from migrate.evidence.torchlib.resolve import installed_torchlib
+        from migrate.torchlib_source.resolve import installed_torchlib
 
         return self.options.torchlib or installed_torchlib()
 
@@ -153,7 +153,7 @@ class Session:
     @functools.cached_property
     def torchlib(self) -> TorchlibEvidence:
         """torchlib's annotations, scanned statically; unreadable modules are warnings."""
-        from migrate.evidence.torchlib.resolve import scan_torchlib
+        from migrate.torchlib_source.resolve import scan_torchlib
 
         evidence = scan_torchlib(self.torchlib_root, self.native, self.cache)
         for error in evidence.errors:
@@ -236,7 +236,7 @@ class Session:
             found = sources()
             plan, alignment = infer_plan(self.native, found, self.selected), found.alignment
         if alignment is not None:
-            from migrate.torch_private import torch_version
+            from migrate.runtime.torch_private import torch_version
 
             summary["runtime_evidence"] = {"torch": torch_version(), **alignment.to_json()}
         return plan, observed, summary

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from migrate.model.global_sets import constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions
 from migrate.model.plan import SOURCES, Plan
+from migrate.model.promotion import counts_by_kind
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult
 
 if TYPE_CHECKING:
@@ -88,6 +89,11 @@ def run_summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: 
         "conflicts": dict(sorted(kinds.items())),
         "coverage": coverage_summary(native, plan, result, observed),
         "spelling": spelling_summary(native, plan, result),
+        "promotion": {
+            "lines_by_kind": counts_by_kind(result.native_functions),
+            "written": sum(1 for o in result.outcomes if o.promotion == WRITTEN),
+            "kept": sum(1 for o in result.outcomes if o.promotion == KEPT),
+        },
         "validation": {"torchgen": "installed", "schemas_unchecked": sorted(native.groups.unchecked)},
     }
 
@@ -108,6 +114,9 @@ def summary_text(summary: dict, result: YamlResult) -> str:
         f"({spelling['named_share']:.1%}), {spelling['global_sets_used']} global sets; {spelling['constraints_lines']} "
         f"type_constraints lines, the longest {spelling['longest_constraints_line']} characters; yaml {spelling['yaml_growth']:+.1%}"
     )
+    promotion = summary["promotion"]
+    by_kind = ", ".join(f"{kind} {n}" for kind, n in promotion["lines_by_kind"].items()) or "none"
+    lines.append(f"type_promotion: {sum(promotion['lines_by_kind'].values())} lines ({by_kind}); {promotion['written']} written, {promotion['kept']} hand-written kept")
     unchecked = summary["validation"]["schemas_unchecked"]
     by = "the installed torchgen" if summary["validation"]["torchgen"] == "installed" else f"the source tree's {summary['validation']['torchgen']}"
     lines.append(f"validation: {by}; {len(unchecked)} schemas with type words it does not know were not checked")

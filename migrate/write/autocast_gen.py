@@ -9,7 +9,7 @@ One ``TORCH_LIBRARY_IMPL(aten, Autocast<KEY>, m)`` block per key, in the vocabul
 from __future__ import annotations
 
 
-from migrate.evidence.autocast.source import SHARED_LISTS, ListItem, shared_lists
+from migrate.autocast_source import SHARED_LISTS, ListItem, shared_lists
 from migrate.model.autocast import DISPATCH_KEY, KEYS, POLICIES, declared_autocast
 from migrate.model.native import NativeFunctions
 

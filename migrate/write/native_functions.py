@@ -1,9 +1,10 @@
 """The yaml writer: applies a plan to native_functions.yaml, and lowers an annotated file back.
 
 It only applies: every decision was made in the plan. An edit is a replacement of
-the schema span on a ``func:`` line plus one inserted ``type_constraints:`` line and
-one ``autocast:`` line after it (or the removal of them), so every other byte of the
-file stays, comments included, and lowering is the exact inverse.
+the schema span on a ``func:`` line plus one inserted ``type_constraints:`` line, one
+``type_promotion:`` line and one ``autocast:`` line after it, in that order (or the removal
+of them), so every other byte of the file stays, comments included, and lowering is the
+exact inverse.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from typing import Mapping
 from migrate.errors import InputError
 from migrate.model.autocast import AUTOCAST_KEY, Policies, autocast_line, declared_autocast
 from migrate.model.constraint import ConstraintList, follows_problem
-from migrate.model.declared import declared_variables
+from migrate.model.declared import declared_promotion, declared_variables
 from migrate.model.global_sets import constraints_line
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions, close_matches
-from migrate.model.plan import Conflict, GlobalSet, Plan, Variable, line_of
-from migrate.model.schema import TENSOR, is_variable_name
+from migrate.model.plan import Conflict, GlobalSet, OverloadPlan, Plan, Variable, line_of
+from migrate.model.promotion import PROMOTION_KEY, Promotion, promotion_problem
+from migrate.model.schema import TENSOR, TypedSchema, is_variable_name
 
 WRITTEN, UNCHANGED, KEPT = "written", "unchanged", "kept"
 NOT_PLANNED = "types-not-planned"  # an overload planned for its autocast policy alone: its type variables stay as they are
@@ -33,6 +35,7 @@ class Outcome:
     status: str  # WRITTEN, UNCHANGED, KEPT (hand-written constraints differ, no --overwrite) or NOT_PLANNED
     conflicts: tuple[Conflict, ...] = ()
     autocast: str = UNCHANGED  # the same for the entry's autocast line
+    promotion: str = UNCHANGED  # the same for the entry's type_promotion line
 
 
 def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, GlobalSet], plan_path: Path | None = None) -> None:
@@ -77,6 +80,11 @@ def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, Global
         problem = follows_problem({v.name: v.follows for v in overload.variables})
         if problem is not None:
             raise fail(problem, overload.name)
+        if overload.promotion is not None:
+            schema = TypedSchema.parse(entry.schema.with_words(_words(entry, overload.variables)))
+            problem = promotion_problem(overload.promotion, schema)
+            if problem is not None:
+                raise fail(problem, overload.name)
 
 
 def _resolved(variable: Variable, sets: Mapping[str, GlobalSet]) -> Variable:
@@ -111,9 +119,12 @@ class _LineEdits:
         """Delete lines [start, stop); at the end of a file with no final newline, take the newline before too."""
         for number in range(start, stop):
             self.replacements[number] = ""
-        if stop == len(self.lines) and not _eol(self.lines[-1]) and start > 0:
-            before = self.replacements.get(start - 1, self.lines[start - 1])
-            self.replacements[start - 1] = before[: len(before) - len(_eol(before))]
+        if _eol(self.lines[-1]) or any(self.current(n) for n in range(stop, len(self.lines))):
+            return
+        kept = next((n for n in range(start - 1, -1, -1) if self.current(n)), None)  # spans deleted before may end there
+        if kept is not None:
+            before = self.current(kept)
+            self.replacements[kept] = before[: len(before) - len(_eol(before))]
 
     def current(self, number: int) -> str:
         return self.replacements.get(number, self.lines[number])
@@ -130,46 +141,60 @@ def _followed_by(native: NativeFunctions, line: str, added: list[str]) -> str:
     return line
 
 
+ANNOTATION_KEYS = (CONSTRAINTS_KEY, PROMOTION_KEY, AUTOCAST_KEY)
+"""The keys the writer adds after an entry's ``func:`` line, in the order it writes them."""
+
+
 def _lower_entry(native: NativeFunctions, entry: Entry, edits: _LineEdits) -> None:
     line = native.lines[entry.func_line]
     lowered = entry.schema.lowered()
     if lowered != entry.schema.text:
         edits.replace(entry.func_line, line[: entry.schema_start] + lowered + line[entry.schema_end :])
-    for key in (CONSTRAINTS_KEY, AUTOCAST_KEY):
+    for key in ANNOTATION_KEYS:
         span = native.key_span(entry, key)
         if span is not None:
             edits.delete_span(span.start, span.end)
 
 
 def lower(native: NativeFunctions) -> str:
-    """The plain file: every type variable back to Tensor, every type_constraints and autocast key gone."""
+    """The plain file: every type variable back to Tensor, every type_constraints, type_promotion and autocast key gone."""
     edits = _LineEdits(native.lines)
     for entry in native.entries:
         _lower_entry(native, entry, edits)
     return edits.text()
 
 
-def _write_entry(native: NativeFunctions, entry: Entry, variables: tuple[Variable, ...], sets, autocast: Policies, edits: _LineEdits) -> None:
-    _lower_entry(native, entry, edits)
+def _typed_func_line(native: NativeFunctions, entry: Entry, variables: tuple[Variable, ...]) -> str:
+    """The entry's func line with its tensor slots spelled by ``variables`` (Tensor where none binds them)."""
+    line = native.lines[entry.func_line]
+    return line[: entry.schema_start] + entry.schema.with_words(_words(entry, variables)) + line[entry.schema_end :]
+
+
+def _words(entry: Entry, variables: tuple[Variable, ...]) -> dict[str, str]:
     words = {slot.name: TENSOR for slot in entry.schema.tensor_slots}
     for variable in variables:
         words.update(dict.fromkeys(variable.binds, variable.name))
-    line = native.lines[entry.func_line]
-    func_line = line[: entry.schema_start] + entry.schema.with_words(words) + line[entry.schema_end :]
-    added = [constraints_line(entry.key_indent, _in_schema_order(entry, variables), sets), autocast_line(entry.key_indent, autocast)]
-    edits.replace(entry.func_line, _followed_by(native, func_line, [a for a in added if a is not None]))
+    return words
 
 
-def _write_autocast(native: NativeFunctions, entry: Entry, autocast: Policies, edits: _LineEdits) -> None:
-    """Only the autocast line: directly after the type_constraints line, else after the func line."""
-    old = native.key_span(entry, AUTOCAST_KEY)
-    if old is not None:
-        edits.delete_span(old.start, old.end)
-    constraints = native.key_span(entry, CONSTRAINTS_KEY)
-    anchor = constraints.end - 1 if constraints is not None else entry.func_line
-    line = autocast_line(entry.key_indent, autocast)
-    if line is not None:
-        edits.replace(anchor, _followed_by(native, edits.current(anchor), [line]))
+def _rewrite_annotations(native: NativeFunctions, entry: Entry, written: Mapping[str, str | None], edits: _LineEdits) -> None:
+    """Replace the annotation keys in ``written`` by their line (None: remove it); the entry's other keys stay.
+
+    A written line goes directly after the last key before it (in ``ANNOTATION_KEYS`` order) that the entry
+    keeps, else directly after the func line, so the keys stand in the writer's order.
+    """
+    anchor, added = entry.func_line, {}
+    for key in ANNOTATION_KEYS:
+        span = native.key_span(entry, key)
+        if key in written:
+            if span is not None:
+                edits.delete_span(span.start, span.end)
+            if written[key] is not None:
+                added.setdefault(anchor, []).append(written[key])
+        elif span is not None:
+            anchor = span.end - 1
+    for at, lines in added.items():
+        edits.replace(at, _followed_by(native, edits.current(at), lines))
 
 
 def _in_schema_order(entry: Entry, variables: tuple[Variable, ...]) -> list[Variable]:
@@ -197,9 +222,10 @@ def apply_plan(native: NativeFunctions, sets_file, plan: Plan, *, overwrite: boo
         native.fields(entry)  # broken yaml in an entry about to change is an error, not a silent edit
         wanted = tuple(_resolved(v, sets) for v in overload.variables)
         existing = declared_variables(native, entry, sets)
-        autocast, autocast_status, conflicts = _autocast_outcome(native, entry, overload.autocast, overwrite)
-        conflicts = overload.conflicts + conflicts
-        if not overload.variables and overload.autocast:
+        autocast, autocast_status, autocast_conflicts = _autocast_outcome(native, entry, overload.autocast, overwrite)
+        promotion, promotion_status, promotion_conflicts = _promotion_outcome(native, entry, overload, overwrite)
+        conflicts = overload.conflicts + autocast_conflicts + promotion_conflicts
+        if not overload.variables and (overload.autocast or overload.promotion):
             status = NOT_PLANNED
         elif _same_declaration(existing, wanted):
             status = UNCHANGED
@@ -215,10 +241,19 @@ def apply_plan(native: NativeFunctions, sets_file, plan: Plan, *, overwrite: boo
             )
         else:
             status = WRITTEN
-            _write_entry(native, entry, wanted, sets, autocast, edits)
-        if status != WRITTEN and autocast_status == WRITTEN:
-            _write_autocast(native, entry, autocast, edits)
-        outcomes.append(Outcome(overload.name, status, conflicts, autocast_status))
+        status, promotion_status, unfit = _fitting(entry, wanted, status, promotion, promotion_status)
+        conflicts += unfit
+        written: dict[str, str | None] = {}
+        if status == WRITTEN:
+            edits.replace(entry.func_line, _typed_func_line(native, entry, wanted))
+            written[CONSTRAINTS_KEY] = constraints_line(entry.key_indent, _in_schema_order(entry, wanted), sets)
+        if promotion_status == WRITTEN:
+            written[PROMOTION_KEY] = promotion.line(entry.key_indent) if promotion is not None else None
+        if autocast_status == WRITTEN:
+            written[AUTOCAST_KEY] = autocast_line(entry.key_indent, autocast)
+        if written:
+            _rewrite_annotations(native, entry, written, edits)
+        outcomes.append(Outcome(overload.name, status, conflicts, autocast_status, promotion_status))
     return YamlResult(edits.text().encode("utf-8"), constraints_bytes, tuple(outcomes), global_conflicts, sets)
 
 
@@ -232,6 +267,42 @@ def _autocast_outcome(native: NativeFunctions, entry: Entry, planned: Policies, 
         kept = Conflict("hand-written-autocast-kept", (), (), f"kept the declared autocast policy; the evidence says {{{said}}} (use --overwrite to replace it)")
         return existing, KEPT, (kept,)
     return planned, WRITTEN, ()
+
+
+def _promotion_outcome(native: NativeFunctions, entry: Entry, overload: OverloadPlan, overwrite: bool) -> tuple[Promotion | None, str, tuple[Conflict, ...]]:
+    """The promotion the entry ends with, its status, and the conflict when a hand-written line differs and stays.
+
+    A plan with no variables and no promotion says nothing of promotion (it plans an autocast policy alone); one
+    with variables and no promotion says the overload does not promote, which removes a line only with --overwrite.
+    """
+    existing = declared_promotion(native, entry)
+    planned = overload.promotion
+    if planned == existing or (planned is None and not overload.variables):
+        return existing, UNCHANGED, ()
+    if existing is not None and not overwrite:
+        said = str(planned) if planned is not None else "no promotion"
+        kept = Conflict("hand-written-promotion-kept", existing.args, (), f"kept the declared {PROMOTION_KEY}: {existing}; the evidence says {said} (use --overwrite to replace it)")
+        return existing, KEPT, (kept,)
+    return planned, WRITTEN, ()
+
+
+def _fitting(entry: Entry, wanted: tuple[Variable, ...], status: str, promotion: Promotion | None, promotion_status: str) -> tuple[str, str, tuple[Conflict, ...]]:
+    """The constraint and promotion statuses once the entry's promoted tensors share one variable in the written file.
+
+    ``validate_plan`` checked the plan's own pair; a line kept by hand beside one the evidence writes may still not fit:
+    a new promotion is then not written, and new variables that would split a kept promotion are not either.
+    """
+    if promotion is None:
+        return status, promotion_status, ()
+    schema = TypedSchema.parse(entry.schema.with_words(_words(entry, wanted))) if status == WRITTEN else entry.schema
+    problem = promotion_problem(promotion, schema)
+    if problem is None:
+        return status, promotion_status, ()
+    if promotion_status == WRITTEN:
+        message = f"did not write {PROMOTION_KEY}: {promotion}: {problem} (the declared variables stay)"
+        return status, KEPT, (Conflict("promotion-unfit", promotion.args, (), message),)
+    message = f"kept the declared variables: the evidence's would break the declared {PROMOTION_KEY}: {promotion} ({problem})"
+    return KEPT, promotion_status, (Conflict("promotion-unfit", promotion.args, (), message),)
 
 
 def _describe(variables: tuple[Variable, ...]) -> str:

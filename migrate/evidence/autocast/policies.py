@@ -17,7 +17,7 @@ from typing import Any, Collection
 
 from migrate.cache import StageCache
 from migrate.errors import InputError
-from migrate.evidence.autocast.source import SHARED_LISTS, read_registrations, shared_lists, source_files
+from migrate.autocast_source import SHARED_LISTS, read_registrations, shared_lists, source_files
 from migrate.model.autocast import KEYS, Policies, ordered
 
 BANNED_MESSAGE = "unsafe to autocast"
@@ -160,7 +160,7 @@ def autocast_policies(
     overloads: Collection[str], cache: StageCache, source: Path | None = None, refresh: bool = False, header: Path | None = None
 ) -> AutocastEvidence:
     """Every registered overload's policy per key, for the overloads the yaml has (``overloads``: their names)."""
-    from migrate.evidence.autocast.source import installed_header
+    from migrate.autocast_source import installed_header
 
     seen = observations(cache, refresh)
     header_text = (header or installed_header()).read_text()

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from migrate.model.autocast import DISPATCH_KEY, KEYS
+from migrate.runtime import torch_private
 
 DEVICE = {"CPU": "cpu", "CUDA": "cuda", "XPU": "xpu", "MPS": "mps", "MTIA": "mtia", "MAIA": "maia", "HPU": "hpu", "IPU": "ipu", "XLA": "xla"}
 RUNS = ("float32", "lower", "mixed")
@@ -47,7 +48,7 @@ class Reached(Exception):
 
 def registrations(key: str) -> list[str]:
     """The overloads registered at the key's autocast dispatch key, as the yaml names them ('mm', 'conv1d.padding')."""
-    names = torch._C._dispatch_get_registrations_for_dispatch_key(DISPATCH_KEY[key])
+    names = torch_private.dispatch_key_registrations(DISPATCH_KEY[key])
     return sorted(n.removeprefix("aten::") for n in names if n.startswith("aten::"))
 
 
@@ -89,13 +90,13 @@ def recorders(names: list[str]):
             for overload in packet.overloads():
                 func = getattr(packet, overload)
                 name = base if overload == "default" else f"{base}.{overload}"
-                if not torch._C._dispatch_has_kernel(f"aten::{name}"):  # a TorchScript-only overload (polar.int)
+                if not torch_private.has_kernel(f"aten::{name}"):  # a TorchScript-only overload (polar.int)
                     continue
-                composite = torch._C._dispatch_has_kernel_for_dispatch_key(f"aten::{name}", "CompositeImplicitAutograd")
+                composite = torch_private.has_kernel(f"aten::{name}", "CompositeImplicitAutograd")
                 library.impl(name, _recorder(name, func._schema), "CompositeImplicitAutograd" if composite else "Autograd")
         yield
     finally:
-        library._destroy()
+        torch_private.destroy_library(library)
 
 
 def _value(argument: Any, make: Any) -> Any:
@@ -167,15 +168,13 @@ def autocast_on(key: str, device: str, dtype: torch.dtype):
         with torch.autocast("cpu", dtype=dtype, cache_enabled=False):
             yield
         return
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
     was = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device), torch.is_autocast_cache_enabled()
     torch.set_autocast_enabled(device, True)
     torch.set_autocast_dtype(device, dtype)
     torch.set_autocast_cache_enabled(False)
     torch.autocast_increment_nesting()
     try:
-        with FakeTensorMode(allow_non_fake_inputs=True):
+        with torch_private.fake_tensor_mode():
             yield
     finally:
         if torch.autocast_decrement_nesting() == 0:

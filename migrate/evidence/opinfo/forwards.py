@@ -23,9 +23,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 from migrate.cache import StageCache
-from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.model.dtypes import named
 from migrate.model.names import OverloadName
 from migrate.model.native import NativeFunctions
@@ -159,7 +159,7 @@ def _slots(name: str, arguments: dict[str, Any], call: tuple, result: Any) -> Fo
 def _metadata_kernel(func: Any, key: str) -> MetadataKernel | None:
     """What a kernel of one tensor argument accepts, if it makes no call for any dtype."""
     from migrate.evidence.probe.prober import dtype_universe
-    from migrate.evidence.runtime.recorders import dtype_name
+    from migrate.runtime.recorders import dtype_name
 
     schema = func._schema
     tensors = [a.name for a in schema.arguments if str(a.type) in ("Tensor", "Optional[Tensor]")]

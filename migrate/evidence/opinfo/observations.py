@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from migrate.evidence.runtime.runs import MIXED, CatalogueEntry, Observation, OpInfoId, SweepResult, effective, overload_key
-from migrate.evidence.runtime.variables import variables_of
+from migrate.runtime.runs import MIXED, CatalogueEntry, Observation, OpInfoId, SweepResult, effective, overload_key
+from migrate.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import DECLARED, EMPTY, OPINFO, Evidence, OverloadPlan, Variable
 

@@ -27,14 +27,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-from migrate import torch_private
-from migrate.cache import Stage, StageCache, digest, store
-from migrate.evidence.opinfo.samples import catalogue_reports, opinfo_reports
-from migrate.evidence.runtime.runs import (
+from migrate.runtime import torch_private
+from migrate.cache import store
+from migrate.evidence.opinfo.jobs import catalogue_reports, opinfo_reports
+from migrate.runtime.runs import (
     PROBE_CRASH,
     PROBE_TIMEOUT,
     CatalogueEntry,
@@ -48,7 +45,8 @@ from migrate.evidence.runtime.runs import (
     interned_dtype,
     load,
 )
-from migrate.evidence.runtime.processes import CRASH, DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
+from migrate.runtime.run_files import CATALOGUE, RunFiles
+from migrate.runtime.processes import CRASH, DEFAULT_TIMEOUT, DONE, Job, JobOutcome, run_in_workers
 from migrate.model.dtypes import DType
 from migrate.model.names import OverloadName
 
@@ -70,84 +68,21 @@ def _overload_matcher(requested: Iterable[str]) -> tuple[Callable[[str], bool], 
     return matches, {name.operator for name in exact} | families
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-
-
-@dataclass(frozen=True)
-class SweepCache:
-    """The sweep stage's folder: the catalogue, and each OpInfo's run in a file named by the OpInfo and the
-    digest of the file's content."""
-
-    stage: Stage
-
-    @classmethod
-    def of(cls, cache: StageCache) -> SweepCache:
-        """Keyed by the code the workers run (the OpInfo worker and all it imports) and torch's version."""
-        return cls(cache.stage("opinfo", "migrate.evidence.opinfo.samples"))
-
-    @property
-    def folder(self) -> Path:
-        return self.stage.folder
-
-    def files(self) -> dict[str, Path]:
-        """The run files present, by OpInfo file stem (``OpInfoId.file_stem``)."""
-        try:
-            names = [entry.name for entry in self.folder.iterdir() if entry.name.endswith(".json")]
-        except OSError:
-            return {}
-        return {name.rsplit(".", 2)[0]: self.folder / name for name in sorted(names) if name.count(".") >= 2}
-
-    def key(self, present: Iterable[OpInfoId]) -> str:
-        """A content key of these OpInfos' cached runs: their files' names carry their contents' digests."""
-        files = self.files()
-        return digest(*sorted(files[o.file_stem].name for o in present if o.file_stem in files))
+class SweepCache(RunFiles):
+    """The sweep stage's folder, with the catalogue read in a worker when it holds none."""
 
     def catalogue(self, refresh: bool = False) -> tuple[CatalogueEntry, ...]:
         """Every OpInfo of the installed torch: from the cache, else read in a worker (and the recorders checked)."""
-        path = self.folder / "catalogue.json"
-        cached = None if refresh else _read_json(path)
-        if not isinstance(cached, list):
-            if self.stage.progress is not None:
-                self.stage.progress("reading the OpInfo database in a worker (once per torch and code)")
-            (outcome,) = run_in_workers([Job(catalogue_reports, None, "catalogue")], jobs=1, progress=False)
-            if outcome.status != DONE:
-                raise torch_private.TorchAPIChanged(f"reading the OpInfo database failed: {outcome.reason}")
-            cached = outcome.reports[0]
-            store(path, json.dumps(cached, separators=(",", ":")).encode())
-        return tuple(CatalogueEntry.from_json(obj) for obj in cached)
-
-    def run(self, opinfo: OpInfoId, files: dict[str, Path] | None = None) -> OpInfoRun | None:
-        """The OpInfo's cached run; None when there is none, or it is unreadable (a miss)."""
-        path = (self.files() if files is None else files).get(opinfo.file_stem)
-        obj = _read_json(path) if path is not None else None
-        if not isinstance(obj, dict) or (obj.get("name"), obj.get("variant")) != (opinfo.name, opinfo.variant):
-            return None
-        try:
-            return OpInfoRun.from_json(obj)
-        except (KeyError, TypeError, ValueError):
-            return None
-
-    def runs(self, catalogue: Iterable[CatalogueEntry]) -> dict[OpInfoId, OpInfoRun]:
-        """The cached runs of the catalogue's OpInfos with CPU dtypes, in catalogue order."""
-        files = self.files()
-        found = {}
-        for entry in catalogue:
-            if entry.cpu_dtypes and (run := self.run(entry.opinfo, files)) is not None:
-                found[entry.opinfo] = run
-        return found
-
-    def store_run(self, run: OpInfoRun) -> None:
-        """Store a complete run, replacing the OpInfo's earlier file."""
-        data = json.dumps(run.to_json(), separators=(",", ":")).encode()
-        old = self.files().get(run.opinfo.file_stem)
-        path = self.folder / f"{run.opinfo.file_stem}.{digest(data)[:16]}.json"
-        store(path, data)
-        if old is not None and old != path:
-            old.unlink(missing_ok=True)
+        cached = None if refresh else self.cached_catalogue()
+        if cached is not None:
+            return cached
+        if self.stage.progress is not None:
+            self.stage.progress("reading the OpInfo database in a worker (once per torch and code)")
+        (outcome,) = run_in_workers([Job(catalogue_reports, None, "catalogue")], jobs=1, progress=False)
+        if outcome.status != DONE:
+            raise torch_private.TorchAPIChanged(f"reading the OpInfo database failed: {outcome.reason}")
+        store(self.folder / CATALOGUE, json.dumps(outcome.reports[0], separators=(",", ":")).encode())
+        return tuple(CatalogueEntry.from_json(obj) for obj in outcome.reports[0])
 
 
 def run_sweep(

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from migrate.evidence.runtime.runs import Observation, ProbedCall, effective, overload_key
+from migrate.runtime.runs import Observation, ProbedCall, effective, overload_key
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.plan import PROBE, Evidence
 

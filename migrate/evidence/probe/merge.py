@@ -34,23 +34,18 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from migrate.evidence.runtime.runs import MIXED, SCHEMA_CALL, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
-from migrate.evidence.runtime.variables import variables_of
+from migrate.runtime.runs import MIXED, SCHEMA_CALL, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
+from migrate.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import DECLARED, EMPTY, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
+from migrate.model.rejection import REJECTED, is_rejection
 
 ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
-REJECTED = ": rejected: "  # precedes ATen's message in the ``where`` of probe evidence for dtypes it refused
 ON_EMPTY = ", on empty tensors"  # in the ``where`` of evidence from probing a call with an empty tensor
 SCHEMA_CALL_WHERE = "a call built from the schema"  # in the ``where`` of probe evidence from migrate.evidence.probe.schema_calls
 SPLIT = "probe-split"  # conflict: probing split a variable the observations alone would have declared
 JOINED = "probe-joined"  # conflict: probing joined variables the observations alone would have kept apart
 _OPINFOS_NAMED = 3  # OpInfos named in one piece of evidence; the rest are counted
-
-
-def is_rejection(evidence: Evidence) -> bool:
-    """Probe evidence whose dtypes ATen refused (its message in ``where``), not accepted."""
-    return evidence.source == PROBE and REJECTED in evidence.where
 
 
 def probe_plans_from_sweep(result: SweepResult) -> dict[str, OverloadPlan]:
@@ -208,19 +203,6 @@ def _one_per_dtype(messages: list[str]) -> str:
     suffix = suffix[cut[0] :] if cut else ""
     middles = [m[len(prefix) : len(m) - len(suffix)] for m in messages]
     return f"{prefix}{{{'|'.join(middles)}}}{suffix}"
-
-
-_ALTERNATIVES = re.compile(r"\{([^{}]*)\}")
-
-
-def rejection_messages(evidence: Evidence) -> dict[DType, str]:
-    """Each refused dtype's own message, from a rejection's shared text (``_one_per_dtype``'s inverse)."""
-    text = evidence.where.split(REJECTED, 1)[1]
-    for match in reversed(list(_ALTERNATIVES.finditer(text))):
-        alternatives = match.group(1).split("|")
-        if len(evidence.dtypes) > 1 and len(alternatives) == len(evidence.dtypes):
-            return {d: text[: match.start()] + a + text[match.end() :] for d, a in zip(evidence.dtypes, alternatives)}
-    return dict.fromkeys(evidence.dtypes, text)
 
 
 def _subject(cast: tuple[str, ...]) -> str:

@@ -50,10 +50,10 @@ from typing import Any
 
 import torch
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 from migrate.evidence.probe.contexts import context_reports
-from migrate.evidence.runtime.recorders import CapturedCall, argument_of, dtype_name, dtypes_of
-from migrate.evidence.runtime.processes import one_line
+from migrate.runtime.recorders import CapturedCall, argument_of, dtype_name, dtypes_of
+from migrate.runtime.processes import one_line
 from migrate.model.dtypes import DType
 
 PROBE_CALLS = 3  # calls probed per overload and OpInfo, each with input dtypes no other one had

@@ -42,11 +42,11 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 from migrate.cache import Stage, StageCache
 from migrate.evidence.probe.merge import probe_plans
-from migrate.evidence.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
-from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
+from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.model.plan import OverloadPlan
 
 CHUNK = 40  # overloads per worker job
@@ -155,7 +155,7 @@ def _built_calls(func: Any, timeout: float) -> list[Any]:
 
     import torch
 
-    from migrate.evidence.runtime.recorders import CapturedCall, call_has_elements, cloned, slot_dtypes
+    from migrate.runtime.recorders import CapturedCall, call_has_elements, cloned, slot_dtypes
 
     slots = torch_private.overload_slots(func)
     seed = zlib.crc32(slots.name.encode())

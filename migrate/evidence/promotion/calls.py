@@ -30,9 +30,9 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 from migrate.cache import Stage, StageCache
-from migrate.evidence.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.model.promotion import KINDS
 
 CHUNK = 40  # overloads per worker job
@@ -128,7 +128,7 @@ class _Caller:
         try:
             out = self.func(*args, **self.kwargs)
         except Exception as exc:
-            from migrate.evidence.runtime.processes import one_line
+            from migrate.runtime.processes import one_line
 
             return None, one_line(exc), []
         finally:
@@ -147,13 +147,13 @@ def _predicted(values: list[Any]) -> dict[str, list[str] | None]:
     """Per kind, the [computation, result] dtypes torch's rules give these promoted values (None: torch refuses to
     promote them). The computation dtype is the one the kernel is dispatched on, never the wider internal opmath
     type: the promoted dtype, which ``int_to_float`` and ``bool_to_long`` move to their result's."""
-    from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
-
     found = {}
     for kind in KINDS:
         try:
-            promoted, _ = elementwise_dtypes(*values, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.NO_OPMATH)
-            _, result = elementwise_dtypes(*values, type_promotion_kind=getattr(ELEMENTWISE_TYPE_PROMOTION_KIND, kind.upper()))
+            promoted, _ = torch_private.promoted_dtypes(values, "no_opmath")
+            _, result = torch_private.promoted_dtypes(values, kind)
+        except torch_private.TorchAPIChanged:
+            raise
         except Exception:
             found[kind] = None
             continue

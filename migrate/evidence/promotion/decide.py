@@ -17,7 +17,7 @@ from typing import Any
 
 from migrate.evidence.probe.merge import ACCEPTED, REJECTED
 from migrate.evidence.promotion.calls import consistent_kinds
-from migrate.evidence.runtime.runs import overload_key
+from migrate.runtime.runs import overload_key
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import PROBE, Conflict, Evidence
 from migrate.model.promotion import KINDS, Promotion

@@ -18,7 +18,7 @@ import libcst as cst
 
 from codemods.annotations import return_annotations, tensor_core
 from codemods.typevars import TypeVarSpec
-from migrate.evidence.torchlib.resolve import Constraint, TorchlibEvidence
+from migrate.torchlib_source.resolve import Constraint, TorchlibEvidence
 from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable

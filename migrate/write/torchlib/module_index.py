@@ -1,8 +1,8 @@
 """One parsed torchlib module, indexed for the rewrite: imports, type definitions, ``@torch_op`` functions.
 
 The rewrite decides from these facts before any transformer runs. Imports and
-definitions come out as ``migrate.evidence.torchlib.scan``'s plain data so that
-``migrate.evidence.torchlib.resolve.TypeResolver`` resolves annotations exactly as the scan did; the
+definitions come out as ``migrate.torchlib_source.scan``'s plain data so that
+``migrate.torchlib_source.resolve.TypeResolver`` resolves annotations exactly as the scan did; the
 functions keep their libcst nodes, because the transformers edit those nodes.
 """
 
@@ -14,8 +14,8 @@ import libcst as cst
 
 from codemods.docstrings import docstring_node
 from codemods.toplevel import DefKey, TopLevelVisitor, callee_name
-from migrate.evidence.torchlib.facts import Definition, Import, ModuleFacts
-from migrate.evidence.torchlib.scan import assigned_type, imports_of
+from migrate.torchlib_source.facts import Definition, Import, ModuleFacts
+from migrate.torchlib_source.scan import assigned_type, imports_of
 
 TORCH_OP = "torch_op"
 _FLAGS = ("complex", "private")

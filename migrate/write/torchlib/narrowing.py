@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from migrate.evidence.probe.merge import is_rejection, rejection_messages
+from migrate.model.rejection import is_rejection, rejection_messages
 from migrate.model.dtypes import DType, canonical, named
 from migrate.model.export_status import FAILED, HANDLED, OK, PARTIAL, combined
 from migrate.model.plan import Variable

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from migrate.cache import StageCache
 from migrate.errors import InputError
-from migrate.evidence.torchlib.resolve import TorchlibEvidence
+from migrate.torchlib_source.resolve import TorchlibEvidence
 from migrate.model.dtypes import DType
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import Plan, Variable

@@ -13,9 +13,9 @@ from pathlib import Path
 import libcst as cst
 
 from migrate.cache import StageCache
-from migrate.evidence.torchlib.facts import ModuleFacts, Ref, facts_stage
-from migrate.evidence.torchlib.resolve import Constraint, TypeResolver
-from migrate.evidence.torchlib.scan import module_facts, type_expr
+from migrate.torchlib_source.facts import ModuleFacts, Ref, facts_stage
+from migrate.torchlib_source.resolve import Constraint, TypeResolver
+from migrate.torchlib_source.scan import module_facts, type_expr
 from migrate.write.torchlib.module_index import ModuleIndex
 
 TENSOR_TYPING = "tensor_typing"

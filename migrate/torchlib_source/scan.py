@@ -1,6 +1,6 @@
 """Per-module facts of a torchlib source file, read with libcst (cached by file content in ``facts``).
 
-A module's facts (``migrate.evidence.torchlib.facts``) are what the later stages need and nothing more: its ``@torch_op``
+A module's facts (``migrate.torchlib_source.facts``) are what the later stages need and nothing more: its ``@torch_op``
 registrations (names, flags, parameter and return annotations), its module-level type
 definitions (TypeVars, Union aliases) and its imports, all as plain frozen data that
 does not depend on where the file lives. That makes them cacheable by the hash of
@@ -31,7 +31,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from migrate.cache import Stage
-from migrate.evidence.torchlib.facts import (
+from migrate.torchlib_source.facts import (
     BitOr,
     Definition,
     DtypeCheck,

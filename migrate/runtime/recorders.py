@@ -1,4 +1,4 @@
-"""Two recorders on ``migrate.dispatch``'s modes that see the dtypes of every ATen overload a piece of code calls.
+"""Two recorders on ``migrate.runtime.dispatch``'s modes that see the dtypes of every ATen overload a piece of code calls.
 
 A mode on the Python key sees the overloads that reach a kernel; an overload with
 only a CompositeImplicitAutograd kernel (``linear``, ``scaled_dot_product_attention``)
@@ -29,8 +29,8 @@ from typing import Any, Union
 
 import torch
 
-from migrate import torch_private
-from migrate.dispatch import TwoKeyObserver, has_elements
+from migrate.runtime import torch_private
+from migrate.runtime.dispatch import TwoKeyObserver, has_elements
 
 SlotDType = Union[str, tuple[Union[str, None], ...], None]
 """A slot's dtype in one call: a dtype name ('float32'), a list's element dtype names

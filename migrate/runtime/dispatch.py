@@ -2,7 +2,7 @@
 
 A mode on the Python key sees every call that reaches a kernel; a mode on the
 PreDispatch key sees every call made from Python, at its own name, before it
-decomposes. ``migrate.evidence.runtime.recorders`` records calls through them and
+decomposes. ``migrate.runtime.recorders`` records calls through them and
 ``migrate.check.checker`` checks calls through them: this module sits below both,
 so that the checker, which users run in their own code, imports no evidence.
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from migrate import torch_private
+from migrate.runtime import torch_private
 
 
 class TwoKeyObserver:

@@ -279,6 +279,31 @@ def run_composite_kernel(func: Any, key: str, args: tuple, kwargs: dict) -> Any:
     return _attribute(func, "_op_dk", "OpOverload._op_dk")(_private(f"torch._C.DispatchKey.{key}"), *args, **kwargs)
 
 
+# --- the dispatcher's registrations (the autocast worker) ----------------------------------------
+
+
+def dispatch_key_registrations(key: str) -> list[str]:
+    """The operators registered at a dispatch key ('AutocastCPU'), as the dispatcher names them ('aten::mm')."""
+    return list(_private("torch._C._dispatch_get_registrations_for_dispatch_key")(key))
+
+
+def has_kernel(name: str, key: str | None = None) -> bool:
+    """Whether the operator ('aten::polar.int') has a kernel at all (a TorchScript-only one has none), or at ``key``."""
+    if key is None:
+        return bool(_private("torch._C._dispatch_has_kernel")(name))
+    return bool(_private("torch._C._dispatch_has_kernel_for_dispatch_key")(name, key))
+
+
+def fake_tensor_mode() -> Any:
+    """A fake tensor mode that takes real tensors too: calls on any device, without the device."""
+    return _private("torch._subclasses.fake_tensor.FakeTensorMode")(allow_non_fake_inputs=True)
+
+
+def destroy_library(library: Any) -> None:
+    """Remove every kernel a ``torch.library.Library`` registered."""
+    _attribute(library, "_destroy", "torch.library.Library._destroy")()
+
+
 # --- dispatch modes -----------------------------------------------------------------------------
 
 
@@ -455,3 +480,10 @@ def refs_type_promotions() -> list[tuple[str, tuple[int, ...], str]]:
                 operator = op.__name__ if op.__name__.startswith(prefix) else prefix + op.__name__
                 found.append((operator, positions, kind.name.lower()))
     return sorted(set(found))
+
+
+def promoted_dtypes(values: list[Any], kind: str) -> tuple[Any, Any]:
+    """(computation, result) dtypes torch's elementwise rules give these values under a promotion kind
+    (``torch._prims_common.elementwise_dtypes``); raises where torch refuses to promote them."""
+    kinds = _private("torch._prims_common.ELEMENTWISE_TYPE_PROMOTION_KIND")
+    return _private("torch._prims_common.elementwise_dtypes")(*values, type_promotion_kind=getattr(kinds, kind.upper()))

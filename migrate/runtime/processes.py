@@ -30,8 +30,8 @@ DEFAULT_TIMEOUT = 300.0  # seconds per OpInfo: the slowest (grid_sampler_3d) tak
 PRELOAD = (  # imported once by the fork server: every worker starts with them
     "torch",
     "torch.testing._internal.common_methods_invocations",
-    "migrate.evidence.opinfo.samples",
-    "migrate.evidence.runtime.recorders",
+    "migrate.runtime.samples",
+    "migrate.runtime.recorders",
     "migrate.evidence.probe.prober",
 )
 

@@ -1,6 +1,6 @@
 """Evidence from torchlib: its ``@torch_op`` annotations as dtype constraints per ATen overload.
 
-torchlib is read statically (``migrate.evidence.torchlib.scan``), never imported: importing
+torchlib is read statically (``migrate.torchlib_source.scan``), never imported: importing
 compiles every function and would tie the tool to one onnxscript release. This
 module turns the per-module facts into evidence:
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from migrate.cache import Stage, StageCache
 from migrate.errors import InputError
-from migrate.evidence.torchlib.facts import (
+from migrate.torchlib_source.facts import (
     BitOr,
     Definition,
     ModuleFacts,
@@ -492,7 +492,7 @@ def _scan(
     root: Path, paths: list[Path], contents: dict[Path, bytes], errors: list[InputError], native: NativeFunctions, facts: Stage
 ) -> TorchlibEvidence:
     # libcst loads only here, when the whole evidence is not cached
-    from migrate.evidence.torchlib.scan import module_facts
+    from migrate.torchlib_source.scan import module_facts
 
     modules: dict[str, tuple[str, ModuleFacts]] = {}
     packages, cached = set(), 0

@@ -1,6 +1,6 @@
 """What the torchlib scan knows of a module, as plain data without libcst: type expressions and module facts.
 
-The facts of a module depend on its bytes alone, so ``migrate.evidence.torchlib.scan``
+The facts of a module depend on its bytes alone, so ``migrate.torchlib_source.scan``
 caches them by the hash of those bytes; a warm run reads the evidence built from them
 without importing libcst, which only the scan needs.
 """
@@ -153,4 +153,4 @@ class ModuleFacts:
 
 def facts_stage(cache: StageCache) -> Stage:
     """Each module's facts, keyed by its bytes and the scan's code."""
-    return cache.stage("torchlib-facts", "migrate.evidence.torchlib.scan")
+    return cache.stage("torchlib-facts", "migrate.torchlib_source.scan")

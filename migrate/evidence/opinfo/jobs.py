@@ -1,0 +1,68 @@
+"""The OpInfo jobs, inside a sweep worker: describe every OpInfo (the catalogue), or run one
+OpInfo's samples per CPU dtype under the recorders and then probe the calls it captured.
+
+Importing this module imports neither torch nor the OpInfo database; running a job does
+(the fork server has them imported already).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from migrate.model.dtypes import DType, canonical
+from migrate.runtime import torch_private
+from migrate.runtime.runs import CatalogueEntry, OpInfoId, interned_dtype
+from migrate.runtime.samples import call_samples, find_opinfo, samples_by_dtype
+
+
+def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
+    """The catalogue job: check the recorders work on this torch, then describe every OpInfo."""
+    from migrate.runtime import recorders
+
+    recorders.check_recorders()
+    entries = []
+    for op in torch_private.op_db():
+        entry = CatalogueEntry(
+            OpInfoId(*torch_private.opinfo_identity(op)),
+            _canonical(torch_private.opinfo_cpu_dtypes(op)),
+            tuple(sorted((device, _canonical(d)) for device, d in torch_private.opinfo_declared_dtypes(op).items())),
+            tuple(sorted(torch_private.opinfo_operator_names(op))),
+            torch_private.opinfo_aliases(op),
+        )
+        entries.append(entry.to_json())
+    yield entries
+
+
+def _canonical(dtypes: Iterable[Any]) -> tuple[DType, ...]:
+    from migrate.runtime.recorders import dtype_name
+
+    return canonical(interned_dtype(dtype_name(d)) for d in dtypes)
+
+
+
+def opinfo_reports(argument: tuple[OpInfoId, bool, bool, bool]) -> Iterator[dict[str, Any]]:
+    """The OpInfo job: one report per CPU dtype, with the samples run, the observations and the errors; then the probes."""
+    from migrate.evidence.probe import prober as probing
+    from migrate.runtime import recorders
+
+    opinfo, record, probe, backward = argument
+    op = find_opinfo(opinfo)
+    capture = recorders.CallCapture(probing.budget(op)) if probe else None
+    for name, samples, errors in samples_by_dtype(op, opinfo, backward=backward):
+        if capture is not None:
+            capture.sample_dtype = name
+        # All samples are made first, then run under the recorders, entered once: entering
+        # them costs more than a call, and making samples must not be recorded.
+        with recorders.Recording(capture) as recording:
+            with recording.active() if record else contextlib.nullcontext():
+                call_samples(op, samples, errors)
+        yield {
+            "dtype": name,
+            "samples": len(samples),
+            "observations": [[o.overload, o.direct, o.count, list(o.slots), o.nonempty] for o in recording.observations()],
+            "errors": [[kind, reason, count] for (kind, reason), count in sorted(errors.items())],
+        }
+    if capture is not None:
+        yield from probing.probe_reports(capture.chosen(), str(opinfo), probing.PROBE_TIMEOUT)

@@ -1,0 +1,31 @@
+"""How probe evidence spells the dtypes ATen refused, read back by the verdicts, ``show`` and the torchlib writer.
+
+The probe's merge (``migrate.evidence.probe.merge``) writes a rejection's ``where`` as its subject, ``REJECTED``
+and ATen's message; messages that differ only in the dtype they name share one piece, the differing part listed
+per dtype in the evidence's order (``... with dtype {Char|Short|Float}``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from migrate.model.dtypes import DType
+from migrate.model.plan import PROBE, Evidence
+
+REJECTED = ": rejected: "  # precedes ATen's message in the ``where`` of probe evidence for dtypes it refused
+_ALTERNATIVES = re.compile(r"\{([^{}]*)\}")
+
+
+def is_rejection(evidence: Evidence) -> bool:
+    """Probe evidence whose dtypes ATen refused (its message in ``where``), not accepted."""
+    return evidence.source == PROBE and REJECTED in evidence.where
+
+
+def rejection_messages(evidence: Evidence) -> dict[DType, str]:
+    """Each refused dtype's own message, from a rejection's shared text (the merge's ``_one_per_dtype``'s inverse)."""
+    text = evidence.where.split(REJECTED, 1)[1]
+    for match in reversed(list(_ALTERNATIVES.finditer(text))):
+        alternatives = match.group(1).split("|")
+        if len(evidence.dtypes) > 1 and len(alternatives) == len(evidence.dtypes):
+            return {d: text[: match.start()] + a + text[match.end() :] for d, a in zip(evidence.dtypes, alternatives)}
+    return dict.fromkeys(evidence.dtypes, text)

@@ -1,0 +1,87 @@
+"""The OpInfo sweep's cache folder, read and written: the catalogue, and each OpInfo's run in a file named by the
+OpInfo and the digest of the file's content. The sweep (``migrate.evidence.opinfo.sweep``) fills it; the audits
+read the calls it recorded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from migrate.cache import Stage, StageCache, digest, store
+from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
+
+CATALOGUE = "catalogue.json"
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """The sweep stage's folder: the catalogue, and each OpInfo's run in a file named by the OpInfo and the
+    digest of the file's content."""
+
+    stage: Stage
+
+    @classmethod
+    def of(cls, cache: StageCache) -> RunFiles:
+        """Keyed by the code the workers run (the OpInfo jobs and all they import) and torch's version."""
+        return cls(cache.stage("opinfo", "migrate.evidence.opinfo.jobs"))
+
+    @property
+    def folder(self) -> Path:
+        return self.stage.folder
+
+    def files(self) -> dict[str, Path]:
+        """The run files present, by OpInfo file stem (``OpInfoId.file_stem``)."""
+        try:
+            names = [entry.name for entry in self.folder.iterdir() if entry.name.endswith(".json")]
+        except OSError:
+            return {}
+        return {name.rsplit(".", 2)[0]: self.folder / name for name in sorted(names) if name.count(".") >= 2}
+
+    def key(self, present: Iterable[OpInfoId]) -> str:
+        """A content key of these OpInfos' cached runs: their files' names carry their contents' digests."""
+        files = self.files()
+        return digest(*sorted(files[o.file_stem].name for o in present if o.file_stem in files))
+
+    def cached_catalogue(self) -> tuple[CatalogueEntry, ...] | None:
+        """Every OpInfo of the installed torch, when the sweep has read them; None before."""
+        cached = _read_json(self.folder / CATALOGUE)
+        return tuple(CatalogueEntry.from_json(obj) for obj in cached) if isinstance(cached, list) else None
+
+    def run(self, opinfo: OpInfoId, files: dict[str, Path] | None = None) -> OpInfoRun | None:
+        """The OpInfo's cached run; None when there is none, or it is unreadable (a miss)."""
+        path = (self.files() if files is None else files).get(opinfo.file_stem)
+        obj = _read_json(path) if path is not None else None
+        if not isinstance(obj, dict) or (obj.get("name"), obj.get("variant")) != (opinfo.name, opinfo.variant):
+            return None
+        try:
+            return OpInfoRun.from_json(obj)
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def runs(self, catalogue: Iterable[CatalogueEntry]) -> dict[OpInfoId, OpInfoRun]:
+        """The cached runs of the catalogue's OpInfos with CPU dtypes, in catalogue order."""
+        files = self.files()
+        found = {}
+        for entry in catalogue:
+            if entry.cpu_dtypes and (run := self.run(entry.opinfo, files)) is not None:
+                found[entry.opinfo] = run
+        return found
+
+    def store_run(self, run: OpInfoRun) -> None:
+        """Store a complete run, replacing the OpInfo's earlier file."""
+        data = json.dumps(run.to_json(), separators=(",", ":")).encode()
+        old = self.files().get(run.opinfo.file_stem)
+        path = self.folder / f"{run.opinfo.file_stem}.{digest(data)[:16]}.json"
+        store(path, data)
+        if old is not None and old != path:
+            old.unlink(missing_ok=True)
