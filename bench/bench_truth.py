@@ -2,7 +2,8 @@
 
 For every truth case and each of the 21 dtypes, the yaml declares the dtype or not (read with
 its sibling type_constraints.yaml; a slot left plain ``Tensor`` declares every dtype), and
-ATen accepts it or not (the case's verdict). Each mixed call (tensors of different dtypes) is
+ATen accepts it or not (the case's verdict). Where the entry has a ``type_promotion:`` line, a case's dtype is
+judged the same way on its calls. Each mixed call (tensors of different dtypes) is
 declared when the computation dtype the entry's ``type_promotion:`` gives it (torch's own
 ``elementwise_dtypes``) is in the promoted variable's set and every other slot's dtype in its
 own; without the line, when every slot's dtype is in its variable's set and slots sharing a
@@ -180,6 +181,10 @@ def computation_dtype(kind: str, values: list) -> str | None:
 
     try:
         promoted, _ = elementwise_dtypes(*values, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.NO_OPMATH)
+        tensors = {x.dtype for x in values if isinstance(x, torch.Tensor)}
+        for a in tensors:
+            for b in tensors:
+                torch.promote_types(a, b)  # ATen's own table refuses some pairs (uint16 with int8, float8 with float32)
     except Exception:
         return None
     if kind == "int_to_float" and not (promoted.is_floating_point or promoted.is_complex):
@@ -195,10 +200,15 @@ def _elements(value) -> list:
 
 def declared_mixed(call: Mixed, variables: tuple[Variable, ...], promotion: Promotion | None) -> bool:
     """Whether the yaml declares this mixed call (see the module's docstring)."""
+    return declared_call(call.overload, *call.call(), variables, promotion)
+
+
+def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Variable, ...], promotion: Promotion | None) -> bool:
+    """Whether the yaml declares this call: the promoted arguments at their computation dtype, every tensor slot's
+    dtype in its variable's set, and the slots of one variable at one dtype."""
     import torch
 
-    names = [a.name for a in aten_op(call.overload)._schema.arguments]
-    args, kwargs = call.call()
+    names = [a.name for a in aten_op(overload)._schema.arguments]
     bound = dict(zip(names, args)) | kwargs
     at: dict[str, set[str]] = {}  # each tensor slot's dtypes in this call
     for name, value in bound.items():
@@ -223,6 +233,22 @@ def declared_mixed(call: Mixed, variables: tuple[Variable, ...], promotion: Prom
         if dtype not in allowed or bound_to.setdefault(variable.name, dtype) != dtype:
             return False
     return True
+
+
+def promoted_case_dtypes(case: Case, variables: tuple[Variable, ...], promotion: Promotion) -> frozenset[str]:
+    """The dtypes for which some alternative call of the case is declared, judged by its computation dtype
+    (``exp`` of an int64 tensor computes in float32: the yaml declares it through ``int_to_float``)."""
+    import warnings
+
+    import torch
+
+    found = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for dtype in DTYPES:
+            if any(declared_call(case.overload, *build(getattr(torch, dtype)), variables, promotion) for build in case.calls):
+                found.add(dtype)
+    return frozenset(found)
 
 
 def other_device_dtypes(report: Path) -> dict[tuple[str, str], frozenset[str]]:
@@ -253,7 +279,13 @@ def score(
         if entry is None:
             absent.append(case.overload)
             continue
-        declared = declared_dtypes(case, declared_variables(native, entry, sets))
+        variables = declared_variables(native, entry, sets)
+        raw = native.fields(entry).get(PROMOTION_KEY)
+        promotion = Promotion.from_mapping(raw) if raw is not None else None
+        if promotion is not None and set(case.slots) & set(promotion.args):
+            declared = promoted_case_dtypes(case, variables, promotion)
+        else:
+            declared = declared_dtypes(case, variables)
         elsewhere = frozenset.union(frozenset(), *((other_device or {}).get((case.overload, slot), frozenset()) for slot in case.slots))
         rows += [Row(case, dtype, dtype in declared, verdicts[case.key][dtype], dtype in elsewhere) for dtype in DTYPES]
     mixed_rows = []

@@ -57,9 +57,27 @@ def test_observation_settles_the_kind(reports):
     assert finding_of(reports["aten::abs"]).promotion == Promotion("complex_to_float", ("self",))
 
 
-def test_a_refused_mixed_call_rules_a_set_out():
-    mixed = [["int64 with float32", None, "refused", {k: ["float32", "float32"] for k in ("default", "no_opmath")}]]
-    assert consistent_kinds({"args": ["a", "b"], "tensors": ["a", "b"], "mixed": mixed, "diagonal": []}) == []
+def _same(computation: str) -> dict:
+    """Predictions where every kind computes and returns ``computation`` (enough for these synthetic calls)."""
+    return {kind: [computation, computation] for kind in ("default", "int_to_float", "always_bool", "complex_to_float", "bool_to_long", "no_opmath")}
+
+
+def _tried(mixed: list) -> dict:
+    diagonal = [[d, d, "", _same(d)] for d in ("float16", "float32")] + [["bool", None, "no bool kernel", _same("bool")]]
+    return {"args": ["a", "b"], "tensors": ["a", "b"], "mixed": mixed, "diagonal": diagonal}
+
+
+def test_which_refused_mixed_calls_rule_promotion_out():
+    ran = [["float16 with float32 [a]", "float32", "", _same("float32")], ["float16 with float32 [b]", "float32", "", _same("float32")]]
+    assert "default" in consistent_kinds(_tried(ran))
+    # refused though the kernel runs on both the promoted argument's dtype and the computation dtype: lerp
+    lerp = ran + [["0-dim float64 beside float32 [a]", None, "expected dtype float", _same("float32")]]
+    assert consistent_kinds(_tried(lerp)) == []
+    # refused for the promoted argument's own dtype, which no diagonal call takes either: sub(bool, float16)
+    sub = ran + [["bool with float16 [a]", None, "Subtraction with a bool tensor", _same("float16")]]
+    assert "default" in consistent_kinds(_tried(sub))
+    # an argument never the promoted one in a call that ran (masked_select's self beside a bool mask)
+    assert consistent_kinds(_tried(ran[:1])) == []
 
 
 def test_computation_dtype():

@@ -32,12 +32,14 @@ class Case:
     slots: tuple[str, ...]  # cast together to the dtype under test
     calls: tuple[Callable[[torch.dtype], Call], ...]  # alternatives: accepted if any runs
     given: tuple[tuple[str, str], ...] = ()  # (slot, dtype name) held fixed in every call
+    companions: tuple[str, ...] = ()  # slots each call gives a dtype of its own, not judged (``companions``)
 
     @property
     def key(self) -> str:
-        """Unique within the suite: ``gather[index | self=float32]``, ``add.Tensor[self other]``."""
+        """Unique within the suite: ``gather[index | self=float32]``, ``add.Tensor[self other]``, ``searchsorted.Tensor[self ~ sorted_sequence]``."""
         held = ", ".join(f"{slot}={dtype}" for slot, dtype in self.given)
-        return f"{self.overload}[{' '.join(self.slots)}{' | ' + held if held else ''}]"
+        others = " ~ " + " ".join(self.companions) if self.companions else ""
+        return f"{self.overload}[{' '.join(self.slots)}{others}{' | ' + held if held else ''}]"
 
 
 def A(*args: Any, **kwargs: Any) -> Call:
@@ -71,6 +73,43 @@ def mask(*shape: int) -> torch.Tensor:
 
 def c(overload: str, slots: str, *calls: Callable[[torch.dtype], Call], given: dict[str, str] | None = None) -> Case:
     return Case(overload, tuple(slots.split()), calls, tuple(sorted((given or {}).items())))
+
+
+def _zero_dim(overload: str, slot: str, call: Call) -> Call:
+    """The call with ``slot``'s tensor a 0-dim one of its dtype and first value."""
+    base, _, name = overload.partition(".")
+    names = [a.name for a in getattr(getattr(torch.ops.aten, base), name or "default")._schema.arguments]
+    args, kwargs = call
+    scalar = lambda value: value.flatten()[0].clone()  # noqa: E731
+    if slot in kwargs:
+        return args, kwargs | {slot: scalar(kwargs[slot])}
+    index = names.index(slot)
+    return tuple(scalar(a) if i == index else a for i, a in enumerate(args)), kwargs
+
+
+def companions(overload: str, slots: str, *builds: Callable[[list[torch.dtype]], Call]) -> list[Case]:
+    """Slots an op combines by its own rule, not torch's elementwise promotion (``cosine_similarity`` and ``addr``
+    compute in float64 beside a 0-dim float64; ``huber_loss(int64, float32)`` cannot write its float result into
+    the input's dtype; ``searchsorted`` compares across dtypes): a case per slot, the dtype accepted
+    when some call with the other slots at it, at float32 or at int64 runs, or with the slot a 0-dim tensor
+    beside them. The yaml declares such slots apart, each with the dtypes some valid call accepts there."""
+    names = slots.split()
+
+    def call(build: Callable[[list[torch.dtype]], Call], index: int, companion: torch.dtype | None) -> Callable[[torch.dtype], Call]:
+        return lambda d: build([d if j == index or companion is None else companion for j in range(len(names))])
+
+    def zero_dim(build: Callable[[list[torch.dtype]], Call], index: int, companion: torch.dtype) -> Callable[[torch.dtype], Call]:
+        return lambda d: _zero_dim(overload, names[index], call(build, index, companion)(d))
+
+    def calls(index: int) -> tuple[Callable[[torch.dtype], Call], ...]:
+        return tuple(
+            alternative
+            for build in builds
+            for alternative in (call(build, index, None), call(build, index, F32), call(build, index, I64))
+            + (zero_dim(build, index, F32), zero_dim(build, index, I64))
+        )
+
+    return [Case(overload, (name,), calls(i), (), tuple(n for n in names if n != name)) for i, name in enumerate(names)]
 
 
 def promoting(overload: str, slots: str, *builds: Callable[[list[torch.dtype]], Call], given: dict[str, str] | None = None) -> list[Case]:
@@ -114,7 +153,7 @@ CASES: tuple[Case, ...] = (
     c("linear", "input weight bias", lambda d: A(t(d, 2, 3), t(d, 4, 3), t(d, 4))),
     c("baddbmm", "self batch1 batch2", lambda d: A(t(d, 2, 2, 4), t(d, 2, 2, 3), t(d, 2, 3, 4))),
     c("addbmm", "self batch1 batch2", lambda d: A(t(d, 2, 4), t(d, 2, 2, 3), t(d, 2, 3, 4))),
-    *promoting("addr", "self vec1 vec2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2), t(ds[2], 3))),
+    *companions("addr", "self vec1 vec2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2), t(ds[2], 3))),
     c("addmv", "self mat vec", lambda d: A(t(d, 2), t(d, 2, 3), t(d, 3))),
     c("mv", "self vec", lambda d: A(t(d, 2, 3), t(d, 3))),
     c("dot", "self tensor", lambda d: A(t(d, 3), t(d, 3))),
@@ -278,13 +317,13 @@ CASES: tuple[Case, ...] = (
     *promoting("mse_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
     *promoting("l1_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
     *promoting("smooth_l1_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
-    *promoting("huber_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
+    *companions("huber_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
     c("kl_div", "self target", lambda d: A(t(d, 2, 3), p(d, 2, 3))),
     # joining, searching, shapes and copies
     c("cat", "tensors", lambda d: A([t(d, 2, 3), t(d, 1, 3)])),
     c("stack", "tensors", lambda d: A([t(d, 2, 3), t(d, 2, 3)])),
-    *promoting("searchsorted.Tensor", "sorted_sequence self", lambda ds: A(t(ds[0], 5), t(ds[1], 2, 3))),
-    *promoting("bucketize.Tensor", "self boundaries", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 5))),
+    *companions("searchsorted.Tensor", "sorted_sequence self", lambda ds: A(t(ds[0], 5), t(ds[1], 2, 3))),
+    *companions("bucketize.Tensor", "self boundaries", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 5))),
     c("flip", "self", lambda d: A(t(d, 2, 3), [1]), lambda d: A(t(d, 2, 3), [0])),  # whole rows move without a dtype kernel
     c("roll", "self", lambda d: A(t(d, 2, 3), [1], [1])),
     c("repeat", "self", lambda d: A(t(d, 2, 3), [2, 1])),
@@ -329,8 +368,8 @@ CASES: tuple[Case, ...] = (
     c("bincount", "self", lambda d: A(ix(d, 3, 5))),
     c("renorm", "self", lambda d: A(t(d, 2, 3), 2, 0, 1.0)),
     c("cdist", "x1 x2", lambda d: A(t(d, 2, 3), t(d, 4, 3))),
-    *promoting("cosine_similarity", "x1 x2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
-    *promoting("pairwise_distance", "x1 x2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
+    *companions("cosine_similarity", "x1 x2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
+    *companions("pairwise_distance", "x1 x2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
     c("pixel_shuffle", "self", lambda d: A(t(d, 1, 4, 2, 2), 2)),
     c("upsample_bicubic2d.vec", "input", lambda d: A(t(d, 1, 2, 2, 2), [4, 4], False, None)),
     c("avg_pool3d", "self", lambda d: A(t(d, 1, 1, 4, 4, 4), [2, 2, 2])),
@@ -380,7 +419,7 @@ MIXED: tuple[Mixed, ...] = (
     *_binary_mixed("logical_and", "logical_or", "bitwise_and.Tensor", "floor_divide", "remainder.Tensor", "fmod.Tensor"),
     *_binary_mixed("eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor"),
     *_binary_mixed("pow.Tensor_Tensor", "hypot", "copysign.Tensor", "xlogy.Tensor"),
-    *mixed("div.Tensor_mode", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), rounding_mode="floor"), *_BOTH_WAYS),
+    *mixed("div.Tensor_mode", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), rounding_mode="trunc"), *_BOTH_WAYS),
     *mixed("where.self", lambda s: A(mask(2, 3), v(s[0], 2, 3), v(s[1], 2, 3)), "int32 float64", "float64 int32", "bool float16", "uint16 uint16:0"),
     *mixed("cat", lambda s: A([v(s[0], 2, 3), v(s[1], 2, 3)]), "float32 int64", "int64 float32", "bool float16", "uint16 int8"),
     *mixed("clamp.Tensor", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "int64 float32 float32", "float32 int64 int64", "uint16 uint16 uint16:0"),

@@ -59,6 +59,10 @@ def _check_arguments(case: Case, op: torch._ops.OpOverload, args: tuple, kwargs:
             raise CaseError(f"{case.key}: no tensor is passed as {slot}")
     for name, value in bound.items():
         for tensor in _tensors(value):
+            if name in case.companions:  # any dtype, but never empty
+                if tensor.numel() == 0:
+                    raise CaseError(f"{case.key}: {name} is empty; an empty tensor proves nothing")
+                continue
             if name not in wanted:
                 raise CaseError(f"{case.key}: tensor argument {name} is neither cast nor given")
             if tensor.dtype != wanted[name]:

@@ -12,6 +12,9 @@ Scalar input, then each of those but one), makes:
   promoting Scalar, else in a tensor's place where the schema lets a number in);
 - **diagonal calls**: every promoted tensor at one dtype, for each dtype of the universe.
 
+A loss's call refused is made again with ``reduction`` none: ``l1_loss`` of integers runs, only
+their mean has no dtype.
+
 Each call keeps what it returned (the first return's dtype) or ATen's message, and the result
 dtype torch's rules (``torch._prims_common.elementwise_dtypes``) predict for each promotion kind.
 ``migrate.evidence.promotion.decide`` reads them. Data never fed to a kernel by a refusal to
@@ -38,6 +41,7 @@ from migrate.model.promotion import KINDS
 CHUNK = 40  # overloads per worker job
 _PROMOTING_TYPES = {"Tensor": "tensor", "Optional[Tensor]": "tensor", "List[Tensor]": "list", "number": "scalar", "Optional[number]": "scalar"}
 """Schema types of inputs that may promote (a ``Scalar`` is a ``number`` to the JIT)."""
+_REDUCTION = "reduction"  # a loss's reduction: 0 (none) lets integer losses run, as a dtype= argument would
 _NOT_MADE = "Expected a value of type"  # the argument parser refused a number in a tensor's place: no call was made
 
 
@@ -130,6 +134,10 @@ class _Caller:
         except Exception as exc:
             from migrate.runtime.processes import one_line
 
+            if _REDUCTION in self.positional and _REDUCTION not in replaced:  # a loss's mean of integers has no dtype
+                returned, _, _ = self.call(dict(replaced, **{_REDUCTION: 0}))
+                if returned is not None:
+                    return returned, "", []
             return None, one_line(exc), []
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -207,22 +215,22 @@ def _promoted_values(names: list[str], replaced: dict[str, Any]) -> list[Any]:
 
 
 def _mixed(units, has_scalar: bool) -> Iterator[tuple[str, list[tuple[Any, bool]], Any]]:
-    """(description, each unit's (dtype, 0-dim), the promoting Scalars' value) of each mixed call."""
+    """(description naming the promoted argument, each unit's (dtype, 0-dim), the promoting Scalars' value) of each mixed call."""
     import torch
 
     n = len(units)
     if n >= 2:
         for low, high in ((torch.int64, torch.float32), (torch.bool, torch.float16), (torch.int32, torch.int64)):
             for i in range(n):  # each in turn the lower one: two integers could meet a kernel's own refusal (addcdiv)
-                yield f"{_spelled(low)} with {_spelled(high)}", [(low if j == i else high, False) for j in range(n)], None
-        for i, (_, index) in enumerate(units):
+                yield f"{_spelled(low)} with {_spelled(high)} [{units[i][0]}]", [(low if j == i else high, False) for j in range(n)], None
+        for i, (name, index) in enumerate(units):
             if index is None:
-                text = "0-dim float64 beside float32"
+                text = f"0-dim float64 beside float32 [{', '.join(u[0] for j, u in enumerate(units) if j != i)}]"
                 yield text, [(torch.float64, True) if j == i else (torch.float32, False) for j in range(n)], None
     if has_scalar and n >= 1:
-        yield "a Python float beside int64", [(torch.int64, False)] * n, 0.5
+        yield f"a Python float beside int64 [{', '.join(dict.fromkeys(u[0] for u in units))}]", [(torch.int64, False)] * n, 0.5
     elif n >= 2 and units[-1][1] is None:
-        yield "a Python float beside int64", [(torch.int64, False)] * (n - 1) + [(0.5, False)], None
+        yield f"a Python float beside int64 [{', '.join(u[0] for u in units[:-1])}]", [(torch.int64, False)] * (n - 1) + [(0.5, False)], None
 
 
 def _spelled(dtype: Any) -> str:
@@ -281,22 +289,49 @@ def promotion_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
 
 
 def consistent_kinds(tried: dict[str, Any]) -> list[str]:
-    """The kinds torch's rules agree with on these calls: some mixed call ran (when there are any), every call
-    that ran returned the kind's result dtype, and no call was refused whose computation dtype under the kind is
-    one a diagonal call ran in. So ``lerp(int64, float32, float32)``, refused though float32 lerp runs, rules
-    promotion out, and ``addcdiv`` of integers, refused, rules ``int_to_float`` out; ``bitwise_and(int64,
-    float32)`` is refused for want of a float kernel, which promotion does not contradict."""
+    """The kinds torch's rules agree with on these calls (none: these arguments are not seen to promote).
+
+    Every promoted tensor argument was the one promoted in some mixed call that ran (``masked_select`` runs
+    with a float ``self`` beside a bool ``mask``, never the other way round), diagonal calls ran in two
+    computation dtypes or more (an argument that takes one dtype, ``scatter``'s index, is no promoted
+    variable), every call that ran returned the kind's result dtype, and no call was refused whose
+    computation dtype under the kind is one a diagonal call ran in, nor a mixed call whose promoted arguments'
+    own dtype a diagonal call ran in too: ``lerp(float64 0-dim, float32, float32)`` is refused though float32
+    lerp runs, ``addcdiv`` of integers is refused so it is not ``int_to_float``; ``bitwise_and(int64, float32)``
+    is refused for want of a float kernel and ``sub(bool, float16)`` for a bool tensor, neither of which
+    promotion contradicts.
+    """
     calls = tried["mixed"] + tried["diagonal"]
     diagonal_ran = {dtype for dtype, returned, _, _ in tried["diagonal"] if returned is not None}
-    if not diagonal_ran or (tried["mixed"] and all(returned is None for _, returned, _, _ in tried["mixed"])):
+    promoted = {name for text, returned, _, _ in tried["mixed"] if returned is not None for name in _lower(text)}
+    if len(tried["tensors"]) > 1 and not set(tried["tensors"]) <= promoted:
         return []
     found = []
     for kind in KINDS:
         ran = [(returned, predicted[kind]) for _, returned, _, predicted in calls if returned is not None]
-        refused = [predicted[kind] for _, returned, _, predicted in calls if returned is None and predicted[kind]]
+        refused = [
+            predicted[kind]
+            for text, returned, _, predicted in calls
+            if returned is None and predicted[kind] and (" " not in text or _own_dtype(text) in diagonal_ran)  # a diagonal call, or a mixed one
+        ]
+        computed = {predicted[kind][0] for dtype, returned, _, predicted in tried["diagonal"] if returned is not None and predicted[kind]}
+        if len(computed) < 2:
+            continue
         if all(p is not None and p[1] == returned for returned, p in ran) and not any(p[0] in diagonal_ran for p in refused):
             found.append(kind)
     return found
+
+
+def _own_dtype(text: str) -> str:
+    """The dtype the promoted arguments of a mixed call have before promotion ('int64 with float32 [self]': int64)."""
+    if " beside " in text:
+        return text.split(" beside ")[1].split(" ")[0]
+    return text.split(" with ")[0]
+
+
+def _lower(text: str) -> list[str]:
+    """The arguments a mixed call's description names as the promoted one ('int64 with float32 [self]')."""
+    return text.rsplit("[", 1)[1].rstrip("]").split(", ") if text.endswith("]") else []
 
 
 def make_reports(names: list[str], jobs: int | None) -> list[dict[str, Any]]:
