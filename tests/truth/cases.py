@@ -219,6 +219,7 @@ CASES: tuple[Case, ...] = (
     *promoting("addcmul", "self tensor1 tensor2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), t(ds[2], 2, 3))),
     *promoting("addcdiv", "self tensor1 tensor2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), t(ds[2], 2, 3))),
     c("lerp.Scalar", "self end", lambda d: A(t(d, 2, 3), t(d, 2, 3), 0.5)),
+    c("lerp.Tensor", "self end weight", lambda d: A(t(d, 2, 3), t(d, 2, 3), p(d, 2, 3))),  # no promotion: one dtype
     c("clamp", "self", lambda d: A(t(d, 2, 3), 0, 3), lambda d: A(t(d, 2, 3), 0.5, 3.5)),
     *promoting("clamp.Tensor", "self min max", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), t(ds[2], 2, 3))),
     *promoting("where.self", "self other", lambda ds: A(mask(2, 3), t(ds[0], 2, 3), t(ds[1], 2, 3)), given={"condition": "bool"}),
