@@ -312,7 +312,7 @@ def consistent_kinds(tried: dict[str, Any]) -> list[str]:
         refused = [
             predicted[kind]
             for text, returned, _, predicted in calls
-            if returned is None and predicted[kind] and (" " not in text or _own_dtype(text) in diagonal_ran)  # a diagonal call, or a mixed one
+            if returned is None and predicted[kind] and (" " not in text or own_dtype(text) in diagonal_ran)  # a diagonal call, or a mixed one
         ]
         computed = {predicted[kind][0] for dtype, returned, _, predicted in tried["diagonal"] if returned is not None and predicted[kind]}
         if len(computed) < 2:
@@ -322,7 +322,7 @@ def consistent_kinds(tried: dict[str, Any]) -> list[str]:
     return found
 
 
-def _own_dtype(text: str) -> str:
+def own_dtype(text: str) -> str:
     """The dtype the promoted arguments of a mixed call have before promotion ('int64 with float32 [self]': int64)."""
     if " beside " in text:
         return text.split(" beside ")[1].split(" ")[0]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from migrate.evidence.probe.merge import ACCEPTED, REJECTED
-from migrate.evidence.promotion.calls import consistent_kinds
+from migrate.evidence.promotion.calls import consistent_kinds, own_dtype
 from migrate.runtime.runs import overload_key
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import PROBE, Conflict, Evidence
@@ -65,13 +65,14 @@ def _call_text(name: str, call: list[Any]) -> str:
 
 
 def _contradicting(report: dict[str, Any], declared: Promotion) -> list[Any] | None:
-    """The first refused mixed call of the declared arguments whose computation dtype a diagonal call ran in."""
+    """The first refused mixed call of the declared arguments where the kernel runs both its promoted arguments'
+    own dtype and its computation dtype (``consistent_kinds``' reason to rule promotion out), if any."""
     for tried in report["tried"]:
         if tried["args"] == list(declared.args):
             ran = {dtype for dtype, returned, _, _ in tried["diagonal"] if returned is not None}
             for call in tried["mixed"]:
                 predicted = call[3].get(declared.kind)
-                if call[1] is None and (not ran or (predicted and predicted[0] in ran)):
+                if call[1] is None and predicted and predicted[0] in ran and own_dtype(call[0]) in ran:
                     return call
     return None
 
@@ -95,7 +96,11 @@ def finding_of(report: dict[str, Any]) -> PromotionFinding:
     if declared is not None and promotion != declared:
         if promotion is None:
             refused = _contradicting(report, declared)
-            why = f"ATen refused {_call_text(name, refused)}" if refused else "no call made with these arguments agreed with a promotion kind"
+            why = (
+                f"ATen refused {_call_text(name, refused)}"
+                if refused
+                else "no promotion kind agrees with its calls (a promoted argument never ran promoted, or diagonal calls ran in one dtype)"
+            )
             message = f"torch's refs declare {name} promoting {declared}; {why}: no promotion written"
         else:
             message = f"torch's refs declare {name} promoting {declared}; ATen's calls agree with {promotion}, which is written"
