@@ -51,8 +51,9 @@ def test_observation_settles_the_kind(reports):
     # no ref declares div; its calls alone give int_to_float, and its set is floating and complex
     div = finding_of(reports["aten::div.Tensor"])
     assert div.promotion == Promotion("int_to_float", ("self", "other")) and not div.conflicts
-    accepted = next(e for e in div.diagonal if e.where.endswith(ACCEPTED))
-    assert DType("int64") not in accepted.dtypes and DType("float32") in accepted.dtypes
+    assert DType("int64") in next(e for e in div.diagonal if e.where.endswith(ACCEPTED)).dtypes  # it ran, in float32
+    plan = with_promotion(OverloadPlan("div.Tensor", (Variable("P0", named("float32"), ("self", "other", "return.0")),)), div)
+    assert DType("int64") not in plan.variables[0].dtypes and DType("float32") in plan.variables[0].dtypes
     assert finding_of(reports["aten::eq.Tensor"]).promotion.kind == "always_bool"
     assert finding_of(reports["aten::abs"]).promotion == Promotion("complex_to_float", ("self",))
 
@@ -130,3 +131,15 @@ def test_no_promotion_keeps_the_plan_and_carries_the_conflict():
     plan = with_promotion(_plan(), finding)
     assert plan.variables == _plan().variables and plan.promotion is None
     assert [c.kind for c in plan.conflicts] == [CONFLICT]
+
+
+def test_a_return_the_kind_never_gives_makes_it_default():
+    """div.Tensor_mode built with rounding_mode=None divides as int_to_float; its samples floor int64 into int64."""
+    floored = Evidence(OPINFO, "OpInfo div.floor_rounding", named("int64", "float32"), ("return.0",))
+    plan = OverloadPlan("div.Tensor_mode", (Variable("P0", named("int64", "float32"), ("self", "other", "return.0"), (floored,)),))
+    diagonal = (Evidence(PROBE, f"self, other at one dtype{ACCEPTED}", named("int64", "float32"), ("self", "other")),)
+    finding = PromotionFinding("div.Tensor_mode", Promotion("int_to_float", ("self", "other")), ("self", "other"), (), diagonal)
+    written = with_promotion(plan, finding)
+    assert written.promotion == Promotion("default", ("self", "other"))
+    assert written.variables[0].dtypes == named("int64", "float32")
+    assert [c.kind for c in written.conflicts] == [CONFLICT] and "never returns" in written.conflicts[0].message

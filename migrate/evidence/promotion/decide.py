@@ -38,6 +38,19 @@ def computation_dtype(kind: str, dtype: DType) -> DType:
     return dtype
 
 
+def returns_possible(kind: str, dtype: DType) -> bool:
+    """Whether a call of this kind can return ``dtype`` (``int_to_float`` never returns an integer)."""
+    if kind == "int_to_float":
+        return dtype.name not in _INTEGRAL
+    if kind == "bool_to_long":
+        return dtype.name != "bool"
+    if kind == "always_bool":
+        return dtype.name == "bool"
+    if kind == "complex_to_float":
+        return dtype.name not in _REAL
+    return True
+
+
 def real_counterpart(dtype: DType) -> DType:
     """What ``complex_to_float`` returns for a computation dtype."""
     return DType(_REAL.get(dtype.name, dtype.name))
@@ -108,19 +121,19 @@ def finding_of(report: dict[str, Any]) -> PromotionFinding:
     if promotion is None:
         return PromotionFinding(name, None, (), conflicts)
     tensors = tuple(a for a in promotion.args if a in chosen["tensors"])
-    return PromotionFinding(name, promotion, tensors, conflicts, _diagonal(chosen, promotion.kind, tensors))
+    return PromotionFinding(name, promotion, tensors, conflicts, _diagonal(chosen, tensors))
 
 
-def _diagonal(tried: dict[str, Any], kind: str, tensors: tuple[str, ...]) -> tuple[Evidence, ...]:
-    """Accepted computation dtypes of the diagonal calls, and the refused ones by message."""
+def _diagonal(tried: dict[str, Any], tensors: tuple[str, ...]) -> tuple[Evidence, ...]:
+    """The dtypes the diagonal calls ran in, and the refused ones by message (input dtypes: ``sets`` maps them to
+    computation dtypes by the kind it writes)."""
     subject = f"{', '.join(tensors)} at one dtype, {WHERE}"
     accepted, refused = set(), {}
     for dtype, returned, message, _ in tried["diagonal"]:
-        found = DType(dtype)
         if returned is not None:
-            accepted.add(computation_dtype(kind, found))
-        elif computation_dtype(kind, found) == found:
-            refused.setdefault(message, []).append(found)
+            accepted.add(DType(dtype))
+        else:
+            refused.setdefault(message, []).append(DType(dtype))
     evidence = [Evidence(PROBE, f"{subject}{ACCEPTED}", canonical(accepted), tensors)] if accepted else []
     evidence += [Evidence(PROBE, f"{subject}{REJECTED}{message}", canonical(dtypes), tensors) for message, dtypes in sorted(refused.items())]
     return tuple(evidence)

@@ -21,9 +21,10 @@ import re
 from dataclasses import replace
 
 from migrate.evidence.probe.merge import is_rejection
-from migrate.evidence.promotion.decide import PromotionFinding, computation_dtype, real_counterpart
+from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, real_counterpart, returns_possible
 from migrate.model.dtypes import canonical
-from migrate.model.plan import DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Evidence, OverloadPlan, Variable
+from migrate.model.plan import DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
+from migrate.model.promotion import Promotion
 
 SHARED_RETURN = ("default", "no_opmath", "int_to_float", "bool_to_long")  # kinds whose return is the computation dtype
 PROMOTED = "TPromoted"  # the promoted variable's name until names are given
@@ -76,15 +77,52 @@ def _remaining(variable: Variable, moved: set[str]) -> Variable | None:
     return Variable(variable.name, canonical(dtypes or variable.dtypes), rest, evidence, variable.follows)
 
 
+def _mapped(finding: PromotionFinding) -> list[Evidence]:
+    """The diagonal calls' evidence in computation dtypes: a refusal only where the kernel would compute in the dtype."""
+    kind, found = finding.promotion.kind, []
+    for piece in finding.diagonal:
+        if is_rejection(piece):
+            dtypes = tuple(d for d in piece.dtypes if computation_dtype(kind, d) == d)
+        else:
+            dtypes = canonical({computation_dtype(kind, d) for d in piece.dtypes})
+        if dtypes:
+            found.append(replace(piece, dtypes=dtypes))
+    return found
+
+
+def _checked_by_returns(plan: OverloadPlan, finding: PromotionFinding) -> PromotionFinding:
+    """The finding, its kind ``default`` where calls seen here returned a dtype the kind never returns
+    (``div.Tensor_mode`` built with ``rounding_mode=None`` divides as ``int_to_float``; its samples floor
+    integers into integers), with a conflict saying so."""
+    kind = finding.promotion.kind
+    returned = {
+        d
+        for v in plan.variables
+        for e in v.evidence
+        if "return.0" in e.slots and e.source in (OPINFO, PROBE) and not is_rejection(e)
+        for d in e.dtypes
+    }
+    impossible = canonical(d for d in returned if not returns_possible(kind, d))
+    if not impossible:
+        return finding
+    promotion = Promotion("default", finding.promotion.args)
+    message = (
+        f"the calls built for promotion agree with {finding.promotion}, but calls seen here returned "
+        f"{', '.join(d.name for d in impossible)}, which {kind} never returns: {promotion} is written"
+    )
+    return replace(finding, promotion=promotion, conflicts=finding.conflicts + (Conflict(CONFLICT, finding.promotion.args, impossible, message),))
+
+
 def with_promotion(plan: OverloadPlan, finding: PromotionFinding | None) -> OverloadPlan:
     """The plan with its promotion, and its promoted tensors one variable of their diagonal dtypes (see the module)."""
     if finding is None:
         return plan
     if finding.promotion is None or not finding.tensors:
         return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
+    finding = _checked_by_returns(plan, finding)
     bound = {s for v in plan.variables for s in v.binds}
     kind = finding.promotion.kind
-    pieces = _diagonal_pieces(plan, finding) + list(finding.diagonal)
+    pieces = _diagonal_pieces(plan, finding) + _mapped(finding)
     dtypes = canonical({d for e in pieces if e.source != TORCHLIB and not is_rejection(e) for d in e.dtypes})
     if not dtypes:
         return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
