@@ -27,7 +27,7 @@ from migrate.evidence.opinfo.aliases import AliasOf, alias_plans
 from migrate.evidence.probe.follows import Follows
 from migrate.evidence.probe.merge import split_and_joined
 from migrate.evidence.promotion.decide import PromotionFinding
-from migrate.evidence.promotion.sets import with_promotion
+from migrate.evidence.promotion.sets import sibling_promotions, with_promotion
 from migrate.model.autocast import Policies
 from migrate.model.constraint import follows_problem
 from migrate.evidence.verdicts import with_verdicts
@@ -411,6 +411,7 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
         merged.update(alias_plans(sources.aliases, merged))
         if sources.groups:
             merged.update(group_siblings(native, merged))
+    merged.update(sibling_promotions(native, merged, sources.promotions))  # issue 31: in-place and out= promote as their functional does
     planned = {name: plan for name, plan in merged.items() if plan.variables}
     sets = global_sets(native, planned.values(), sources)
     set_names = {g.dtypes: g.name for g in sets}

@@ -12,17 +12,20 @@ are computed in the default float (``computation_dtype``).
 The return takes the kind's rule: it is the promoted variable itself (``default``, ``no_opmath``,
 ``int_to_float``, ``bool_to_long``), the real counterparts of its dtypes (``complex_to_float``), or
 stays as it was (``always_bool``: bool). Every other slot (indices, masks, ``dtype=``-gated inputs)
-keeps its variable, its verdicts and its dependent constraints.
+keeps its variable, its verdicts and its dependent constraints. In-place and out= overloads take
+their functional overload's promotion (``sibling_promotions``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 
 from migrate.evidence.probe.merge import is_rejection
 from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, real_counterpart, returns_possible
 from migrate.model.dtypes import canonical
+from migrate.model.native import NativeFunctions
 from migrate.model.plan import DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
 from migrate.model.promotion import Promotion
 
@@ -113,25 +116,31 @@ def _checked_by_returns(plan: OverloadPlan, finding: PromotionFinding) -> Promot
     return replace(finding, promotion=promotion, conflicts=finding.conflicts + (Conflict(CONFLICT, finding.promotion.args, impossible, message),))
 
 
-def with_promotion(plan: OverloadPlan, finding: PromotionFinding | None) -> OverloadPlan:
-    """The plan with its promotion, and its promoted tensors one variable of their diagonal dtypes (see the module)."""
+def with_promotion(
+    plan: OverloadPlan, finding: PromotionFinding | None, returns: bool = True, written: tuple[str, ...] = (), sibling: bool = False
+) -> OverloadPlan:
+    """The plan with its promotion, and its promoted tensors one variable of their diagonal dtypes (see the module).
+
+    ``returns`` False leaves the return with the variable it has; ``written`` (an out= overload's ``out`` and
+    return) join the promoted variable: torch casts the result into any dtype of its set. A ``sibling`` (in-place,
+    out=) takes its functional overload's kind as written: what it returns is what it writes into."""
     if finding is None:
         return plan
     if finding.promotion is None or not finding.tensors:
         return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
-    finding = _checked_by_returns(plan, finding)
+    finding = finding if sibling else _checked_by_returns(plan, finding)
     bound = {s for v in plan.variables for s in v.binds}
     kind = finding.promotion.kind
     pieces = _diagonal_pieces(plan, finding) + _mapped(finding)
     dtypes = canonical({d for e in pieces if e.source != TORCHLIB and not is_rejection(e) for d in e.dtypes})
     if not dtypes:
         return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
-    shared_return = kind in SHARED_RETURN and "return.0" in bound
-    moved = set(finding.tensors) | ({"return.0"} if shared_return or kind == "complex_to_float" else set())
-    binds = finding.tensors + (("return.0",) if shared_return else ())
+    shared_return = returns and kind in SHARED_RETURN and "return.0" in bound
+    moved = set(finding.tensors) | set(written) | ({"return.0"} if shared_return or (returns and kind == "complex_to_float") else set())
+    binds = finding.tensors + tuple(s for s in written if s not in finding.tensors) + (("return.0",) if shared_return else ())
     promoted = Variable(PROMOTED, dtypes, binds, tuple(pieces))
     variables = [promoted]
-    if kind == "complex_to_float" and "return.0" in bound:
+    if returns and kind == "complex_to_float" and "return.0" in bound:
         real = canonical({real_counterpart(d) for d in dtypes})
         where = f"the real counterparts of {', '.join(finding.tensors)}'s computation dtypes (complex_to_float)"
         why = tuple(
@@ -149,3 +158,29 @@ def with_promotion(plan: OverloadPlan, finding: PromotionFinding | None) -> Over
             variables.append(kept)
     variables = [replace(v, follows=tuple(PROMOTED if f in gone else f for f in v.follows)) if set(v.follows) & gone else v for v in variables]
     return replace(plan, variables=tuple(variables), promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
+
+
+def sibling_promotions(native: NativeFunctions, plans: Mapping[str, OverloadPlan], findings: Mapping[str, PromotionFinding]) -> dict[str, OverloadPlan]:
+    """In-place and out= overloads with their functional overload's promotion (its diagonal calls' evidence), where
+    their own calls were not made (a promoted result must also cast into ``self`` or ``out``) and their schema has
+    its arguments: ``add_.Tensor``, ``sinc_``, ``add.out``. Their verdicts are read again from the evidence."""
+    from migrate.evidence.verdicts import with_verdicts
+
+    found = {}
+    for name, plan in sorted(plans.items()):
+        group = native.groups.get(name) if name in native.by_name else None
+        functional = group.of_kind("functional") if group is not None else ()
+        finding = findings.get(functional[0]) if functional and name not in functional and plan.promotion is None else None
+        written = plans[functional[0]].promotion if finding is not None and functional[0] in plans else None
+        if written is None:
+            continue
+        finding = replace(finding, promotion=written)  # as the functional overload's plan writes it (_checked_by_returns)
+        arguments = {s.name for s in native.by_name[name].schema.slots if not s.is_return}
+        if set(finding.promotion.args) <= arguments:
+            sibling = replace(finding, name=name, conflicts=())
+            if name in group.of_kind("out"):  # the return is ``out``: it joins the promoted variable where the kind returns its dtype
+                out = next((v.binds for v in plan.variables if "return.0" in v.binds), ()) if finding.promotion.kind in SHARED_RETURN else ()
+                found[name] = with_verdicts(with_promotion(plan, sibling, returns=False, written=out, sibling=True))
+            else:
+                found[name] = with_verdicts(with_promotion(plan, sibling, sibling=True))
+    return found
