@@ -143,3 +143,28 @@ def test_a_return_the_kind_never_gives_makes_it_default():
     assert written.promotion == Promotion("default", ("self", "other"))
     assert written.variables[0].dtypes == named("int64", "float32")
     assert [c.kind for c in written.conflicts] == [CONFLICT] and "never returns" in written.conflicts[0].message
+
+
+def test_in_place_and_out_overloads_take_the_functional_promotion():
+    from migrate.evidence.promotion.sets import sibling_promotions
+    from migrate.model.native import NativeFunctions
+    from tests.conftest import REAL_NATIVE_FUNCTIONS
+
+    native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+    every = named("int64", "uint16", "float32")
+    together = Evidence(PROBE, f"self, other cast together, OpInfo add (1 call){ACCEPTED}", named("int64", "float32"), ("self", "other"))
+    add = with_promotion(
+        OverloadPlan("add.Tensor", (Variable("P0", every, ("self", "other", "return.0"), (together,)),)),
+        PromotionFinding("add.Tensor", Promotion("default", ("self", "other")), ("self", "other")),
+    )
+    plans = {
+        "add.Tensor": add,
+        "add_.Tensor": OverloadPlan("add_.Tensor", (Variable("P0", every, ("self", "return.0")), Variable("P1", every, ("other",)))),
+        "add.out": OverloadPlan("add.out", (Variable("P0", every, ("self", "other")), Variable("P1", every, ("out", "return.0")))),
+    }
+    finding = PromotionFinding("add.Tensor", Promotion("default", ("self", "other")), ("self", "other"), (), (together,))
+    found = sibling_promotions(native, plans, {"add.Tensor": finding})
+    assert found["add_.Tensor"].promotion == add.promotion
+    assert [v.binds for v in found["add_.Tensor"].variables] == [("self", "other", "return.0")]
+    assert [v.binds for v in found["add.out"].variables] == [("self", "other", "out", "return.0")]
+    assert found["add.out"].variables[0].dtypes == named("int64", "float32")
