@@ -61,10 +61,17 @@ def _element_dtypes(dtypes) -> set[str]:
 
 
 def test_every_declared_variable_accepts_every_observed_dtype(migrated):
-    """Soundness over the whole cached sweep: zero violations."""
+    """Soundness over the whole cached sweep: zero violations. A promoted variable binds the call's computation
+    dtype, which an observation (no 0-dim or Python number recorded) cannot give: ``verify`` judges those slots
+    through the entry's type_promotion line, by running the calls (issue 31)."""
     native = NativeFunctions.load(migrated / "native_functions.yaml")
     sets = GlobalSetsFile.load(sibling_constraints_path(migrated / "native_functions.yaml")).by_name
     declared = {e.name: {s: v for v in declared_variables(native, e, sets) for s in v.binds} for e in native.entries}
+    for entry in native.entries:
+        promotion = native.fields(entry).get("type_promotion")
+        if promotion:
+            promoted = {declared[entry.name][a].name for a in promotion["args"] if a in declared[entry.name]}
+            declared[entry.name] = {s: v for s, v in declared[entry.name].items() if v.name not in promoted}
     sweep = run_sweep(SweepCache.of(StageCache.at()), progress=False)
     violations, checked = [], 0
     for observation in sweep.observations:
@@ -102,7 +109,9 @@ def test_written_entries_of_the_must_show_ops(migrated):
     native = NativeFunctions.load(migrated / "native_functions.yaml")
     sets = GlobalSetsFile.load(sibling_constraints_path(migrated / "native_functions.yaml")).by_name
     by_slot = {e: {s: v for v in declared_variables(native, native.by_name[e], sets) for s in v.binds} for e in ("add.Tensor", "where.self", "scaled_dot_product_attention")}
-    assert by_slot["add.Tensor"]["self"] is not by_slot["add.Tensor"]["other"]
+    assert by_slot["add.Tensor"]["self"] is by_slot["add.Tensor"]["other"] is by_slot["add.Tensor"]["return.0"]  # issue 31: promoted
+    assert native.fields(native.by_name["add.Tensor"])["type_promotion"] == {"kind": "default", "args": ["self", "other"]}
+    assert "uint16" not in {d.name for d in by_slot["add.Tensor"]["self"].dtypes}  # add_stub has no UInt16 kernel
     assert [d.name for d in by_slot["where.self"]["condition"].dtypes][0] == "bool"
     sdpa = by_slot["scaled_dot_product_attention"]
     assert sdpa["query"] is sdpa["key"] is sdpa["value"] is sdpa["return.0"]
@@ -204,7 +213,7 @@ def test_the_written_yaml_speaks_the_named_vocabulary(migrated):
     growth = (migrated / "native_functions.yaml").stat().st_size / REAL_NATIVE_FUNCTIONS.stat().st_size - 1
     assert named / variables >= 0.95
     assert lines and max(lines) <= 200
-    assert growth <= 0.15
+    assert growth <= 0.18  # issue 31: with the type_promotion lines
     spelling = json.loads((migrated / "report.json").read_text())["summary"]["spelling"]
     assert (spelling["variables_written"], spelling["variables_named"]) == (variables, named)
     assert (spelling["constraints_lines"], spelling["longest_constraints_line"]) == (len(lines), max(lines))
