@@ -12,8 +12,8 @@ Static figures (read from the source, nothing imported):
 
 ``--path`` runs the full default run (``--out`` a temporary folder, ``-j 1``) in a subprocess on a copy of the
 stage cache without its ``plans`` stage, so the plan is inferred, and counts how the run reaches the
-inference. Every module-level function of ``migrate.infer`` (the module, or every module of the package) is
-wrapped; a call from outside ``migrate.infer`` is an entry, and at each entry the chain of the tool's frames
+inference. Every module-level function of ``migrate.infer`` (the module, or every module of the package, where the
+package re-exports it too) is wrapped; a call from outside ``migrate.infer`` is an entry, and at each entry the chain of the tool's frames
 from the command line down to it is read (frames of other packages, such as ``functools``, skipped).
 Consecutive frames of two modules are a call from one module to another. Over every entry's chain:
 - entries: the calls into ``migrate.infer`` (dynamic count), and the distinct functions entered;
@@ -122,11 +122,17 @@ def wrap(module_name, function):
 
 root = importlib.import_module(INFER)
 names = [INFER] + [m.name for m in pkgutil.walk_packages(getattr(root, "__path__", []), INFER + ".")]
-for name in names:
-    module = importlib.import_module(name)
+modules = [importlib.import_module(name) for name in names]
+wrapped = {
+    value: wrap(module.__name__, value)
+    for module in modules
+    for value in vars(module).values()
+    if isinstance(value, types.FunctionType) and value.__module__ == module.__name__
+}
+for module in modules:  # also where a package re-exports a function of its modules
     for attribute, value in list(vars(module).items()):
-        if isinstance(value, types.FunctionType) and value.__module__ == name:
-            setattr(module, attribute, wrap(name, value))
+        if isinstance(value, types.FunctionType) and value in wrapped:
+            setattr(module, attribute, wrapped[value])
 
 from migrate.cli import main
 code = main(argv)

@@ -18,7 +18,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from migrate.errors import InputError
-from migrate.pipeline import AUTOCAST_KEYS, EVIDENCE, Options, RunRequest, Session, autocast_registrations, lowered, promotion_comparison, promotion_rules
+from migrate.pipeline import (
+    AUTOCAST_KEYS,
+    EVIDENCE,
+    Options,
+    RunRequest,
+    Session,
+    autocast_registrations,
+    lowered,
+    promotion_comparison,
+    promotion_rules,
+    reference,
+)
 from migrate.write.outputs import Output, commit, print_diff, unified_diff
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT, EXIT_VIOLATIONS = 0, 1, 2, 3
@@ -255,10 +266,7 @@ def _docs_parser() -> argparse.ArgumentParser:
 
 
 def run_docs(args: argparse.Namespace) -> int:
-    from migrate.write.outputs import commit
-    from migrate.write.reference import reference_outputs
-
-    outputs = reference_outputs(args.file, args.report, args.output)
+    outputs = reference(args.file, args.report, args.output)
     stale = [o.display for o in outputs if o.changed]
     if args.check:
         for name in stale:
@@ -287,7 +295,7 @@ def _accepts_parser() -> argparse.ArgumentParser:
 
 
 def run_accepts(args: argparse.Namespace) -> int:
-    from migrate.api import load_declarations
+    from migrate.api import load_declarations  # the public API, beside the pipeline; it imports torch
 
     values = {}
     for text in args.values:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 import shutil
 import subprocess
 import tempfile
@@ -95,7 +96,8 @@ class Browser:
 
     def _receive(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self._buffer:
-            if time.monotonic() > deadline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self._from_browser], [], [], remaining)[0]:
                 raise TimeoutError("chromium did not answer in time")
             chunk = os.read(self._from_browser, 1 << 20)
             if not chunk:

@@ -192,6 +192,18 @@ def test_the_page_in_chromium_shows_a_rejected_cells_message_and_filters(inputs,
         page.click(f'.chip[data-filter="tag"][data-value="{_page_data((tmp_path / "out" / "index.html").read_text())["tags"].index("pointwise")}"]')
         assert page.evaluate(overloads) == ["add.Tensor:T"]
         page.screenshot(tmp_path / "pointwise.png")
+        page.open("about:blank")
+        page.open((tmp_path / "out" / "index.html").as_uri() + "#aten::scaled_dot_product_attention")  # a link to a search
+        page.wait_for("document.body.dataset.ready")
+        assert page.evaluate("document.getElementById('search').value") == "aten::scaled_dot_product_attention"
+        assert page.evaluate(overloads) == ["scaled_dot_product_attention:TFloat", "scaled_dot_product_attention:T"]
+        page.evaluate("(() => { const s = document.getElementById('search'); s.value = ''; s.dispatchEvent(new Event('input')); })()")
+        page.evaluate(
+            "(() => { const m = document.getElementById('module'); m.value = [...m.options].find((o) => o.text === 'nn').value;"
+            " m.dispatchEvent(new Event('change')); })()"
+        )
+        assert page.evaluate(overloads) == ["scaled_dot_product_attention:TFloat", "scaled_dot_product_attention:T"]
+        page.click('.chip[data-filter="tag"][data-value="0"]')  # a fresh page: no filter on until clicked
         page.click("#incomplete")
         assert page.evaluate(overloads) == []
         assert page.evaluate("document.getElementById('count').textContent") == "0 variables of 0 overloads"

@@ -1,13 +1,18 @@
-"""The commands on one written file, which need no session: ``lower``, ``autocast-gen`` and ``promotion-gen``."""
+"""The commands on one written file, which need no session: ``lower``, ``autocast-gen``, ``promotion-gen`` and ``docs``
+(``accepts`` asks the public API, ``migrate.api``, beside the pipeline)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from migrate.model.autocast import KEYS as AUTOCAST_KEYS
 from migrate.model.native import NativeFunctions
 
-__all__ = ["AUTOCAST_KEYS", "autocast_registrations", "lowered", "promotion_comparison", "promotion_rules"]
+if TYPE_CHECKING:
+    from migrate.write.outputs import Output
+
+__all__ = ["AUTOCAST_KEYS", "autocast_registrations", "lowered", "promotion_comparison", "promotion_rules", "reference"]
 
 
 def lowered(path: Path) -> bytes:
@@ -43,3 +48,10 @@ def promotion_comparison(path: Path) -> str:
 
     return report(compare(NativeFunctions.load(path)))
 
+
+def reference(path: Path, report: Path | None, out: Path) -> list[Output]:
+    """The dtype reference of an annotated yaml (OperatorDtypes.md, autocast.md, index.html) for ``out``, each with what
+    ``out`` holds now; ``report`` (a run's --report) gives each dtype's verdict and evidence."""
+    from migrate.write.reference import reference_outputs
+
+    return reference_outputs(path, report, out)
