@@ -87,7 +87,9 @@ def test_a_composite_implicit_overload_is_checked_at_its_own_name(declared):
     mask = torch.zeros(4, 4, dtype=torch.int64)
     assert violation_of(lambda: F.scaled_dot_product_attention(q, q, q, attn_mask=mask), declared) == (
         "aten::scaled_dot_product_attention: argument attn_mask has dtype torch.int64, not in "
-        "M = [torch.bool, torch.float16, torch.bfloat16, torch.float32, torch.float64], declared at native_functions.yaml:34"
+        "M = [torch.bool, torch.float16, torch.bfloat16, torch.float32, torch.float64], declared at native_functions.yaml:34; "
+        "ATen refuses it too: Expected attn_mask dtype to be bool or float or to match query dtype, "
+        "but got attn_mask.dtype: long int and  query.dtype: float instead."
     )
 
 

@@ -115,8 +115,11 @@ def test_add_of_two_uint16_tensors_is_flagged_naming_the_set_and_both_lines(decl
     u = torch.ones(3, dtype=torch.uint16)
     with pytest.raises(RuntimeError, match="not implemented for 'UInt16'"):
         torch.add(u, u)  # what ATen says without the checker
-    violation = _raised(lambda: torch.add(u, u), declared).violations[0]
+    raised = _raised(lambda: torch.add(u, u), declared)
+    violation = raised.violations[0]
     assert violation.kind == COMPUTED_OUTSIDE_SET
+    assert raised.aten == "\"add_stub\" not implemented for 'UInt16'"
+    assert str(raised).endswith("; ATen refuses it too: \"add_stub\" not implemented for 'UInt16'")
     assert str(violation) == (
         "aten::add.Tensor: computes in torch.uint16 (self is torch.uint16, other is torch.uint16; "
         f"type_promotion default at native_functions.yaml:3), not in T = {NO_UNSIGNED}, declared at native_functions.yaml:2"

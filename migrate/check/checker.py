@@ -20,7 +20,9 @@ violation; the variable's other slots hold the result (the kind's: bool for ``al
 dtype of the set in an overload that writes into an argument (torch casts into it).
 
 By default a violation raises ``DtypeViolation``: for arguments before the kernel
-runs, for returns after. With ``collect=True`` calls run as usual and the checker
+runs (of an overload that writes into no argument, the kernel is then asked too, and
+its own refusal, ``"add_stub" not implemented for 'UInt16'``, ends the message), for
+returns after. With ``collect=True`` calls run as usual and the checker
 gathers each distinct violation with a count; a call whose kernel raised is not
 checked then (as the recorders record only calls that returned, so verify judges
 declarations on the evidence they were inferred from). In both modes a call with an
@@ -233,12 +235,15 @@ def _slot_text(slot: str) -> str:
 
 
 class DtypeViolation(Exception):
-    """A call broke its overload's declared dtypes; the message is the first violation, on one line."""
+    """A call broke its overload's declared dtypes; the message is the first violation, on one line, then
+    ATen's own refusal of the same call when its kernel refuses it too (``aten``; '' when it was not asked)."""
 
-    def __init__(self, violations: tuple[Violation, ...]):
+    def __init__(self, violations: tuple[Violation, ...], aten: str = ""):
         self.violations = violations
+        self.aten = aten
         more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-        super().__init__(f"{violations[0]}{more}")
+        refused = f"; ATen refuses it too: {aten}" if aten else ""
+        super().__init__(f"{violations[0]}{more}{refused}")
 
 
 @dataclass(frozen=True)
@@ -495,7 +500,7 @@ class Checker(TwoKeyObserver):
         seen: list[Any] = [None] * len(check.allowed)
         found = judge(check, args, kwargs, seen=seen)
         if found:
-            raise DtypeViolation(found)
+            raise DtypeViolation(found, _aten_refusal(func, args, kwargs, run))
         out = run(func, args, kwargs)
         found = judge(check, args, kwargs, out, seen=seen, arguments_fit=True)
         if found:
@@ -516,6 +521,25 @@ class Checker(TwoKeyObserver):
         if check is None:
             return func(*args, **kwargs)
         return self._call(check, func, args, kwargs, _run_kernel)
+
+
+def _aten_refusal(func: Any, args: tuple, kwargs: dict, run: Any) -> str:
+    """ATen's own message for a call whose arguments the declaration refuses, when its kernel refuses the call too.
+
+    Asked only of an overload that writes into no argument (running it changes nothing the caller holds);
+    '' when the kernel runs the call (the declaration is then narrower than ATen), or a call inside it
+    breaks a declaration first.
+    """
+    if torch_private.overload_slots(func).mutates:
+        return ""
+    try:
+        run(func, args, kwargs)
+    except DtypeViolation:
+        return ""
+    except Exception as exc:  # ATen's refusal, whatever its type (RuntimeError, NotImplementedError, TypeError)
+        lines = str(exc).strip().splitlines()
+        return lines[0] if lines else type(exc).__name__
+    return ""
 
 
 def _has_elements(args: tuple, kwargs: dict, *out: Any) -> bool:
