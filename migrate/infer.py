@@ -25,7 +25,9 @@ from typing import Callable, Iterable, Mapping
 from migrate.cache import Stage
 from migrate.evidence.opinfo.aliases import AliasOf, alias_plans
 from migrate.evidence.probe.follows import Follows
+from migrate.evidence.probe.dtype_arguments import DtypeArgument, with_dtype_arguments
 from migrate.evidence.probe.merge import split_and_joined
+from migrate.evidence.structure import with_fallback
 from migrate.model.autocast import Policies
 from migrate.model.constraint import follows_problem
 from migrate.evidence.verdicts import with_verdicts
@@ -57,6 +59,7 @@ class Sources:
     kernel: Mapping[str, OverloadPlan] = field(default_factory=dict)  # metadata-reading kernels (migrate.evidence.opinfo.forwards)
     schema_calls: Mapping[str, OverloadPlan] = field(default_factory=dict)  # probed calls built from schemas (none a sample reached)
     follows: Mapping[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots that follow another variable (probe.follows)
+    dtype_arguments: Mapping[str, DtypeArgument] = field(default_factory=dict)  # returns a ScalarType argument sets (probe.dtype_arguments)
 
 
 def _observed(variable: Variable) -> Variable:
@@ -213,7 +216,8 @@ def _sibling_slot(slot: str, sibling: TypedSchema, functional: TypedSchema) -> t
 
 
 def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> dict[str, OverloadPlan]:
-    """Plans for in-place / out= / mutable siblings that have no evidence, from their functional overload."""
+    """Plans for in-place / out= / mutable siblings from their functional overload, at the slots no evidence of
+    their own speaks for (all of them for a sibling no call reached; see ``with_fallback``)."""
     taken: dict[str, OverloadPlan] = {}
     for name, plan in sorted(plans.items()):
         group = native.groups.get(name)
@@ -221,17 +225,19 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
             continue
         functional = native.by_name[name].schema
         for sibling_name in group.names:
-            if sibling_name == name or plans.get(sibling_name, OverloadPlan(sibling_name, ())).variables:
+            own = plans.get(sibling_name, OverloadPlan(sibling_name, ()))
+            if sibling_name == name:
                 continue
+            bound = {s for v in own.variables for s in v.binds}
             sibling = native.by_name[sibling_name].schema
             variables = []
             for variable in plan.variables:
-                binds = tuple(s for slot in variable.binds for s in _sibling_slot(slot, sibling, functional))
+                binds = tuple(s for slot in variable.binds for s in _sibling_slot(slot, sibling, functional) if s not in bound)
                 if binds:
                     evidence = (Evidence(GROUPS, f"from {name}", variable.dtypes, binds),)
                     variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.follows, variable.verdicts))
             if variables:
-                taken[sibling_name] = OverloadPlan(sibling_name, plan.followed_within(variables))
+                taken[sibling_name] = with_fallback(own, plan.followed_within(variables))
     return taken
 
 
@@ -402,6 +408,9 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan
+    for name, fact in sorted(sources.dtype_arguments.items()):  # the return a dtype argument sets speaks for itself
+        if name in native.by_name and all(native.by_name[name].schema.slot(slot) is not None for slot in fact.returns):
+            merged[name] = with_dtype_arguments(merged.get(name), name, fact)
     merged = {name: with_verdicts(plan) for name, plan in merged.items()}  # siblings and aliases take them as they are
     for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
         merged.update(alias_plans(sources.aliases, merged))

@@ -253,6 +253,11 @@ class Session:
         probe = evidence.probe if "probe" in wanted else {}
         schema_calls = evidence.schema_calls if "probe" in wanted else {}
         follows = evidence.follows if "probe" in wanted else {}
+        dtype_arguments = {}
+        if "probe" in wanted:
+            from migrate.evidence.probe.dtype_arguments import load_dtype_arguments
+
+            dtype_arguments = {name: fact for name, fact in load_dtype_arguments(self.cache, self.options.jobs).items() if name in self.native.by_name}
         aliases, kernel = {}, {}
         if "aliases" in wanted:
             from migrate.evidence.opinfo.aliases import alias_overloads
@@ -272,6 +277,7 @@ class Session:
             "kernel": kernel,
             "schema_calls": schema_calls,
             "follows": follows,
+            "dtype_arguments": dtype_arguments,
             "alignment": alignment,
         }
 

@@ -19,6 +19,9 @@ that lets more dtypes in: ``mean(int64 tensor, dtype=torch.float32)`` is a valid
 on), nothing of it is probed. Calls run on the captured clones, cloned again per probe
 for an overload that writes to an argument; every probe starts from its own fixed seed.
 
+Then the in-place and out= siblings of the probed calls' overloads are called and probed the same
+way, on calls built from those calls (``migrate.evidence.probe.siblings``).
+
 Which calls: an OpInfo probes up to PROBE_CALLS calls of the overloads its samples call
 themselves or that it is about, one call of those it reaches only inside others when no
 OpInfo is about them (``detach``), none of the rest (``clone`` runs inside every OpInfo:
@@ -52,6 +55,7 @@ import torch
 
 from migrate.runtime import torch_private
 from migrate.evidence.probe.contexts import context_reports
+from migrate.evidence.probe.siblings import sibling_calls
 from migrate.runtime.recorders import CapturedCall, argument_of, dtype_name, dtypes_of
 from migrate.runtime.processes import one_line
 from migrate.model.dtypes import DType
@@ -346,6 +350,7 @@ def probe_reports(calls: Iterable[CapturedCall], label: str, timeout: float) -> 
     ``label`` (the OpInfo) and each call's position make the seeds, so results do not depend on the worker.
     """
     started = time.process_time()
+    calls = list(calls)
     with bounded():
         for number, call in enumerate(calls):
             yield {"probing": describe(call)}
@@ -354,6 +359,9 @@ def probe_reports(calls: Iterable[CapturedCall], label: str, timeout: float) -> 
             again = _Prober(call, f"{label}\0{number}\0contexts", timeout)
             for context in context_reports(call, report, again, dtype_universe(), dtype_name):
                 yield {"probed": context}
+        for number, call in enumerate(sibling_calls(calls)):  # in-place and out= siblings of the calls' overloads
+            yield {"probing": describe(call)}
+            yield {"probed": probe_call(call, f"{label}\0sibling\0{number}", timeout)}
     yield {"probe_seconds": time.process_time() - started}
 
 

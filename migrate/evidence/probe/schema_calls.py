@@ -54,7 +54,7 @@ BASES = 2  # calls probed per overload, each of another base dtype
 _SHAPES = ((2, 3), (4,), (1, 2, 4, 4), ())
 _BASE_DTYPES = ("float32", "int64", "bool", "complex64")
 _INTS = (1, 0)
-_FILLERS = {"float": 0.5, "Scalar": 1, "number": 1, "bool": False, "SymFloat": 0.5}
+_FILLERS = {"float": 0.5, "Scalar": 1, "number": 1, "bool": False, "SymFloat": 0.5, "Device": "cpu"}
 _TENSOR_LISTS = ("List[Tensor]", "List[Optional[Tensor]]", "Optional[List[Tensor]]")
 _OPTIONAL_FILLERS = {"Optional[Scalar]": "Scalar", "Optional[number]": "number"}  # given with the optional tensors, else left to their default
 
@@ -89,11 +89,11 @@ def _tensor(shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
     return torch.randint(0, 2, shape, generator=generator).to(dtype)  # valid indices into any dimension of 2 or more
 
 
-def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None, bool], combination: tuple, seed: int):
+def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None, bool], combination: tuple, seed: int, given: dict[str, Any] | None = None):
     """Positional and keyword arguments for one combination, or None when an argument cannot be made.
 
     ``dtypes`` is (the tensors' dtype, another dtype, the tensor argument given that other one,
-    whether that one lacks the last dimension).
+    whether that one lacks the last dimension); ``given`` are values by argument name.
     """
     shape, number, sizes, optional, length = combination
     dtype, other, at, short = dtypes
@@ -103,7 +103,9 @@ def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None, bool], combinati
         kind = str(getattr(argument, "real_type", argument.type))  # Layout, not the int the JIT holds it as
         required = not argument.has_default_value() and not kind.startswith("Optional[")
         own_shape = shape[:-1] if short and tensors == at else shape
-        if kind == "Tensor" or (kind == "Optional[Tensor]" and optional):
+        if given and argument.name in given:
+            named[argument.name] = given[argument.name]
+        elif kind == "Tensor" or (kind == "Optional[Tensor]" and optional):
             named[argument.name] = _tensor(own_shape, other if tensors == at else dtype, seed + index)
             tensors += 1
         elif kind in _TENSOR_LISTS and (required or optional):
@@ -149,8 +151,9 @@ def _assignments(slots: Any) -> Iterator[list[tuple[str, int | None, bool]]]:
         yield [(dtype, None, False), *((dtype, at, short) for short in (False, True) for at in mixed)]
 
 
-def _built_calls(func: Any, timeout: float) -> list[Any]:
-    """Calls ATen accepts, as CapturedCalls: per base dtype the first combination that works, at most BASES."""
+def _built_calls(func: Any, timeout: float, given: dict[str, Any] | None = None) -> list[Any]:
+    """Calls ATen accepts, as CapturedCalls: per base dtype the first combination that works, at most BASES
+    (``given``: values by argument name)."""
     import signal
 
     import torch
@@ -164,7 +167,7 @@ def _built_calls(func: Any, timeout: float) -> list[Any]:
     for assignments in _assignments(slots):
         for (dtype_name, at, short), combination in itertools.product(assignments, combinations):
             dtypes = (getattr(torch, dtype_name), torch.int64, at, short)
-            made = _arguments(func._schema, dtypes, combination, seed)
+            made = _arguments(func._schema, dtypes, combination, seed, given)
             if made is None:
                 return calls
             args, kwargs = made

@@ -1,0 +1,88 @@
+"""In-place and out= overloads get calls of their own, built from their functional sibling's accepted calls; returns a
+``ScalarType`` argument sets are called at every dtype of that argument."""
+
+from __future__ import annotations
+
+import torch
+
+from migrate.evidence.probe.dtype_arguments import DtypeArgument, _report, with_dtype_arguments
+from migrate.evidence.probe.merge import probe_plans
+from migrate.evidence.probe.prober import PROBE_TIMEOUT, probe_call
+from migrate.evidence.probe.siblings import sibling_calls, siblings
+from migrate.evidence.verdicts import verdicts_of
+from migrate.infer import Sources, infer_plan
+from migrate.model.dtypes import TENSOR_DTYPES, named
+from migrate.model.native import NativeFunctions
+from migrate.model.rejection import is_rejection, rejection_messages
+from migrate.model.plan import ACCEPTED, OPINFO, REJECTED, Evidence, OverloadPlan, Variable
+from migrate.runtime import torch_private
+from migrate.runtime.recorders import CapturedCall, slot_dtypes
+from migrate.runtime.runs import ProbedCall, OpInfoId
+from tests.conftest import REAL_NATIVE_FUNCTIONS
+
+REAL = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+
+
+def captured(name: str, *args) -> CapturedCall:
+    func = torch_private.aten_overload(name)
+    slots = torch_private.overload_slots(func)
+    return CapturedCall(func, slots, args, {}, slot_dtypes(slots, args, {}, func(*args)), True, "float32", True)
+
+
+def test_the_siblings_of_a_functional_overload_are_found_from_the_schemas():
+    def names(name):
+        return [(torch_private.overload_slots(f).name, outs) for f, outs in siblings(torch_private.aten_overload(name))]
+
+    assert names("aten::add.Tensor") == [("aten::add_.Tensor", ()), ("aten::add.out", ("out",))]
+    assert names("aten::max.dim") == [("aten::max.dim_max", ("max", "max_values"))]
+    assert names("aten::add_.Tensor") == []  # an in-place overload is no functional one
+
+
+def probed_siblings(call: CapturedCall) -> dict[str, OverloadPlan]:
+    reports = [probe_call(c, f"test\0{i}", PROBE_TIMEOUT) for i, c in enumerate(sibling_calls([call]))]
+    return probe_plans([ProbedCall.from_report(OpInfoId("add", ""), r) for r in reports])
+
+
+def test_out_and_in_place_calls_judge_the_written_tensor_at_each_dtype():
+    plans = probed_siblings(captured("aten::add.Tensor", torch.rand(2, 3), torch.rand(2, 3)))
+    assert set(plans) == {"add.out", "add_.Tensor"}
+    out = next(v for v in plans["add.out"].variables if "out" in v.binds)
+    verdicts = verdicts_of(out)
+    # int64 is accepted where the inputs are int64 too; beside float32 inputs ATen refuses it, and says why
+    assert verdicts.of(named("float64")[0]) == ACCEPTED and verdicts.of(named("int64")[0]) == ACCEPTED
+    assert verdicts.of(named("uint16")[0]) == REJECTED
+    refusals = [rejection_messages(e)[named("int64")[0]] for e in out.evidence if is_rejection(e) and "out cast alone" in e.where and named("int64")[0] in e.dtypes]
+    assert refusals == ["RuntimeError: result type Float can't be cast to the desired output type Long"]
+    inplace = next(v for v in plans["add_.Tensor"].variables if "self" in v.binds)
+    assert verdicts_of(inplace).of(named("int64")[0]) == ACCEPTED  # self and other at int64 together
+    assert verdicts_of(inplace).of(named("uint16")[0]) == REJECTED  # add_stub has no uint16 kernel
+
+
+def test_a_sibling_is_built_only_where_it_runs_as_built():
+    # broadcasting into self: add(a, b) runs, a.add_(b) does not; the out= tensor takes the broadcast shape
+    plans = probed_siblings(captured("aten::add.Tensor", torch.rand(1), torch.rand(3)))
+    assert set(plans) == {"add.out"}
+
+
+def test_a_return_a_dtype_argument_sets_takes_every_dtype_the_argument_was_accepted_at():
+    fact = DtypeArgument.from_json(_report("aten::to.dtype", PROBE_TIMEOUT))
+    assert fact.argument == "dtype" and fact.follows_argument("return.0")
+    assert [d for d, _ in fact.accepted] == list(TENSOR_DTYPES)
+    randn = DtypeArgument.from_json(_report("aten::randn", PROBE_TIMEOUT))
+    refused = dict(randn.refused)
+    assert "not implemented for 'Long'" in refused[named("int64")[0]] and named("float64")[0] in dict(randn.accepted)
+
+
+def test_the_return_leaves_the_input_s_variable_and_carries_its_own_verdicts():
+    fact = DtypeArgument.from_json(_report("aten::randn", PROBE_TIMEOUT))
+    fact = DtypeArgument("to.dtype", "dtype", ("return.0",), fact.accepted, fact.refused)
+    observed = (Evidence(OPINFO, "test", named("float32"), ("self", "return.0")),)
+    plan = OverloadPlan("to.dtype", (Variable("T", named("float32"), ("self", "return.0"), observed),))
+    made = with_dtype_arguments(plan, "to.dtype", fact)
+    (own, returned) = made.variables
+    assert own.binds == ("self",) and returned.binds == ("return.0",)
+    assert returned.dtypes == tuple(d for d, _ in fact.accepted)
+    assert verdicts_of(returned).of(named("int64")[0]) == REJECTED
+    full = infer_plan(REAL, Sources({}, {"to.dtype": plan}, (), dtype_arguments={"to.dtype": fact}), only={"to.dtype"})
+    (overload,) = full.overloads
+    assert {v.binds: v.dtypes for v in overload.variables}[("return.0",)] == returned.dtypes
