@@ -16,7 +16,7 @@ from migrate.evidence.probe.merge import REJECTED as REJECTED_WHERE
 from migrate.evidence.probe.merge import probe_plans
 from migrate.runtime import recorders
 from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, Probe, ProbedCall
-from migrate.evidence.verdicts import dtype_verdict_summary, verdicts_of, with_verdicts
+from migrate.evidence.verdicts import dtype_verdict_lines, dtype_verdict_summary, verdicts_of, with_verdicts
 from migrate.infer import merge_overload
 from migrate.model.dtypes import TENSOR_DTYPES, DType
 from migrate.model.native import NativeFunctions, installed_native_functions
@@ -129,6 +129,24 @@ def test_the_summary_counts_unknown_verdicts_by_overload_kind():
     summary = dtype_verdict_summary(native, plan)
     assert summary["unknown_by_kind"] == {"functional": len(TENSOR_DTYPES) - 1, "inplace": len(TENSOR_DTYPES) - 2}
     assert summary["incomplete_variables"] == 2 and summary["by_verdict"][REJECTED] == 1
+
+
+def test_every_unknown_verdict_says_why_and_the_summary_counts_them_by_reason():
+    from migrate.model.plan import EMPTY, EMPTY_ONLY, NO_CPU_KERNEL, NO_VALID_CALL, NOT_TRIED, OPINFO, Evidence
+
+    seen = Evidence(OPINFO, "test", (F32,), ("self",))
+    empty = Evidence(EMPTY, "test, on empty tensors", (BOOL,), ("self",))
+    ran = verdicts_of(Variable("T", (F32,), ("self",), (seen, empty)))
+    assert (ran.reason_of(BOOL), ran.reason_of(I64), ran.reason_of(F32)) == (EMPTY_ONLY, NOT_TRIED, "")
+    assert Verdicts.from_json(json.loads(json.dumps(ran.to_json()))) == ran
+    assert verdicts_of(Variable("T", (F32,), ("self",), (empty,))).reason_of(I64) == NO_VALID_CALL
+    assert verdicts_of(Variable("T", (F32,), ("self",), (seen,)), cpu_kernel=False).reason_of(I64) == NO_CPU_KERNEL
+    native = NativeFunctions.load(installed_native_functions())
+    plan = Plan((), (OverloadPlan("relu_", (Variable("T", (F32,), ("self",), verdicts=ran),)),))
+    summary = dtype_verdict_summary(native, plan)
+    assert summary["unknown_by_reason"] == {EMPTY_ONLY: 1, NOT_TRIED: len(TENSOR_DTYPES) - 2}
+    assert summary["unknown_by_kind_and_reason"] == {"inplace": summary["unknown_by_reason"]}
+    assert f"unknown verdicts by reason: {EMPTY_ONLY} 1, {NOT_TRIED} {len(TENSOR_DTYPES) - 2}" in dtype_verdict_lines(summary)
 
 
 # --- the real run: the rows of issue 23's table --------------------------------------------------

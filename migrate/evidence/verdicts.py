@@ -30,6 +30,11 @@ from migrate.model.plan import (
     ACCEPTED,
     DECLARED,
     EMPTY,
+    EMPTY_ONLY,
+    NO_CPU_KERNEL,
+    NO_VALID_CALL,
+    NOT_TRIED,
+    UNKNOWN_REASONS,
     KERNEL,
     OPINFO,
     OTHER_DEVICE,
@@ -43,9 +48,9 @@ from migrate.model.plan import (
 )
 
 
-def verdicts_of(variable: Variable) -> Verdicts:
-    """The verdicts its evidence gives (see the module's docstring)."""
-    accepted, other, rejected = set(), set(), {}
+def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
+    """The verdicts its evidence gives (see the module's docstring), each unknown one with why (``UNKNOWN_REASONS``)."""
+    accepted, other, rejected, empty = set(), set(), {}, set()
     for evidence in variable.evidence:
         if is_rejection(evidence):
             for dtype, message in rejection_messages(evidence).items():
@@ -54,12 +59,20 @@ def verdicts_of(variable: Variable) -> Verdicts:
             accepted.update(evidence.dtypes)
         elif evidence.source == DECLARED:
             other.update(evidence.dtypes)
-    return Verdicts(tuple(accepted), tuple(other), tuple(rejected.items()))
+        elif evidence.source == EMPTY:
+            empty.update(evidence.dtypes)
+    if not cpu_kernel:
+        reason = dict.fromkeys(TENSOR_DTYPES, NO_CPU_KERNEL)
+    elif not accepted:
+        reason = dict.fromkeys(TENSOR_DTYPES, NO_VALID_CALL)
+    else:
+        reason = {d: EMPTY_ONLY if d in empty else NOT_TRIED for d in TENSOR_DTYPES}
+    return Verdicts(tuple(accepted), tuple(other), tuple(rejected.items()), tuple(reason.items()))
 
 
-def with_verdicts(plan: OverloadPlan) -> OverloadPlan:
-    """The plan with each variable's verdicts."""
-    return replace(plan, variables=tuple(replace(v, verdicts=verdicts_of(v)) for v in plan.variables))
+def with_verdicts(plan: OverloadPlan, cpu_kernel: bool = True) -> OverloadPlan:
+    """The plan with each variable's verdicts (``cpu_kernel``: whether a CPU call can reach the overload at all)."""
+    return replace(plan, variables=tuple(replace(v, verdicts=verdicts_of(v, cpu_kernel)) for v in plan.variables))
 
 
 def overload_kind(native: NativeFunctions, name: str) -> str:
@@ -89,6 +102,8 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> dict:
     """Verdicts counted over the plan's variables, unknown ones by overload kind, and the dtypes from empty calls."""
     counts: Counter[str] = Counter()
     unknown_by_kind: Counter[str] = Counter()
+    unknown_by_reason: Counter[str] = Counter()
+    by_kind_and_reason: Counter[tuple[str, str]] = Counter()
     incomplete = variables = before = now = 0
     observed_built = sum(
         1
@@ -104,7 +119,12 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> dict:
             incomplete += variable.incomplete
             for dtype in TENSOR_DTYPES:
                 counts[variable.verdicts.of(dtype)] += 1
-            unknown_by_kind[overload_kind(native, overload.name)] += len(variable.verdicts.unknown)
+            kind = overload_kind(native, overload.name)
+            unknown_by_kind[kind] += len(variable.verdicts.unknown)
+            for dtype in variable.verdicts.unknown:
+                reason = variable.verdicts.reason_of(dtype) or NOT_TRIED
+                unknown_by_reason[reason] += 1
+                by_kind_and_reason[kind, reason] += 1
             removed, kept = empty_only(variable)
             before, now = before + removed, now + kept
     return {
@@ -112,6 +132,11 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> dict:
         "incomplete_variables": incomplete,
         "by_verdict": {verdict: counts[verdict] for verdict in (ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN)},
         "unknown_by_kind": dict(sorted(unknown_by_kind.items(), key=lambda item: (-item[1], item[0]))),
+        "unknown_by_reason": {reason: unknown_by_reason[reason] for reason in UNKNOWN_REASONS if unknown_by_reason[reason]},
+        "unknown_by_kind_and_reason": {
+            kind: {reason: by_kind_and_reason[kind, reason] for reason in UNKNOWN_REASONS if by_kind_and_reason[kind, reason]}
+            for kind in sorted(unknown_by_kind, key=lambda k: (-unknown_by_kind[k], k))
+        },
         "empty_call_dtypes": {"before": before, "now": now},
         "observed_probed_on_built_calls": observed_built,
     }
@@ -121,10 +146,12 @@ def dtype_verdict_lines(summary: dict) -> list[str]:
     """The summary's lines about verdicts (``summary`` as ``dtype_verdict_summary`` gives it)."""
     by_verdict = ", ".join(f"{verdict} {count}" for verdict, count in summary["by_verdict"].items())
     kinds = ", ".join(f"{kind} {count}" for kind, count in summary["unknown_by_kind"].items()) or "none"
+    reasons = ", ".join(f"{reason} {count}" for reason, count in summary.get("unknown_by_reason", {}).items()) or "none"
     empty = summary["empty_call_dtypes"]
     return [
         f"verdicts: {by_verdict} (per variable and dtype); {summary['incomplete_variables']} of {summary['variables']} variables incomplete",
         f"unknown verdicts by overload kind: {kinds}",
+        f"unknown verdicts by reason: {reasons}",
         f"dtypes only calls on empty tensors showed: {empty['before']} counted as accepted before, {empty['now']} declared now; "
         f"{summary['observed_probed_on_built_calls']} observed overloads also probed on a call built from the schema",
     ]
