@@ -410,7 +410,8 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
             merged[name] = plan
     for name, fact in sorted(sources.dtype_arguments.items()):  # the return a dtype argument sets speaks for itself
         if name in native.by_name and all(native.by_name[name].schema.slot(slot) is not None for slot in fact.returns):
-            merged[name] = with_dtype_arguments(merged.get(name), name, fact)
+            if (plan := with_dtype_arguments(merged.get(name), name, fact)) is not None:
+                merged[name] = plan
     merged = {name: with_verdicts(plan, native.has_cpu_kernel(native.by_name[name])) for name, plan in merged.items()}  # siblings and aliases take them as they are
     for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
         merged.update(alias_plans(sources.aliases, merged))

@@ -12,8 +12,10 @@ Float can't be cast to the desired output type Long``, and that message is kept.
 A sibling is found from the installed torch's schemas: the in-place overload is ``<name>_`` with
 the functional's overload name and arguments; an out= overload of the same operator has the
 functional's arguments and one keyword-only written tensor per return. Per OpInfo, each sibling
-is built from the first of the functional's chosen calls (calls on tensors with elements first)
-that it runs as built; one that runs from none is not probed (broadcasting into ``self``:
+is built from the first ``SIBLING_CALLS`` of the functional's chosen calls (calls on tensors with
+elements first, then float32, int64 and bool samples in turn: a written tensor is judged beside
+the inputs' dtype, and ``a.add_(b)`` takes a uint16 ``a`` beside an int64 ``b``, not beside a
+float32 one) that it runs as built; one that runs from none is not probed (broadcasting into ``self``:
 ``a.add_(b)`` of a (1,) ``a`` and a (3,) ``b`` is refused, ``add(a, b)`` is not).
 """
 
@@ -28,7 +30,7 @@ import torch
 from migrate.runtime import torch_private
 from migrate.runtime.recorders import CapturedCall, call_has_elements, cloned, slot_dtypes
 
-SIBLING_CALLS = 1  # built calls per sibling overload and OpInfo
+SIBLING_CALLS = 2  # built calls per sibling overload and OpInfo, each from another functional call (float32 first, then int64: chosen order)
 
 
 def _written(argument: Any) -> bool:
