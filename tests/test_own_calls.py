@@ -86,3 +86,23 @@ def test_the_return_leaves_the_input_s_variable_and_carries_its_own_verdicts():
     full = infer_plan(REAL, Sources({}, {"to.dtype": plan}, (), dtype_arguments={"to.dtype": fact}), only={"to.dtype"})
     (overload,) = full.overloads
     assert {v.binds: v.dtypes for v in overload.variables}[("return.0",)] == returned.dtypes
+
+
+def test_an_overload_no_call_could_be_built_for_keeps_aten_s_last_refusal():
+    from migrate.evidence.probe.schema_calls import _built_calls
+
+    refusals: list[str] = []
+    assert _built_calls(torch_private.aten_overload("aten::affine_grid_generator"), PROBE_TIMEOUT, refusals=refusals) == []
+    assert refusals and all(message.split(":")[0].endswith("Error") for message in refusals)
+
+
+def test_untyped_entries_show_their_last_refusal_or_the_cuda_claim(tmp_path):
+    from migrate.cache import StageCache
+    from migrate.evidence.untyped import NOT_BUILT, cuda_claims, last_refusals
+    from migrate.runtime.runs import CatalogueEntry
+
+    fact = DtypeArgument("randn", "dtype", ("return.0",), (), ((named("int64")[0], "NotImplementedError: no Long"),))
+    found = last_refusals(["randn", "affine_grid_generator"], StageCache(tmp_path), {"randn": fact})
+    assert found == {"randn": "NotImplementedError: no Long", "affine_grid_generator": NOT_BUILT}
+    entry = CatalogueEntry(OpInfoId("_fft_c2c", ""), (), (("cuda", named("float16", "complex64")),), ("_fft_c2c",))
+    assert cuda_claims(["_fft_c2c.out", "other"], [entry]) == {"_fft_c2c.out": ["torch.float16", "torch.complex64"]}

@@ -149,6 +149,20 @@ def test_every_unknown_verdict_says_why_and_the_summary_counts_them_by_reason():
     assert f"unknown verdicts by reason: {EMPTY_ONLY} 1, {NOT_TRIED} {len(TENSOR_DTYPES) - 2}" in dtype_verdict_lines(summary)
 
 
+def test_a_return_probes_never_made_is_rejected_and_one_they_never_reached_stays_unknown():
+    from migrate.evidence.probe.merge import RETURNED
+    from migrate.evidence.verdicts import NEVER_RETURNED
+    from migrate.model.plan import OPINFO, Evidence
+
+    returned = Evidence(PROBE, f"{RETURNED}, OpInfo abs (1 call)", (F32, F64), ("return.0",))
+    verdicts = verdicts_of(Variable("T", (F32, F64), ("return.0",), (returned,)))
+    assert verdicts.of(F64) == ACCEPTED and dict(verdicts.rejected)[I64] == NEVER_RETURNED and not verdicts.incomplete
+    observed = Evidence(OPINFO, "test", (F32,), ("return.0",))
+    assert verdicts_of(Variable("T", (F32,), ("return.0",), (observed,))).of(I64) == UNKNOWN  # no probe cast its inputs
+    both = Evidence(PROBE, f"{RETURNED}, OpInfo abs (1 call)", (F32,), ("self", "return.0"))
+    assert verdicts_of(Variable("T", (F32,), ("self", "return.0"), (both,))).of(I64) == UNKNOWN  # an input: nobody cast it
+
+
 # --- the real run: the rows of issue 23's table --------------------------------------------------
 
 

@@ -9,7 +9,9 @@ So every dtype a plain tensor can have gets one verdict per variable, the first 
   dispatch (``mm`` of (0, 2) and (2, 3) bool tensors runs);
 - ``other-device``: the OpInfo of this very overload claims it for CUDA (PyTorch's CI tests
   that claim; the MPS, XPU and HPU sets OpInfo derives by default are no evidence);
-- ``rejected``: a probe of such a call raised, with ATen's message;
+- ``rejected``: a probe of such a call raised, with ATen's message; for a variable of returns only,
+  also a dtype no accepted call returned although probing cast the inputs to every dtype
+  (``NEVER_RETURNED``): a return takes what the inputs give it;
 - ``unknown``: nothing says. A variable with unknown verdicts is ``incomplete``: its set is a
   lower bound, never a reason to narrow anything.
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from migrate.evidence.probe.merge import SCHEMA_CALL_WHERE
+from migrate.evidence.probe.merge import RETURNED, SCHEMA_CALL_WHERE
 from migrate.model.rejection import is_rejection, rejection_messages
 from migrate.evidence.probe.merge import REJECTED as REJECTED_IN_WHERE
 from migrate.model.dtypes import TENSOR_DTYPES
@@ -48,6 +50,16 @@ from migrate.model.plan import (
 )
 
 
+NEVER_RETURNED = "never returned: no accepted call returned this dtype, though probing cast the inputs to every dtype"
+
+
+def _returns_probed(variable: Variable) -> bool:
+    """Only returns, and probes cast the inputs of its calls to every dtype: what they never returned, no call returns."""
+    return all(slot.startswith("return.") for slot in variable.binds) and any(
+        e.source == PROBE and e.where.startswith(RETURNED) for e in variable.evidence
+    )
+
+
 def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
     """The verdicts its evidence gives (see the module's docstring), each unknown one with why (``UNKNOWN_REASONS``)."""
     accepted, other, rejected, empty = set(), set(), {}, set()
@@ -61,6 +73,10 @@ def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
             other.update(evidence.dtypes)
         elif evidence.source == EMPTY:
             empty.update(evidence.dtypes)
+    if _returns_probed(variable):
+        for dtype in TENSOR_DTYPES:
+            if dtype not in accepted and dtype not in other:
+                rejected.setdefault(dtype, NEVER_RETURNED)
     if not cpu_kernel:
         reason = dict.fromkeys(TENSOR_DTYPES, NO_CPU_KERNEL)
     elif not accepted:

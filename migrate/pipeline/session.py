@@ -320,6 +320,8 @@ class Session:
             "probe": probe_summary(plan),
             "verdicts": dtype_verdict_summary(self.native, plan),
         }
+        if plan_path is None and self.sweep is not None:
+            self._untyped_details(summary["coverage"])
         if "autocast" in summary:
             from migrate.model.autocast import annotated_counts
 
@@ -331,6 +333,17 @@ class Session:
         if report is not None:
             store(report, self._report(plan, result, summary).dumps().encode())
         return Migration(tuple(outputs), summary, summary_text(summary, result))
+
+    def _untyped_details(self, coverage: dict) -> None:
+        """The untyped entries' last refusals (those with a CPU kernel) and CUDA claims (the rest), into ``coverage``."""
+        from migrate.evidence.probe.dtype_arguments import cached_dtype_arguments
+        from migrate.evidence.untyped import cuda_claims, last_refusals
+        from migrate.infer import NO_CPU_KERNEL
+
+        untyped = coverage["untyped"]
+        judgeable = [name for reason, names in untyped.items() if reason != NO_CPU_KERNEL for name in names]
+        coverage["untyped_last_refusal"] = last_refusals(judgeable, self.cache, cached_dtype_arguments(self.cache))
+        coverage["untyped_cuda_claims"] = cuda_claims(untyped.get(NO_CPU_KERNEL, ()), self.sweep.sweep.catalogue())
 
     def _with_autocast(self, plan: Plan, evidence_summary: dict) -> tuple[Plan, dict]:
         """The plan with each overload's autocast policy per key (``migrate.evidence.autocast``)."""

@@ -174,11 +174,19 @@ def _stage(cache: StageCache) -> Stage:
     return cache.stage("dtype-arguments", __name__)
 
 
-def load_dtype_arguments(cache: StageCache, jobs: int | None) -> dict[str, DtypeArgument]:
-    """Per overload ('to.dtype'), what its ScalarType argument did: from the cache, else called in workers and stored."""
-    reports = _stage(cache).get((), lambda: _called(jobs), list, cold="calling overloads with a dtype argument at each dtype, in workers (once)")
+def _facts(reports: list[dict[str, Any]]) -> dict[str, DtypeArgument]:
     found = (DtypeArgument.from_json(r) for r in reports)
     return {key: replace(fact, overload=key) for fact in found if (key := overload_key(fact.overload)) is not None}
+
+
+def load_dtype_arguments(cache: StageCache, jobs: int | None) -> dict[str, DtypeArgument]:
+    """Per overload ('to.dtype'), what its ScalarType argument did: from the cache, else called in workers and stored."""
+    return _facts(_stage(cache).get((), lambda: _called(jobs), list, cold="calling overloads with a dtype argument at each dtype, in workers (once)"))
+
+
+def cached_dtype_arguments(cache: StageCache) -> dict[str, DtypeArgument]:
+    """What ``load_dtype_arguments`` gives, when this code has called them already; else empty."""
+    return _facts(_stage(cache).read(kind=list) or [])
 
 
 def _returned_evidence(fact: DtypeArgument, slot: str) -> tuple[tuple[DType, ...], tuple[Evidence, ...]]:
