@@ -7,9 +7,11 @@ other byte:
 - ``annotations.AnnotationRewriter``: tensor parameter and return annotations;
 - ``layout.SignatureLayout``: rewritten headers split as torchlib's formatter splits them;
 - ``docstrings.DocstringRewriter``: the schema line of docstrings;
+- ``parameters.ParameterRenamer``: parameters renamed with their uses in the body (scope metadata);
 - ``typevars.TypeVarBlock``: the marked block of TypeVar definitions in ``tensor_typing.py``;
 - ``imports.update_imports``: ``AddImportsVisitor``/``RemoveImportsVisitor`` on a module's head.
 
-``toplevel`` holds the walk they share (never into a function body). Like libcst's
+``toplevel`` holds the walk they share (never into a function body; ``ParameterRenamer``
+resolves the scopes of the few functions it renames). Like libcst's
 codemods they are plain transformers: this package imports nothing of ``migrate``.
 """

@@ -11,7 +11,7 @@ from typing import Mapping
 
 import libcst as cst
 
-from codemods.toplevel import DefKey, TopLevelTransformer
+from codemods.toplevel import DefKey, ReplaceNodes, TopLevelTransformer
 
 RETURN_PREFIX = "return."
 
@@ -166,15 +166,4 @@ class AnnotationRewriter(TopLevelTransformer):
             return returns
         if whole in replacements:
             return returns.with_changes(annotation=replacements[whole])
-        return returns.with_changes(annotation=whole.visit(_Replace(replacements)))
-
-
-class _Replace(cst.CSTTransformer):
-    """Replaces nodes of the original tree by identity, all in one walk."""
-
-    def __init__(self, replacements: Mapping[cst.CSTNode, cst.CSTNode]):
-        super().__init__()
-        self.replacements = replacements
-
-    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def, override]
-        return self.replacements.get(original_node, updated_node)
+        return returns.with_changes(annotation=whole.visit(ReplaceNodes(replacements)))

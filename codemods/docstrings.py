@@ -27,15 +27,19 @@ class DocstringRewriter(TopLevelTransformer):
         if change is None or literal is None:
             return node
         old, new = change
-        raw = literal.raw_value
-        first, newline, rest = raw.partition("\n")
-        if first != old or old == new:
+        if literal.raw_value.partition("\n")[0] != old or old == new:
             return node
-        value = f"{literal.prefix}{literal.quote}{new}{newline}{rest}{literal.quote}"
-        statement = node.body.body[0]  # docstring_node checked the shape
-        expr = statement.body[0]  # type: ignore[attr-defined]
-        new_statement = statement.with_changes(body=[expr.with_changes(value=literal.with_changes(value=value))])
-        return node.with_changes(body=node.body.with_changes(body=[new_statement, *node.body.body[1:]]))
+        return with_first_line(node, literal, new)
+
+
+def with_first_line(node: cst.FunctionDef, literal: cst.SimpleString, first: str) -> cst.FunctionDef:
+    """The function with the first line of its docstring (``literal``, from ``docstring_node``) replaced."""
+    _, newline, rest = literal.raw_value.partition("\n")
+    value = f"{literal.prefix}{literal.quote}{first}{newline}{rest}{literal.quote}"
+    statement = node.body.body[0]  # docstring_node checked the shape
+    expr = statement.body[0]  # type: ignore[attr-defined]
+    new_statement = statement.with_changes(body=[expr.with_changes(value=literal.with_changes(value=value))])
+    return node.with_changes(body=node.body.with_changes(body=[new_statement, *node.body.body[1:]]))
 
 
 def docstring_node(node: cst.FunctionDef) -> cst.SimpleString | None:

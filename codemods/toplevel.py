@@ -15,6 +15,7 @@ functions of that name came before it (torchlib defines some functions twice, un
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import libcst as cst
 
@@ -125,3 +126,14 @@ def callee_name(decorator: cst.Decorator) -> str | None:
     if isinstance(node, cst.Attribute):
         return node.attr.value
     return None
+
+
+class ReplaceNodes(cst.CSTTransformer):
+    """Replaces nodes of the original tree by identity, all in one walk."""
+
+    def __init__(self, replacements: Mapping[cst.CSTNode, cst.CSTNode]):
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[no-untyped-def, override]
+        return self.replacements.get(original_node, updated_node)

@@ -28,6 +28,7 @@ COMMANDS_HELP = """commands (dtype-migrate COMMAND --help for each):
   verify          run the OpInfo samples under the dtype checker built from the yaml
   export-check    export each declared dtype with torch.onnx.export(dynamo=True) and run it in onnxruntime
   autocast-gen    write the C++ autocast registration blocks from the yaml's autocast lines
+  promotion-gen   write torch.onnx's type promotion rules from the yaml's type_promotion lines (--compare: against torch's)
 
 example:
   dtype-migrate --op scaled_dot_product_attention --dry-run"""
@@ -129,16 +130,21 @@ def _lower_parser() -> argparse.ArgumentParser:
 def run_lower(args: argparse.Namespace) -> int:
     from migrate.model.native import NativeFunctions
     from migrate.write.native_functions import lower
+
+    _emit(lower(NativeFunctions.load(args.file)).encode("utf-8"), args.output)
+    return EXIT_OK
+
+
+def _emit(data: bytes, output: Path | None) -> None:
+    """A generated file's bytes to ``output`` (atomically), or to standard output."""
     from migrate.write.outputs import Output, commit
 
-    lowered = lower(NativeFunctions.load(args.file)).encode("utf-8")
-    if args.output is None:
-        sys.stdout.buffer.write(lowered)
+    if output is None:
+        sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
-        before = args.output.read_bytes() if args.output.exists() else None
-        commit([Output(args.output.name, args.output, args.output, before, lowered)])
-    return EXIT_OK
+        before = output.read_bytes() if output.exists() else None
+        commit([Output(output.name, output, output, before, data)])
 
 
 def _show_parser() -> argparse.ArgumentParser:
@@ -228,16 +234,41 @@ def run_autocast_gen(args: argparse.Namespace) -> int:
     from migrate.autocast_source import installed_header
     from migrate.model.native import NativeFunctions
     from migrate.write.autocast_gen import generate
-    from migrate.write.outputs import Output, commit
 
     text, skipped = generate(NativeFunctions.load(args.file), (args.header or installed_header()).read_text(), args.key)
     for name in skipped:
         sys.stderr.write(f"dtype-migrate: warning: not generated: {name}\n")
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        before = args.output.read_bytes() if args.output.exists() else None
-        commit([Output(args.output.name, args.output, args.output, before, text.encode())])
+    _emit(text.encode(), args.output)
+    return EXIT_OK
+
+
+def _promotion_gen_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "dtype-migrate promotion-gen",
+        "Write the yaml's type_promotion lines as torch.onnx's elementwise type promotion rule set (one rule per op name).",
+        "dtype-migrate promotion-gen out/native_functions.yaml --compare",
+    )
+    parser.add_argument("file", type=Path)
+    parser.add_argument("-o", "--output", type=Path, help="write the rules here (default: standard output)")
+    parser.add_argument("--compare", action="store_true", help="print the comparison with the installed torch.onnx's table instead (equal, different, only on one side, with the calls that show ATen's side)")
+    return parser
+
+
+def run_promotion_gen(args: argparse.Namespace) -> int:
+    from migrate.model.native import NativeFunctions
+    from migrate.write.promotion_gen import generate
+
+    native = NativeFunctions.load(args.file)
+    if args.compare:
+        from migrate.audit.promotion_rules import compare, report
+
+        sys.stdout.write(report(compare(native)))
+        if args.output is None:
+            return EXIT_OK
+    text, disagreeing = generate(native)
+    for found in disagreeing:
+        sys.stderr.write(f"dtype-migrate: {found.rule.op_name}: its overloads disagree ({found.disagreement}); wrote {found.rule.brief()}\n")
+    _emit(text.encode(), args.output)
     return EXIT_OK
 
 
@@ -247,6 +278,7 @@ COMMANDS = {
     "verify": (run_verify, _verify_parser),
     "export-check": (run_export_check, _export_check_parser),
     "autocast-gen": (run_autocast_gen, _autocast_gen_parser),
+    "promotion-gen": (run_promotion_gen, _promotion_gen_parser),
 }
 
 

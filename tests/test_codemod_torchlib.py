@@ -114,6 +114,8 @@ from migrate.model.native import NativeFunctions, installed_native_functions  # 
 from migrate.evidence.probe.merge import REJECTED  # noqa: E402
 from migrate.model.plan import HAND, PROBE, Evidence, GlobalSet, OverloadPlan, Plan, Variable  # noqa: E402
 from migrate.write.torchlib.decide import DROPPED_NON_ONNX, GLOBAL_SET, KEPT_NARROWER, UNION  # noqa: E402
+from migrate.write.torchlib.parameter_names import RENAMED  # noqa: E402
+from migrate.write.torchlib.parameters import OVERLOADS_DISAGREE, SCHEMA_LACKS_IT  # noqa: E402
 from migrate.write.torchlib.rewrite import rewrite_torchlib  # noqa: E402
 
 pytestmark = pytest.mark.slow  # full runs, exports and onnxruntime
@@ -212,6 +214,7 @@ def _build(shared: Path) -> dict:
             "files": [path for path, _, _ in rewrite.files],
             "notes": list(rewrite.notes),
             "functions": [_record(f) for f in rewrite.functions],
+            "parameters": [[p.path, p.function, p.param, p.new, p.outcome] for p in rewrite.parameters],
             "second_run_files": [path for path, _, _ in again.files],
         }
     for name, process in probes.items():
@@ -289,11 +292,40 @@ def test_rewritten_signatures_have_the_declared_sets(variant):
     assert checked > 200  # hundreds of slots in either plan (295 and 300+ today): not a vacuous pass
 
 
+def _renamed(variant: dict) -> dict[str, dict[str, str]]:
+    """Per registered function (as the probe names it), its renamed parameters: old -> new."""
+    renamed: dict[str, dict[str, str]] = {}
+    for path, function, old, new, outcome in variant["parameters"]:
+        if outcome == RENAMED:
+            renamed.setdefault(f"{PACKAGE}.{path[:-3].replace('/', '.')}:{function}", {})[old] = new
+    return renamed
+
+
 def test_functions_not_rewritten_keep_their_signatures(real, variant):
+    """Their parameters' dtypes, under the names they have after the run (a renamed parameter keeps its dtypes)."""
     original = real["original"]["probe"]["functions"]
     changed = {f"{PACKAGE}.{r['path'][:-3].replace('/', '.')}:{r['function']}" for r in variant["functions"] if r["changed"]}
+    renamed = _renamed(variant)
     kept = {key: value for key, value in variant["probe"]["functions"].items() if key not in changed}
-    assert kept == {key: value for key, value in original.items() if key not in changed}
+    expected = {}
+    for key, value in original.items():
+        if key not in changed:
+            names = renamed.get(key, {})
+            expected[key] = {**value, "params": {names.get(p, p): dtypes for p, dtypes in value["params"].items()}}
+    assert kept == expected
+
+
+def test_renamed_functions_take_the_yamls_names_and_register_as_before(real, variant):
+    """Renamed parameters are the schema's argument names in the imported functions' signatures, in their order."""
+    renamed = _renamed(variant)
+    assert len(renamed) >= 10  # the issue's clamp_min/max, upsample *_vec, atleast_*d_sequence, unique_consecutive
+    original = real["original"]["probe"]["functions"]
+    for key, names in renamed.items():
+        before = list(original[key]["params"])
+        after = list(variant["probe"]["functions"][key]["params"])
+        assert after == [names.get(p, p) for p in before], key
+    left = {(function, param): outcome for _, function, param, _, outcome in variant["parameters"] if outcome != RENAMED}
+    assert left[("aten_sort", "stable")] == SCHEMA_LACKS_IT and left[("aten_linalg_det", "A")] == OVERLOADS_DISAGREE
 
 
 @pytest.mark.parametrize("library", ["original", *VARIANTS])

@@ -238,3 +238,16 @@ def test_the_command_line_writes_checks_and_lowers_promotions_with_op_dry_run_an
     assert run_cli(capfd, *args, "--check")[0] == 0
     assert run_cli(capfd, "lower", "native_functions.yaml", "-o", "plain.yaml")[0] == 0
     assert (tmp_path / "plain.yaml").read_text() == lower(NativeFunctions.load(FIXTURES / "promotion.yaml"))
+
+
+def test_show_prints_the_declared_promotion_line(tmp_path):
+    from migrate.pipeline import Session
+    from migrate.pipeline.session import Options
+    from migrate.show import ShowContext, declared_section
+
+    path = _annotated(tmp_path)
+    context = ShowContext(Session(Options(native_functions=path, cache_dir=tmp_path / "cache")), verbose=True)
+    lines = declared_section(context, "where.self")
+    assert lines[0] == "declared:" and "  C [torch.bool]: condition" in lines
+    assert lines[-1] == "  type_promotion: {kind: default, args: [self, other]} (the promoted tensors' variable is the call's computation dtype)"
+    assert declared_section(context, "sqrt") == ["declared:", "  type_promotion: {kind: int_to_float, args: [self]} (the promoted tensors' variable is the call's computation dtype)"]

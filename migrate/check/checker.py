@@ -12,6 +12,13 @@ also admits the dtype they took in the same call: their slots are checked first.
 ``T?[]``) binds nothing; Python scalars reach the modes as numbers, not tensors, so
 they bind nothing either.
 
+An overload with a ``type_promotion:`` line is checked through it (``migrate.check.promotion``): its
+promoting tensors' own dtypes are free, their variable binds the call's computation dtype as ATen
+computes it (dimensioned tensors over 0-dim ones over Python numbers, by category, then the kind),
+which must be in the set; a call whose promotion torch refuses (float8 beside float32) is a
+violation; the variable's other slots hold the result (the kind's: bool for ``always_bool``), or any
+dtype of the set in an overload that writes into an argument (torch casts into it).
+
 By default a violation raises ``DtypeViolation``: for arguments before the kernel
 runs, for returns after. With ``collect=True`` calls run as usual and the checker
 gathers each distinct violation with a count; a call whose kernel raised is not
@@ -38,6 +45,17 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from migrate.check.promotion import (  # noqa: F401  (the promotion kinds of Violation are the checker's too)
+    COMPUTED_OUTSIDE_SET,
+    PROMOTION_REFUSED,
+    RESULT_DTYPE,
+    CompiledPromotion,
+    compile_promotion,
+    describe_promotion,
+    promoted_arguments_fit,
+    promoted_returns_fit,
+    promotion_violations,
+)
 from migrate.runtime import torch_private
 from migrate.runtime.dispatch import TwoKeyObserver, has_elements
 from migrate.errors import InputError
@@ -65,12 +83,22 @@ class DeclaredVariable:
 
 
 @dataclass(frozen=True)
+class DeclaredPromotion:
+    """An overload's ``type_promotion:`` line: its kind, its promoting arguments, and where it stands."""
+
+    kind: str
+    args: tuple[str, ...]
+    line: int  # 1-based
+
+
+@dataclass(frozen=True)
 class DeclaredOverload:
     """One overload's type variables as the yaml declares them, and the line that declares them."""
 
     name: str  # 'add.Tensor'; 'add' for a default overload
     variables: tuple[DeclaredVariable, ...]
     line: int  # 1-based: the entry's type_constraints line, else its func line
+    promotion: DeclaredPromotion | None = None
 
 
 @dataclass(frozen=True)
@@ -107,11 +135,12 @@ class Declarations:
         overloads = []
         for entry in native.entries:
             variables = declared_variables(native, entry, sets)
+            promotion = _declared_promotion(native, entry)
             if variables:
                 span = native.key_span(entry, CONSTRAINTS_KEY)
                 line = (span.start if span else entry.func_line) + 1
                 declared = tuple(DeclaredVariable(v.name, v.dtypes, v.binds, v.follows) for v in variables)
-                overloads.append(DeclaredOverload(entry.name, declared, line))
+                overloads.append(DeclaredOverload(entry.name, declared, line, promotion))
         declarations = cls(native.path, tuple(overloads))
         for overload in declarations.overloads:
             _compile(declarations, _overload(declarations, overload))
@@ -131,7 +160,7 @@ class Declarations:
         Computed once: verify pickles the same declarations for every OpInfo's worker.
         """
         variables: dict[DeclaredVariable, int] = {}
-        rows = tuple((o.name, o.line, tuple(variables.setdefault(v, len(variables)) for v in o.variables)) for o in self.overloads)
+        rows = tuple((o.name, o.line, tuple(variables.setdefault(v, len(variables)) for v in o.variables), o.promotion) for o in self.overloads)
         sets: dict[tuple[DType, ...], int] = {}
         table = tuple((v.name, sets.setdefault(v.dtypes, len(sets)), v.binds, v.follows) for v in variables)
         return str(self.path), tuple(tuple(d.name for d in s) for s in sets), table, rows
@@ -142,10 +171,21 @@ class Declarations:
         return Declarations(self.path, tuple(o for o in self.overloads if o.name in wanted))
 
 
+def _declared_promotion(native: NativeFunctions, entry: Any) -> DeclaredPromotion | None:
+    """The entry's checked ``type_promotion:`` line, as the checker keeps it."""
+    from migrate.model.declared import declared_promotion
+    from migrate.model.promotion import PROMOTION_KEY
+
+    promotion = declared_promotion(native, entry)
+    if promotion is None:
+        return None
+    return DeclaredPromotion(promotion.kind, promotion.args, native.key_span(entry, PROMOTION_KEY).start + 1)
+
+
 def _unpickle_declarations(path: str, sets: tuple, variables: tuple, rows: tuple) -> Declarations:
     dtypes = [tuple(map(DType, names)) for names in sets]
     table = [DeclaredVariable(name, dtypes[index], binds, follows) for name, index, binds, follows in variables]
-    overloads = tuple(DeclaredOverload(name, tuple(table[i] for i in indices), line) for name, line, indices in rows)
+    overloads = tuple(DeclaredOverload(name, tuple(table[i] for i in indices), line, promotion) for name, line, indices, promotion in rows)
     return Declarations(Path(path), overloads)
 
 
@@ -169,11 +209,14 @@ class Violation:
     dtype: DType
     seen: tuple[tuple[str, DType], ...] = ()
     follows: tuple[tuple[str, DType | None], ...] = ()  # each variable it follows, and its dtype in the call (None: unbound)
+    promotion: str = ""  # for the promotion kinds: how the promoting arguments took part, and torch's refusal
 
     def describe(self) -> str:
         """The violation without the overload's name (verify prints it under the overload)."""
         listed = ConstraintList(self.declared, tuple(name for name, _ in self.follows))
         declared = f"{self.variable} = {listed}, declared at {self.where}"
+        if self.kind in (COMPUTED_OUTSIDE_SET, PROMOTION_REFUSED, RESULT_DTYPE):
+            return describe_promotion(self.kind, self.slot, self.dtype, self.promotion, declared)
         if self.kind == OUTSIDE_SET:
             took = "; ".join(f"{name} is {dtype if dtype is not None else 'unbound'}" for name, dtype in self.follows)
             return f"{_slot_text(self.slot)} has dtype {self.dtype}, not in {declared}" + (f" ({took} in this call)" if took else "")
@@ -209,6 +252,7 @@ class _Compiled:
     arguments: tuple[tuple[int, int, str, bool, bool], ...]  # (variable index, position, name, keyword-only, holds a list)
     returns: tuple[tuple[int, int, str, bool], ...]  # (variable index, position, 'return.N', holds a list)
     returns_tuple: bool
+    promotion: CompiledPromotion | None = None  # its promoted variable's slots are checked there, not above
 
     def allowed_now(self, index: int, seen: list[Any]) -> frozenset[torch.dtype]:
         """A variable's dtypes in this call: its own, and the dtypes the variables it follows took so far."""
@@ -267,6 +311,9 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
     index_of = {v.name: i for i, v in enumerate(declared.variables)}
     follows = tuple(tuple(index_of[name] for name in v.follows) for v in declared.variables)
     depth = _depths(follows)  # a followed variable's slots are checked before its followers'
+    promotion = None
+    if declared.promotion is not None:
+        promotion, bound_arguments, bound_returns = compile_promotion(declarations.path, declared, func, slots, bound_arguments, bound_returns)
     return _Compiled(
         declared,
         slots.name,
@@ -276,6 +323,7 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
         tuple(sorted(bound_arguments, key=lambda a: (depth[a[0]], a[1]))),
         tuple(sorted(bound_returns, key=lambda r: (depth[r[0]], r[1]))),
         slots.returns_tuple,
+        promotion,
     )
 
 
@@ -313,7 +361,7 @@ def _argument(args: tuple, kwargs: dict, position: int, name: str, keyword_only:
 
 
 def _arguments_fit(check: _Compiled, args: tuple, kwargs: dict, seen: list[Any]) -> bool:
-    fits = True
+    fits = check.promotion is None or promoted_arguments_fit(check.promotion, check.allowed, args, kwargs, seen)
     for index, position, name, keyword_only, holds_list in check.arguments:
         value = _argument(args, kwargs, position, name, keyword_only)
         fits = _admits(value, holds_list, check.allowed_now(index, seen), seen, index) and fits
@@ -322,7 +370,7 @@ def _arguments_fit(check: _Compiled, args: tuple, kwargs: dict, seen: list[Any])
 
 def _returns_fit(check: _Compiled, out: Any, seen: list[Any]) -> bool:
     outs = out if check.returns_tuple else (out,)
-    fits = True
+    fits = check.promotion is None or promoted_returns_fit(check.promotion, check.allowed, outs, seen)
     for index, position, _, holds_list in check.returns:
         fits = _admits(outs[position], holds_list, check.allowed_now(index, seen), seen, index) and fits
     return fits
@@ -351,6 +399,10 @@ def _violations(check: _Compiled, args: tuple, kwargs: dict, out: Any, with_retu
     found: list[Violation] = []
     outside: set[tuple[str, torch.dtype]] = set()  # a list's elements of one wrong dtype: reported once
     seen: list[Any] = [None] * len(check.allowed)  # each variable's first dtype, followed variables first
+    if check.promotion is not None:
+        outs = (out if check.returns_tuple else (out,)) if with_returns else None
+        for kind, slot, dtype, how in promotion_violations(check.promotion, check.allowed, args, kwargs, outs, seen):
+            found.append(_violation(check, kind, check.promotion.variable, slot, dtype_of(dtype), promotion=how))
     for index, slot, label, dtype in bound:
         if seen[index] is None:
             seen[index] = dtype
@@ -370,9 +422,9 @@ def _violations(check: _Compiled, args: tuple, kwargs: dict, out: Any, with_retu
     return tuple(found)
 
 
-def _violation(check: _Compiled, kind: str, index: int, slot: str, dtype: DType, seen: tuple = (), follows: tuple = ()) -> Violation:
+def _violation(check: _Compiled, kind: str, index: int, slot: str, dtype: DType, seen: tuple = (), follows: tuple = (), promotion: str = "") -> Violation:
     variable = check.declared.variables[index]
-    return Violation(kind, check.overload, variable.name, variable.dtypes, check.where, slot, dtype, seen, follows)
+    return Violation(kind, check.overload, variable.name, variable.dtypes, check.where, slot, dtype, seen, follows, promotion)
 
 
 class Checker(TwoKeyObserver):

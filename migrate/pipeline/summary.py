@@ -9,6 +9,7 @@ from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions
 from migrate.model.plan import SOURCES, Plan
 from migrate.model.promotion import counts_by_kind
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult
+from migrate.write.torchlib.parameter_names import RENAMED
 
 if TYPE_CHECKING:
     from migrate.write.torchlib.rewrite import TorchlibRewrite
@@ -152,6 +153,12 @@ def summary_text(summary: dict, result: YamlResult) -> str:
             f"torchlib: {t['functions_changed']} functions rewritten in {t['modules_changed']} modules; "
             f"{t['annotations_narrowed']} annotations narrowed, {t['annotations_widened']} widened" + (f"; notes: {notes}" if notes else "")
         )
+        names = t["parameters"]
+        left = ", ".join(f"{why} {n}" for why, n in names["left_alone"].items())
+        lines.append(
+            f"torchlib parameter names: {names['renamed']} renamed to the yaml's in {names['functions_renamed']} functions; "
+            f"{sum(names['left_alone'].values())} left alone" + (f": {left}" if left else "") + " (each listed in --report)"
+        )
     if summary["conflicts"]:
         lines.append("conflicts: " + ", ".join(f"{k} {n}" for k, n in summary["conflicts"].items()) + " (each listed in --report)")
     lines += [f"conflict: {c.message}" for c in result.global_conflicts]
@@ -171,4 +178,20 @@ def codemod_summary(rewrite: TorchlibRewrite) -> dict:
         "annotations_widened": rewrite.widened,
         "notes": notes,
         "note_lines": list(rewrite.notes),
+        "parameters": parameter_summary(rewrite),
+    }
+
+
+def parameter_summary(rewrite: TorchlibRewrite) -> dict:
+    """Parameters the yaml names otherwise: how many were renamed, how many left alone by why, and each as a line."""
+    renamed = [p for p in rewrite.parameters if p.outcome == RENAMED]
+    left: dict[str, int] = {}
+    for p in rewrite.parameters:
+        if p.outcome != RENAMED:
+            left[p.outcome] = left.get(p.outcome, 0) + 1
+    return {
+        "renamed": len(renamed),
+        "functions_renamed": len({(p.path, p.line, p.function) for p in renamed}),
+        "left_alone": dict(sorted(left.items())),
+        "lines": [str(p) for p in rewrite.parameters],
     }

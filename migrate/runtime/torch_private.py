@@ -213,6 +213,33 @@ def overload_slots(func: Any) -> OverloadSlots:
     return OverloadSlots(name, arguments, returns, len(schema.returns) > 1, bool(mutates))
 
 
+@functools.cache
+def argument_positions(func: Any) -> dict[str, tuple[int, bool]]:
+    """Every argument of an overload's schema by name: its position and whether it is keyword-only."""
+    schema = _attribute(func, "_schema", "OpOverload._schema")
+    return {argument.name: (position, argument.kwarg_only) for position, argument in enumerate(schema.arguments)}
+
+
+def overload_schema(func: Any) -> Any:
+    """An OpOverload's FunctionSchema (``torch._C.FunctionSchema``: arguments with types and defaults)."""
+    return _attribute(func, "_schema", "OpOverload._schema")
+
+
+_ONNX_PROMOTION_RULES = "torch.onnx._internal.fx.passes.type_promotion._GENERATED_ATEN_TYPE_PROMOTION_RULE_SET"
+
+
+def onnx_promotion_rules() -> list[tuple[str, str, tuple[int, ...], tuple[str, ...], str]]:
+    """torch.onnx's generated elementwise promotion table as (namespace, op name, positions, keyword names, kind
+    name in lower case), in op name order."""
+    rules = []
+    for rule in _private(_ONNX_PROMOTION_RULES):
+        kind = _attribute(rule, "promotion_kind", "ElementwiseTypePromotionRule.promotion_kind")
+        positions = tuple(_attribute(rule, "promote_args_positions", "ElementwiseTypePromotionRule.promote_args_positions"))
+        names = tuple(_attribute(rule, "promote_kwargs_names", "ElementwiseTypePromotionRule.promote_kwargs_names"))
+        rules.append((rule.namespace, rule.op_name, positions, names, kind.name.lower()))
+    return sorted(rules, key=lambda r: (r[1], r[0]))
+
+
 def aten_overload(name: str) -> Any:
     """'aten::add.Tensor' (or 'aten::add', the default overload) as its OpOverload."""
     import torch

@@ -61,7 +61,7 @@ class Applier:
             tree = tree.visit(globals_block)
             changed |= globals_block.changed
         needed = self._needed_imports(work, global_specs)
-        if not changed and not needed:
+        if not changed and not needed and not module.edited:
             return module.data
         split = SplitModule.split(tree)
         removals = self._removals(work, split)

@@ -21,6 +21,10 @@ annotations, then runs one libcst transformer per concern (``codemods``):
 - **narrowing** (``narrowing``): a dtype leaves an annotation only when ATen rejects it
   or its export fails (export-check's results, when given), and joins only when its
   export works; each change is a note (``dtype-removed``, ``dtype-added``).
+- **parameter names** (``parameters``), first: a parameter the yaml names otherwise takes the
+  yaml's name, with its uses in the body and its docstring's schema line, where every
+  overload the function serves names it alike and the new name shadows nothing; the others
+  are listed with why (``TorchlibRewrite.parameters``). Everything after sees the new names.
 - **docstrings** opening with the old schema get the typed one;
 - **imports** through ``AddImportsVisitor``/``RemoveImportsVisitor``.
 
@@ -45,6 +49,7 @@ from migrate.model.dtypes import DType
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import Plan, Variable
 from migrate.write.outputs import Output
+from migrate.write.torchlib.parameter_names import ParameterName
 
 if TYPE_CHECKING:  # libcst and the transformers load only when a rewrite is not in the cache
     from migrate.write.torchlib.narrowing import ExportVerdict
@@ -85,6 +90,7 @@ class TorchlibRewrite:
     functions: tuple[RewrittenFunction, ...] = ()
     narrowed: int = 0  # rewritten annotations that lost a dtype the original had
     widened: int = 0  # rewritten annotations that gained a dtype a real export proved
+    parameters: tuple[ParameterName, ...] = ()  # parameters the yaml names otherwise: renamed, or left alone and why
 
     def notes_of(self, kind: str) -> tuple[str, ...]:
         return tuple(n for n in self.notes if n.startswith(kind + ": "))
@@ -182,11 +188,13 @@ def _rewrite(
     from migrate.write.torchlib.apply import Applier
     from migrate.write.torchlib.decide import NOTE_KINDS, AnnotationDecider
     from migrate.write.torchlib.naming import ModuleWork, Namer
+    from migrate.write.torchlib.parameters import rename_parameters
     from migrate.write.torchlib.tree import TorchlibTree
 
     tree = TorchlibTree(Path(evidence.root), cache)
     if not tree.modules:
         raise InputError("no Python modules to rewrite", evidence.root)
+    parameters = rename_parameters(tree, evidence, native, only)
     decider = AnnotationDecider(tree, evidence, plan, native, only, exported)
     planned = {o.name for o in plan.overloads if only is None or o.name in only}
     touched = {r.path for name in planned for r in evidence.by_overload.get(name, ())}
@@ -210,6 +218,9 @@ def _rewrite(
     typing_module = tree.tensor_typing
     if decider.new_globals and typing_module is not None and typing_module.path not in after_of:
         after_of[typing_module.path] = applier.apply(ModuleWork(typing_module, []), decider.new_globals)
+    for module in tree.modules.values():
+        if module.edited and module.path not in after_of:
+            after_of[module.path] = applier.apply(ModuleWork(module, []))
     for path in sorted(after_of):
         before = tree.modules[path].data
         if after_of[path] != before:
@@ -218,7 +229,7 @@ def _rewrite(
     notes = tuple(f"{kind}: {message}" for kind in NOTE_KINDS for message in decider.notes[kind])
     classes = [cls for w in works for f in w.functions for cls in f.rewrite]
     narrowed, widened = sum(1 for c in classes if c.removed), sum(1 for c in classes if c.added)
-    return TorchlibRewrite(tuple(files), notes, functions, narrowed, widened)
+    return TorchlibRewrite(tuple(files), notes, functions, narrowed, widened, parameters)
 
 
 def _record(work: ModuleWork, function: FunctionDecision) -> RewrittenFunction:

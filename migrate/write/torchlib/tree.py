@@ -33,6 +33,7 @@ class TorchlibModule:
     name: str  # dotted name within the tree, as TypeResolver knows it
     data: bytes
     facts: ModuleFacts  # imports and type definitions: all that resolving annotations needs
+    edited: bool = False  # whether ``tree`` is no longer the parse of ``data``
 
     @functools.cached_property
     def tree(self) -> cst.Module:
@@ -41,6 +42,12 @@ class TorchlibModule:
     @functools.cached_property
     def index(self) -> ModuleIndex:
         return ModuleIndex.read(self.tree)
+
+    def replace_tree(self, tree: cst.Module) -> None:
+        """Continue from an edited tree (a pass before the annotations edited it): the index is read again from it."""
+        self.__dict__.update(tree=tree)
+        self.__dict__.pop("index", None)
+        self.edited = True
 
 
 def _module_name(relative: Path) -> str:
