@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from migrate.evidence.probe.dtype_arguments import DtypeArgument, _report, with_dtype_arguments
@@ -106,3 +107,38 @@ def test_untyped_entries_show_their_last_refusal_or_the_cuda_claim(tmp_path):
     assert found == {"randn": "NotImplementedError: no Long", "affine_grid_generator": NOT_BUILT}
     entry = CatalogueEntry(OpInfoId("_fft_c2c", ""), (), (("cuda", named("float16", "complex64")),), ("_fft_c2c",))
     assert cuda_claims(["_fft_c2c.out", "other"], [entry]) == {"_fft_c2c.out": ["torch.float16", "torch.complex64"]}
+
+
+_DTYPE_SET_BY = ("to.device", "to.dtype", "_to_copy", "zeros", "full", "arange", "sum", "sum.dim_IntList", "ones_like")
+
+
+@pytest.mark.slow  # a run of the tool (warm with the shared cache)
+def test_returns_a_dtype_argument_sets_pass_the_runtime_checker_at_every_dtype(tmp_path):
+    from migrate.check.checker import checking
+    from migrate.cli import main
+
+    assert main(["--out", str(tmp_path), "--yaml-only", *(a for op in _DTYPE_SET_BY for a in ("--op", op))]) == 0
+    x = torch.rand(2, 3)
+    calls = {
+        "to.device": lambda d: x.to("cpu", d),
+        "to.dtype": lambda d: x.to(d),
+        "_to_copy": lambda d: torch.ops.aten._to_copy(x, dtype=d),
+        "zeros": lambda d: torch.zeros(2, 3, dtype=d),
+        "full": lambda d: torch.full((2, 3), 1, dtype=d),
+        "arange": lambda d: torch.arange(5, dtype=d),
+        "sum": lambda d: torch.sum(x, dtype=d),
+        "sum.dim_IntList": lambda d: x.sum(1, dtype=d),
+        "ones_like": lambda d: torch.ones_like(x, dtype=d),
+    }
+    ran = {name: 0 for name in calls}
+    with checking(tmp_path / "native_functions.yaml", collect=True) as checker:
+        for dtype in TENSOR_DTYPES:
+            for name, call in calls.items():
+                try:
+                    call(getattr(torch, dtype.name))
+                except Exception:  # ATen refused the dtype: nothing to judge
+                    continue
+                ran[name] += 1
+    assert [str(v) for v in checker.violations] == []
+    assert all(ran[name] == len(TENSOR_DTYPES) for name in ("to.device", "to.dtype", "_to_copy", "zeros", "full", "ones_like")), ran
+    assert min(ran.values()) > 0
