@@ -27,7 +27,7 @@ from migrate.evidence.opinfo.aliases import AliasOf, alias_plans
 from migrate.evidence.probe.follows import Follows
 from migrate.evidence.probe.dtype_arguments import DtypeArgument, with_dtype_arguments
 from migrate.evidence.probe.merge import split_and_joined
-from migrate.evidence.structure import with_fallback
+from migrate.evidence.structure import with_fallback, written_by_own_calls
 from migrate.model.autocast import Policies
 from migrate.model.constraint import follows_problem
 from migrate.evidence.verdicts import with_verdicts
@@ -225,11 +225,12 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
             continue
         functional = native.by_name[name].schema
         for sibling_name in group.names:
-            own = plans.get(sibling_name, OverloadPlan(sibling_name, ()))
             if sibling_name == name:
                 continue
-            bound = {s for v in own.variables for s in v.binds}
             sibling = native.by_name[sibling_name].schema
+            covered = {s for variable in plan.variables for slot in variable.binds for s in _sibling_slot(slot, sibling, functional)}
+            own = written_by_own_calls(plans.get(sibling_name, OverloadPlan(sibling_name, ())), sibling, covered)
+            bound = {s for v in own.variables for s in v.binds}
             variables = []
             for variable in plan.variables:
                 binds = tuple(s for slot in variable.binds for s in _sibling_slot(slot, sibling, functional) if s not in bound)
@@ -238,6 +239,8 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
                     variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.follows, variable.verdicts))
             if variables:
                 taken[sibling_name] = with_fallback(own, plan.followed_within(variables))
+            elif own != plans.get(sibling_name, own):
+                taken[sibling_name] = own
     return taken
 
 
