@@ -2,11 +2,13 @@
 
     .venv/bin/python bench/bench_export.py [-j N] [--repeat N] [--cache-dir DIR] [--report FILE]
 
-Cold: every case exported anew (``--refresh``; the OpInfo sweep's cache is read, not rebuilt).
-Warm: the same check read from the cache, median of ``--repeat`` runs. Baseline: one
-``torch.onnx.export(dynamo=True)`` of a one-op module plus its onnxruntime session, in a fresh
-process (what checking one case alone would cost), median of ``--repeat``. Targets on 2 cores:
-cold <= 15 min, warm <= 5 s. This is the whole-torchlib check CI does not run.
+Cold: every case exported anew, and every function no export ran judged directly anew (``--refresh``;
+the OpInfo sweep's cache is read, not rebuilt). Warm: the same check read from the cache, median of
+``--repeat`` runs. Baseline: one ``torch.onnx.export(dynamo=True)`` of a one-op module plus its
+onnxruntime session, in a fresh process (what checking one case alone would cost), median of
+``--repeat``. Each time is wall-clock, with this process's CPU time beside it (on a machine others
+share, the wall-clock time also counts their work). Targets on 2 cores: cold <= 1.2 x 592 s (710 s),
+warm <= 1 s. This is the whole-torchlib check CI does not run.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -43,14 +47,20 @@ def one_export() -> float:
     return float(out.split()[-1])
 
 
-def check(*argv: str) -> tuple[float, str]:
-    started = time.perf_counter()
+def check(*argv: str) -> tuple[float, str, float]:
+    """The check's wall-clock time, its table, and the CPU time it took (this process and its workers)."""
+    started, cpu = time.perf_counter(), _cpu()
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = cli(["export-check", *argv])
     if code != 0:
         raise SystemExit(f"dtype-migrate export-check {' '.join(argv)} exited {code}")
-    return time.perf_counter() - started, out.getvalue()
+    return time.perf_counter() - started, out.getvalue(), _cpu() - cpu
+
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def main() -> None:
@@ -62,12 +72,14 @@ def main() -> None:
     args = parser.parse_args()
     common = ["-j", str(args.jobs), *(["--cache-dir", args.cache_dir] if args.cache_dir else [])]
     baseline = statistics.median(one_export() for _ in range(args.repeat))
-    cold, text = check(*common, "--refresh", *(["--report", args.report] if args.report else []))
-    warm = statistics.median(check(*common)[0] for _ in range(args.repeat))
-    print("\n".join(text.splitlines()[-3:]))
+    cold, text, cold_cpu = check(*common, "--refresh", *(["--report", args.report] if args.report else []))
+    warms = [check(*common) for _ in range(args.repeat)]
+    warm, warm_cpu = statistics.median(w[0] for w in warms), statistics.median(w[2] for w in warms)
+    print("\n".join(text.splitlines()[-4:]))
+    print(f"load average (1, 5, 15 min) at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     print(f"one export + session (baseline): {baseline:.2f} s")
-    print(f"whole torchlib, cold, -j {args.jobs}:   {cold:.1f} s  ratio {cold / baseline:.1f}  (target <= 900 s)")
-    print(f"whole torchlib, warm:            {warm:.2f} s  ratio {warm / baseline:.2f}  (target <= 5 s)")
+    print(f"whole torchlib, cold, -j {args.jobs}:   {cold:.1f} s (CPU {cold_cpu:.1f} s)  ratio {cold / baseline:.1f}  (target <= 710 s)")
+    print(f"whole torchlib, warm:            {warm:.2f} s (CPU {warm_cpu:.2f} s)  ratio {warm / baseline:.2f}  (target <= 1 s)")
 
 
 if __name__ == "__main__":

@@ -6,15 +6,23 @@ says nothing of the function are counted apart, as the rewrite keeps them: compl
 them to another function) and failures every dtype of the variable shares (bincount's ``weights``).
 A return torchlib annotates alone is judged by the parameters the written yaml ties to it.
 
+A call proves or refutes only the functions that ran for its overload: each function is judged by the export
+where the exporter dispatched to it and by the function-level judge (the function called directly) where it
+did not; the two judges' verdicts are counted apart. Every dtype the run added or removed (its ``dtype-added``
+and ``dtype-removed`` notes, by the judge they name) must rest on a call of the original torch_lib that ran
+the function: those that do not are counted (target 0).
+
     .venv/bin/python bench/check_rewrite.py OUT ORIGINAL.json REWRITTEN.json
 
-OUT is the run's ``--out`` (its native_functions.yaml and torch_lib); the two reports are ``export-check
---report`` of the installed torch_lib and of OUT/torch_lib (with ``--native-functions OUT/native_functions.yaml``).
+OUT is the run's ``--out`` (its native_functions.yaml, torch_lib and ``--report`` OUT/report.json); the two
+reports are ``export-check --report`` of the installed torch_lib and of OUT/torch_lib (with
+``--native-functions OUT/native_functions.yaml``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,16 +36,45 @@ from migrate.model.dtypes import DType  # noqa: E402
 from migrate.model.export_status import FAILED, HANDLED, NO_KERNEL, OK  # noqa: E402
 from migrate.model.global_sets import GlobalSetsFile  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path  # noqa: E402
-from migrate.write.torchlib.narrowing import ANY_TENSOR, JOINING, ExportVerdict, exported_elsewhere, tied_verdicts  # noqa: E402
+from migrate.write.torchlib.decide import DTYPE_ADDED, DTYPE_REMOVED  # noqa: E402
+from migrate.write.torchlib.narrowing import ANY_TENSOR, FUNCTION_JUDGE, JOINING, JUDGE_NAMES, ExportVerdict, exported_elsewhere, tied_verdicts  # noqa: E402
+
+# a dtype-added / dtype-removed note: 'ops/core.py:6327 aten_mT (mT) self, return.0: torch.bool (export ok)'
+NOTE = re.compile(r"^(?P<kind>dtype-added|dtype-removed): \S+ (?P<function>\S+) \((?P<overloads>[^)]*)\) (?P<slots>[^:]+): (?P<dtype>\S+) \((?P<why>.*)\)$")
 
 
 def verdicts(report: Path) -> dict[str, tuple[ExportVerdict, ...]]:
+    """Both judges' cases of an export-check report, per overload, each call with the functions that ran."""
     found: dict[str, list[ExportVerdict]] = {}
-    for case in json.loads(report.read_text())["cases"]:
-        calls = tuple((tuple(c["dtypes"]), c["status"], c["message"]) for c in case["calls"])
-        verdict = ExportVerdict(tuple(case["cast"]), DType.parse(case["dtype"]), case["status"], case["message"], calls)
+    obj = json.loads(report.read_text())
+    for case in obj["cases"] + obj.get("judged", []):
+        calls = tuple((tuple(c["dtypes"]), c["status"], c["message"], tuple(c.get("ran", ()))) for c in case["calls"])
+        judge = case.get("judge", "export")
+        verdict = ExportVerdict(tuple(case["cast"]), DType.parse(case["dtype"]), case["status"], case["message"], calls, judge)
         found.setdefault(case["overload"], []).append(verdict)
     return {o: tuple(v) for o, v in found.items()}
+
+
+def unreached_changes(notes: list[str], original: dict[str, tuple[ExportVerdict, ...]]) -> tuple[Counter, list[str]]:
+    """The run's added and removed dtypes per (kind, judge), and those whose judge named no call of the original
+    torch_lib that ran the function with the dtype at the note's slots (a case the exporter decomposed, or sent to
+    another function, proves nothing of it)."""
+    counts: Counter = Counter()
+    unreached = []
+    for note in notes:
+        found = NOTE.match(note)
+        if found is None:
+            continue
+        why = found["why"]
+        judge = next((j for j, said in sorted(JUDGE_NAMES.items(), key=lambda i: -len(i[1])) if why.startswith(said)), "ATen")
+        counts[found["kind"], judge] += 1
+        if judge == "ATen":
+            continue  # ATen's rejection, not an export
+        slots = tuple(s.strip() for s in found["slots"].split(","))
+        contributions = [(o.strip(), slots) for o in found["overloads"].split(",")]
+        if DType.parse(found["dtype"]) not in tied_verdicts(original, contributions, found["function"]):
+            unreached.append(note)
+    return counts, unreached
 
 
 def main() -> None:
@@ -72,11 +109,12 @@ def main() -> None:
                 serving.setdefault((registration.path, registration.function), []).append(overload)
 
     def outcomes(overload: str, cast: tuple[str, ...]) -> dict:
-        """Per dtype, the export outcomes of these slots in every overload the overload's function serves."""
+        """Per dtype, the outcomes of these slots in every overload the overload's function serves, by the calls that ran it."""
         function = next(((r.path, r.function) for r in after.by_overload.get(overload, ()) if not r.complex), None)
-        return tied_verdicts(rewritten, [(other, cast) for other in serving.get(function, [overload])])
+        return tied_verdicts(rewritten, [(other, cast) for other in serving.get(function, [overload])], function[1] if function else None)
 
-    checked = unchecked_kept = complex_kept = shared_kept = 0
+    checked: Counter = Counter()  # per judge
+    unchecked_kept = complex_kept = shared_kept = 0
     bad = []
     for overload in changed:
         old = {slot: set(v.dtypes) for v in before.overloads[overload].variables for slot in v.binds}
@@ -86,13 +124,13 @@ def main() -> None:
             cast = tuple(s for s in variable.binds if not s.startswith("return.")) or declared_cast(overload, variable.binds)
             found = outcomes(overload, cast)
             had = set.intersection(*[old.get(s, set(ANY_TENSOR)) for s in variable.binds])  # a slot torchlib left free: any dtype
-            telling = any(status in JOINING for d, (status, _) in found.items() if not exported_elsewhere(d))
+            telling = any(outcome[0] in JOINING for d, outcome in found.items() if not exported_elsewhere(d))
             for dtype in variable.dtypes:
                 if dtype.onnx is None:
                     continue
-                status, message = found.get(dtype, ("", ""))
+                status, message, judge = found.get(dtype, ("", "", ""))
                 if status in HANDLED and status != NO_KERNEL:
-                    checked += 1
+                    checked[judge] += 1
                 elif status in ("", "no-sample", "runtime-error", NO_KERNEL) and dtype in had:
                     unchecked_kept += 1
                 elif exported_elsewhere(dtype) and dtype in had:  # the exporter sends it to another function
@@ -101,23 +139,33 @@ def main() -> None:
                     shared_kept += 1
                 else:
                     bad.append(f"{overload} {','.join(variable.binds)} {dtype.name}: {status or 'unchecked'} {message[:100]}")
-    original = {(c["overload"], tuple(c["cast"]), c["dtype"]): c["status"] for c in json.loads(original_report.read_text())["cases"]}
-    worse = [
-        f"{o} {','.join(cast)} {d}: ok -> {c['status']} {c['message'][:100]}"
-        for c in json.loads(rewritten_report.read_text())["cases"]
-        if original.get((o := c["overload"], cast := tuple(c["cast"]), d := c["dtype"])) == OK and c["status"] != OK
-    ]
-    statuses = Counter(c["status"] for c in json.loads(rewritten_report.read_text())["cases"])
+    first, second = json.loads(original_report.read_text()), json.loads(rewritten_report.read_text())
+    statuses = Counter(c["status"] for c in second["cases"])
     print(f"checked overloads whose annotations changed: {len(changed)} ({', '.join(changed)}); rewritten cases by status: {dict(statuses)}")
+    notes = json.loads((out / "report.json").read_text())["summary"]["torchlib"]["note_lines"]
+    counts, unreached = unreached_changes(notes, verdicts(original_report))
+    for kind in (DTYPE_ADDED, DTYPE_REMOVED):
+        split = ", ".join(f"{JUDGE_NAMES.get(j, 'ATen rejects it')} {counts[kind, j]}" for j in (*JUDGE_NAMES, "ATen"))
+        print(f"dtypes {kind.removeprefix('dtype-')}: {sum(n for (k, _), n in counts.items() if k == kind)} ({split})")
+    print(f"dtypes added or removed by cases whose function did not run: {len(unreached)}")
+    print(*unreached[:20], sep="\n")
+    judged_checked = ", ".join(f"{JUDGE_NAMES[j]} {checked[j]}" for j in JUDGE_NAMES)
     print(
-        f"dtypes of rewritten annotations: {checked} export ok/partial, {unchecked_kept} unchecked and in the original, "
+        f"dtypes of rewritten annotations: {sum(checked.values())} ok/partial ({judged_checked}), {unchecked_kept} unchecked and in the original, "
         f"{complex_kept} complex and in the original (the exporter sends complex inputs to another function), "
         f"{shared_kept} in the original and failing as every dtype does (the function's failure, not the dtype's), "
         f"{len(bad)} neither"
     )
     print(*bad[:20], sep="\n")
-    print(f"cases ok on the original and worse on the rewritten torch_lib: {len(worse)}")
-    print(*worse[:20], sep="\n")
+    for key, judge in (("cases", "export"), ("judged", JUDGE_NAMES[FUNCTION_JUDGE])):
+        was = {(c["overload"], c["function"], tuple(c["cast"]), c["dtype"]): c["status"] for c in first.get(key, [])}
+        worse = [
+            f"{c['overload']} {c['function']} {','.join(c['cast'])} {c['dtype']}: ok -> {c['status']} {c['message'][:100]}"
+            for c in second.get(key, [])
+            if was.get((c["overload"], c["function"], tuple(c["cast"]), c["dtype"])) == OK and c["status"] != OK
+        ]
+        print(f"{judge}: cases ok on the original and worse on the rewritten torch_lib: {len(worse)} (of {len(second.get(key, []))} checked)")
+        print(*worse[:20], sep="\n")
 
 
 if __name__ == "__main__":

@@ -251,18 +251,18 @@ def test_a_variable_of_returns_only_takes_no_verdict():
 
     verdicts = [ExportVerdict(("self",), DType("int64"), INVALID_MODEL, "m"), ExportVerdict(("self", "other"), DType("int64"), OK, "")]
     assert by_dtype(verdicts, ()) == {}
-    assert by_dtype(verdicts, ("self",)) == {DType("int64"): [(INVALID_MODEL, "m"), (OK, "")]}
-    assert by_dtype(verdicts, ("other",)) == {DType("int64"): [(OK, "")]}
+    assert by_dtype(verdicts, ("self",)) == {DType("int64"): [(INVALID_MODEL, "m", "export"), (OK, "", "export")]}
+    assert by_dtype(verdicts, ("other",)) == {DType("int64"): [(OK, "", "export")]}
 
 
 def test_a_variable_is_judged_by_the_calls_that_pass_it_a_tensor():
     """bincount's diagonal at int64: the call without weights is ok, the one with them fails. Self is partial; weights fails."""
     from migrate.write.torchlib.narrowing import by_dtype
 
-    calls = ((("self", "weights"), EXPORT_ERROR, "weights is not supported"), (("self",), OK, ""))
+    calls = ((("self", "weights"), EXPORT_ERROR, "weights is not supported", ("aten_bincount",)), (("self",), OK, "", ("aten_bincount",)))
     verdicts = [ExportVerdict(("self", "weights"), DType("int64"), PARTIAL, "weights is not supported", calls)]
-    assert combined(by_dtype(verdicts, ("self",))[DType("int64")]) == (PARTIAL, "weights is not supported")
-    assert combined(by_dtype(verdicts, ("weights",))[DType("int64")]) == (EXPORT_ERROR, "weights is not supported")
+    assert combined(o[:2] for o in by_dtype(verdicts, ("self",))[DType("int64")]) == (PARTIAL, "weights is not supported")
+    assert combined(o[:2] for o in by_dtype(verdicts, ("weights",))[DType("int64")]) == (EXPORT_ERROR, "weights is not supported")
 
 
 
@@ -283,6 +283,9 @@ def test_slots_one_annotation_ties_are_judged_by_calls_that_give_them_all_the_dt
         "embedding_bag.padding_idx": (ExportVerdict(both, i32, INVALID_MODEL, "Concat"), ExportVerdict(both, i64, OK, "")),
     }
     contributions = [("_embedding_bag", ("indices",)), ("_embedding_bag", ("offsets",)), ("embedding_bag.padding_idx", both + ("return.1",))]
-    assert tied_verdicts(exported, contributions) == {i32: (INVALID_MODEL, "Concat bound to different types"), i64: (PARTIAL, "values")}
+    assert tied_verdicts(exported, contributions) == {
+        i32: (INVALID_MODEL, "Concat bound to different types", "export"),
+        i64: (PARTIAL, "values", "export"),
+    }
     alone = [("_embedding_bag", ("indices",))]  # a class of indices alone: the call with int64 offsets proves int32
-    assert tied_verdicts(exported, alone)[i32] == (PARTIAL, "Concat bound to different types")
+    assert tied_verdicts(exported, alone)[i32] == (PARTIAL, "Concat bound to different types", "export")

@@ -11,7 +11,8 @@ from migrate.evidence.probe.merge import probe_plans
 from migrate.evidence.probe.prober import PROBE_TIMEOUT, probe_call
 from migrate.evidence.probe.siblings import sibling_calls, siblings
 from migrate.evidence.verdicts import verdicts_of
-from migrate.infer import Sources, infer_plan
+from migrate.evidence.gather import Sources
+from migrate.infer import infer_plan
 from migrate.model.dtypes import TENSOR_DTYPES, named
 from migrate.model.native import NativeFunctions
 from migrate.model.rejection import is_rejection, rejection_messages

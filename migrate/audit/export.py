@@ -22,17 +22,20 @@ import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
+from itertools import chain
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate.audit import export_worker
+from migrate.audit import export_worker, function_worker
 from migrate.cache import StageCache, store
 from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.runtime.runs import CatalogueEntry
 from migrate.model import export_status
 from migrate.model.dtypes import DType, canonical
 from migrate.model.export_status import (
+    DECOMPOSED,
     EXPORT_ERROR,
     INVALID_MODEL,
     MISMATCH,
@@ -46,10 +49,10 @@ from migrate.model.export_status import (
 )
 from migrate.model.names import OverloadName
 from migrate.model.plan import Conflict, OverloadPlan, Variable
-from migrate.write.torchlib.narrowing import ExportVerdict, by_dtype
+from migrate.write.torchlib.narrowing import EXPORT_JUDGE, FUNCTION_JUDGE, ExportVerdict, by_dtype
 
-JOB_OVERLOADS = 40  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter
-JOB_TIMEOUT = 1200.0  # seconds per worker
+JOB_OVERLOADS = 20  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter; a job that ends keeps its results
+JOB_TIMEOUT = 3600.0  # seconds per worker (a machine others share gives a worker a small part of a core)
 FAILING = (EXPORT_ERROR, INVALID_MODEL, RUNTIME_ERROR, MISMATCH)  # a coverage gap is confirmed by these
 COVERAGE_GAP = "export-coverage-gap"
 CONFIRMED, REFUTED = "confirmed", "refuted"
@@ -66,24 +69,33 @@ class CaseRequest:
 
 @dataclass(frozen=True)
 class CallResult:
-    """One sampled call of a case: every tensor input's dtype, its status and message."""
+    """One sampled call of a case: every tensor input's dtype, its status and message, the torchlib functions
+    the exporter dispatched the case's overload to (``ran``) and all it dispatched the call to (``used``), and
+    whether it decomposed the overload before dispatch (then none of them is the overload's)."""
 
     dtypes: tuple[tuple[str, str], ...]  # (slot, 'torch.x')
     status: str
     message: str
+    ran: tuple[str, ...] = ()
+    used: tuple[str, ...] = ()
+    decomposed: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"dtypes": dict(self.dtypes), "status": self.status, "message": self.message}
+        found = {"dtypes": dict(self.dtypes), "status": self.status, "message": self.message, "ran": list(self.ran), "used": list(self.used)}
+        return {**found, "decomposed": True} if self.decomposed else found
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> CallResult:
-        return cls(tuple(obj["dtypes"].items()), obj["status"], stable_message(obj["message"]))
+        ran, used = tuple(obj.get("ran", ())), tuple(obj.get("used", ()))
+        return cls(tuple(obj["dtypes"].items()), obj["status"], stable_message(obj["message"]), ran, used, bool(obj.get("decomposed")))
 
 
 @dataclass(frozen=True)
 class CaseResult:
-    """A checked case: the request, the torchlib function the exporter used, the first call's input dtypes,
-    the status and message of all its calls together, and each call's own."""
+    """A checked case: the request, the torchlib function registered first for the overload (the one the exporter
+    dispatches it to), the first call's input dtypes, the status and message of all its calls together (of those
+    that reached the function: ``decomposed`` when none did), each call's own, what the user's export did
+    (``export``: status and message, whether or not the function ran), and which judge settled it."""
 
     overload: str
     cast: tuple[str, ...]
@@ -93,16 +105,20 @@ class CaseResult:
     status: str
     message: str
     calls: tuple[CallResult, ...] = ()
+    export: tuple[str, str] = ("", "")  # the user's export of the op: its status and message
+    judge: str = EXPORT_JUDGE
 
     def to_json(self) -> dict[str, Any]:
         return {
             "overload": self.overload,
             "function": self.function,
+            "judge": self.judge,
             "cast": list(self.cast),
             "dtype": str(self.dtype),
             "dtypes": dict(self.dtypes),
             "status": self.status,
             "message": self.message,
+            "export": {"status": self.export[0], "message": self.export[1]},
             "calls": [call.to_json() for call in self.calls],
         }
 
@@ -117,12 +133,17 @@ class CaseResult:
             obj["status"],
             stable_message(obj["message"]),
             tuple(CallResult.from_json(call) for call in obj.get("calls", ())),
+            (export.get("status", obj["status"]), stable_message(export.get("message", obj["message"])))
+            if (export := obj.get("export"))
+            else (obj["status"], stable_message(obj["message"])),
+            obj.get("judge", EXPORT_JUDGE),
         )
 
     def verdict(self) -> ExportVerdict:
-        """The case as the rewrite and the provisioning list read it: each call with the slots it passed a tensor to."""
-        calls = tuple((tuple(slot for slot, _ in call.dtypes), call.status, call.message) for call in self.calls)
-        return ExportVerdict(self.cast, self.dtype, self.status, self.message, calls)
+        """The case as the rewrite and the provisioning list read it: each call with the slots it passed a tensor
+        to and the functions that ran for the overload (a call proves or refutes only those)."""
+        calls = tuple((tuple(slot for slot, _ in call.dtypes), call.status, call.message, call.ran) for call in self.calls)
+        return ExportVerdict(self.cast, self.dtype, self.status, self.message, calls, self.judge)
 
     @classmethod
     def from_report(cls, report: dict[str, Any]) -> CaseResult:
@@ -141,21 +162,29 @@ def stable_message(message: str) -> str:
 
 @dataclass(frozen=True)
 class ExportCheck:
-    """What a check found, in request order, and how much of it came from the cache."""
+    """What a check found, in request order, and how much of it came from the cache; then the function-level
+    judge's cases, for the functions the exporter did not run."""
 
     cases: tuple[CaseResult, ...]
     torchlib: Path
     overloads: int
     ran: int  # overloads checked by workers in this run
     seconds: float
+    judged: tuple[CaseResult, ...] = ()  # the function-level judge's cases
 
     def summary(self) -> dict[str, Any]:
         statuses = Counter(case.status for case in self.cases)
+        judged = Counter(case.status for case in self.judged)
         return {
             "torchlib": str(self.torchlib),
             "overloads": self.overloads,
             "cases": len(self.cases),
             "by_status": {status: statuses[status] for status in STATUSES},
+            "function_judge": {
+                "functions": len({(case.overload, case.function) for case in self.judged}),
+                "cases": len(self.judged),
+                "by_status": {status: judged[status] for status in STATUSES if status != DECOMPOSED},
+            },
             "overloads_run": self.ran,
             "overloads_from_cache": self.overloads - self.ran,
             "seconds": round(self.seconds, 1),
@@ -213,6 +242,11 @@ def results_dir(torchlib: Path, cache: StageCache) -> Path:
     return cache.stage("export", export_worker.__name__, export_status.__name__).folder / torchlib_digest(torchlib)[:32]
 
 
+def judged_dir(torchlib: Path, cache: StageCache) -> Path:
+    """Where the function-level judge's results for this torch_lib live (the ``export-function`` stage, keyed as ``export``)."""
+    return cache.stage("export-function", function_worker.__name__, export_status.__name__).folder / torchlib_digest(torchlib)[:32]
+
+
 def _file(folder: Path, overload: str) -> Path:
     return folder / f"{overload}.json"
 
@@ -223,15 +257,25 @@ def _request_json(cases: tuple[CaseRequest, ...]) -> list[Any]:
 
 def cached_results(folder: Path, overload: str, cases: tuple[CaseRequest, ...] | None = None) -> tuple[CaseResult, ...] | None:
     """An overload's cached results (for exactly these cases, when given); None on a miss."""
+    return _cached(folder, overload, None if cases is None else _request_json(cases))
+
+
+def _cached(folder: Path, overload: str, request: Any = None) -> tuple[CaseResult, ...] | None:
+    """An overload's cached results (asked for by exactly this ``request``, when given); None on a miss."""
     try:
         obj = json.loads(_file(folder, overload).read_bytes())
     except (OSError, ValueError):
         return None
     if not isinstance(obj, dict):
         return None
-    if cases is not None and obj.get("request") != _request_json(cases):
+    if request is not None and obj.get("request") != request:
         return None
     return tuple(CaseResult.from_json(case) for case in obj["cases"])
+
+
+def _store(folder: Path, overload: str, request: Any, results: Iterable[CaseResult]) -> None:
+    obj = {"request": request, "cases": [r.to_json() for r in results]}
+    store(_file(folder, overload), json.dumps(obj, separators=(",", ":")).encode())
 
 
 # --- running -------------------------------------------------------------------------------------
@@ -245,25 +289,73 @@ def run_export_check(
     jobs: int | None = None,
     refresh: bool = False,
     progress: bool | None = None,
+    functions: Mapping[str, Iterable[str]] | None = None,
 ) -> ExportCheck:
-    """Check every case of the registered overloads (cached ones read, the rest run in ``jobs`` workers)."""
+    """Check every case of the registered overloads (cached ones read, the rest run in ``jobs`` workers); then judge
+    directly, on the same cases, the functions registered for an overload (``functions``: the real ones per overload;
+    default the one the exporter dispatches it to) that no export ran."""
     started = time.monotonic()
     wanted = requests(declared, registered)
-    folder = results_dir(torchlib, cache)
+    run = partial(_run, torchlib=torchlib, jobs=jobs, cache=cache, progress=progress)
+    found, ran = _cached_or_run(results_dir(torchlib, cache), wanted, _request_json, refresh, run)
+    cases = tuple(result for overload in wanted for result in found[overload])
+    judged = judge_functions(unreached_functions(found, functions), torchlib, cache, jobs, refresh, progress)
+    return ExportCheck(cases, Path(torchlib), len(wanted), ran, time.monotonic() - started, judged)
+
+
+def _cached_or_run(folder: Path, wanted: Mapping[str, Any], request: Any, refresh: bool, run: Any) -> tuple[dict[str, tuple[CaseResult, ...]], int]:
+    """Per overload, its results: cached for exactly ``request(wanted[overload])``, or from ``run`` of the missing
+    ones (stored when complete); and how many overloads ran."""
     found: dict[str, tuple[CaseResult, ...]] = {}
-    for overload, cases in wanted.items():
-        cached = None if refresh else cached_results(folder, overload, cases)
+    for overload, asked in wanted.items():
+        cached = None if refresh else _cached(folder, overload, request(asked))
         if cached is not None:
             found[overload] = cached
-    missing = {overload: cases for overload, cases in wanted.items() if overload not in found}
+    missing = {overload: asked for overload, asked in wanted.items() if overload not in found}
     if missing:
-        for overload, results, complete in _run(missing, torchlib, jobs, cache, progress):
+        for overload, results, complete in run(missing):
             found[overload] = results
             if complete:
-                obj = {"request": _request_json(missing[overload]), "cases": [r.to_json() for r in results]}
-                store(_file(folder, overload), json.dumps(obj, separators=(",", ":")).encode())
-    cases = tuple(result for overload in wanted for result in found[overload])
-    return ExportCheck(cases, Path(torchlib), len(wanted), len(missing), time.monotonic() - started)
+                _store(folder, overload, request(missing[overload]), results)
+    return found, len(missing)
+
+
+def unreached_functions(
+    found: Mapping[str, tuple[CaseResult, ...]], functions: Mapping[str, Iterable[str]] | None = None
+) -> dict[tuple[str, str], tuple[CaseRequest, ...]]:
+    """Per (overload, real function registered for it) that no export ran (the exporter decomposed the overload
+    before dispatch, or sent it to another function), the overload's cases with a sampled call, complex ones
+    aside (the exporter gives complex inputs to a ``complex=True`` function): the function-level judge's work."""
+    wanted = {}
+    for overload, results in found.items():
+        ran = {f for r in results for call in r.calls for f in call.ran}
+        sampled = tuple(CaseRequest(overload, r.cast, r.dtype) for r in results if r.calls and not r.dtype.name.startswith("complex"))
+        registered = functions.get(overload, ()) if functions is not None else {r.function for r in results if r.function}
+        for function in sorted(set(registered) - ran):
+            if sampled:
+                wanted[overload, function] = sampled
+    return wanted
+
+
+def judge_functions(
+    wanted: Mapping[tuple[str, str], tuple[CaseRequest, ...]],
+    torchlib: Path,
+    cache: StageCache,
+    jobs: int | None = None,
+    refresh: bool = False,
+    progress: bool | None = None,
+) -> tuple[CaseResult, ...]:
+    """The function-level judge's cases of these functions (cached ones read, the rest run in workers)."""
+    by_overload: dict[str, dict[str, tuple[CaseRequest, ...]]] = {}
+    for (overload, function), cases in wanted.items():
+        by_overload.setdefault(overload, {})[function] = cases
+    run = partial(_run_judge, torchlib=torchlib, jobs=jobs, cache=cache, progress=progress)
+    found, _ = _cached_or_run(judged_dir(torchlib, cache), by_overload, _judge_request, refresh, run)
+    return tuple(result for overload in by_overload for result in found[overload])
+
+
+def _judge_request(requested: Mapping[str, tuple[CaseRequest, ...]]) -> list[Any]:
+    return [[function, _request_json(cases)] for function, cases in sorted(requested.items())]
 
 
 def _recorded_calls(overloads: Iterable[str], cache: StageCache) -> Iterator[tuple[CatalogueEntry, str, DType, bool, int]]:
@@ -306,25 +398,53 @@ def _run(
     missing: dict[str, tuple[CaseRequest, ...]], torchlib: Path, jobs: int | None, cache: StageCache, progress: bool | None
 ) -> Iterable[tuple[str, tuple[CaseResult, ...], bool]]:
     """Each missing overload's results as its worker ends, and whether they are complete (cacheable)."""
-    sources = _sources(missing, cache)
-    unreached = [overload for overload in missing if overload not in sources]
-    for overload in unreached:
+    items = {overload: {"cases": _request_json(cases)} for overload, cases in missing.items()}
+    expected = {overload: [("", case) for case in cases] for overload, cases in missing.items()}
+    yield from _in_workers(items, expected, export_worker.export_reports, "export check", torchlib, jobs, cache, progress)
+
+
+def _run_judge(
+    missing: dict[str, dict[str, tuple[CaseRequest, ...]]], torchlib: Path, jobs: int | None, cache: StageCache, progress: bool | None
+) -> Iterable[tuple[str, tuple[CaseResult, ...], bool]]:
+    """Each missing overload's function-level results (its functions in turn) as its worker ends, and whether complete."""
+    items, expected = {}, {}
+    for overload, requested in missing.items():
+        cases = tuple(dict.fromkeys(chain(*requested.values())))  # every function judged on each case
+        items[overload] = {"functions": sorted(requested), "cases": _request_json(cases)}
+        expected[overload] = [(function, case) for function in sorted(requested) for case in cases]
+    yield from _in_workers(items, expected, function_worker.function_reports, "function judge", torchlib, jobs, cache, progress)
+
+
+def _in_workers(
+    items: dict[str, dict[str, Any]],
+    expected: dict[str, list[tuple[str, CaseRequest]]],
+    worker: Any,
+    desc: str,
+    torchlib: Path,
+    jobs: int | None,
+    cache: StageCache,
+    progress: bool | None,
+) -> Iterable[tuple[str, tuple[CaseResult, ...], bool]]:
+    """Run ``worker`` over these overloads (``items``: what its job asks of each), grouped by the OpInfo whose samples
+    reach them; per overload its results in the order ``expected`` ((function or '', case)), a case a crash left
+    unanswered an export-error saying what the worker was doing, and whether they are complete (cacheable)."""
+    sources = _sources(items, cache)
+    for overload in (o for o in items if o not in sources):
         why = "no OpInfo sample in the sweep's cache calls it"
-        yield overload, tuple(_result(case, "", (), NO_SAMPLE, why) for case in missing[overload]), True
-    reached = sorted((o for o in missing if o in sources), key=lambda o: (sources[o], o))
+        yield overload, tuple(_result(case, function, (), NO_SAMPLE, why) for function, case in expected[overload]), True
+    reached = sorted((o for o in items if o in sources), key=lambda o: (sources[o], o))
     work = []
     for start in range(0, len(reached), JOB_OVERLOADS):
         chunk = reached[start : start + JOB_OVERLOADS]
         groups: dict[tuple, list[dict[str, Any]]] = {}
         for overload in chunk:
-            opinfo, sample = sources[overload]
-            groups.setdefault((opinfo, sample), []).append({"overload": overload, "cases": _request_json(missing[overload])})
+            groups.setdefault(sources[overload], []).append({"overload": overload, **items[overload]})
         argument = {
             "torchlib": str(torchlib),
             "groups": [{"opinfo": list(opinfo), "sample_dtype": sample, "overloads": o} for (opinfo, sample), o in groups.items()],
         }
-        work.append(Job(export_worker.export_reports, argument, f"{chunk[0]} .. {chunk[-1]}"))
-    for outcome in run_in_workers(work, jobs, JOB_TIMEOUT, progress, unit="job", desc="export check"):
+        work.append(Job(worker, argument, f"{chunk[0]} .. {chunk[-1]}"))
+    for outcome in run_in_workers(work, jobs, JOB_TIMEOUT, progress, unit="job", desc=desc):
         by_overload: dict[str, list[CaseResult]] = {}
         phase = ""
         for report in outcome.reports:
@@ -336,27 +456,28 @@ def _run(
         for group in outcome.job.argument["groups"]:
             for item in group["overloads"]:
                 overload = item["overload"]
-                done = {(r.cast, r.dtype) for r in by_overload.get(overload, [])}
                 results = list(by_overload.get(overload, []))
-                for case in missing[overload]:
-                    if (case.cast, case.dtype) not in done:
+                done = {(r.function if r.judge == FUNCTION_JUDGE else "", r.cast, r.dtype) for r in results}
+                for function, case in expected[overload]:
+                    if (function, case.cast, case.dtype) not in done:
                         why = f"{phase}: {outcome.reason}" if phase else outcome.reason
-                        results.append(_result(case, "", (), EXPORT_ERROR, why))
-                order = {(case.cast, case.dtype): i for i, case in enumerate(missing[overload])}
-                results.sort(key=lambda r: order[r.cast, r.dtype])
+                        results.append(_result(case, function, (), EXPORT_ERROR, why, FUNCTION_JUDGE if function else EXPORT_JUDGE))
+                order = {(function, case.cast, case.dtype): i for i, (function, case) in enumerate(expected[overload])}
+                results.sort(key=lambda r: order[r.function if r.judge == FUNCTION_JUDGE else "", r.cast, r.dtype])
                 yield overload, tuple(results), outcome.status == DONE
 
 
-def _result(case: CaseRequest, function: str, dtypes: tuple, status: str, message: str) -> CaseResult:
-    return CaseResult(case.overload, case.cast, case.dtype, function, dtypes, status, message)
+def _result(case: CaseRequest, function: str, dtypes: tuple, status: str, message: str, judge: str = EXPORT_JUDGE) -> CaseResult:
+    return CaseResult(case.overload, case.cast, case.dtype, function, dtypes, status, message, judge=judge)
 
 
 # --- wiring back: conflicts --------------------------------------------------------------------
 
 
 def verdict(conflict: Conflict, results: Iterable[CaseResult]) -> str:
-    """``confirmed`` when a case of the conflict's slots and dtypes fails, ``refuted`` when all such cases are ok, else ''."""
-    relevant = [r for r in results if r.dtype in conflict.dtypes and set(r.cast) & set(conflict.slots) and r.status != NO_SAMPLE]
+    """``confirmed`` when a case of the conflict's slots and dtypes fails, ``refuted`` when all such cases are ok, else ''
+    (a decomposed case says nothing of the function: the function-level judge's cases of it do)."""
+    relevant = [r for r in results if r.dtype in conflict.dtypes and set(r.cast) & set(conflict.slots) and r.status not in (NO_SAMPLE, DECOMPOSED)]
     if any(r.status in FAILING for r in relevant):
         return CONFIRMED
     return REFUTED if relevant else ""
@@ -364,7 +485,7 @@ def verdict(conflict: Conflict, results: Iterable[CaseResult]) -> str:
 
 def verdicts(conflicts: Mapping[str, tuple[Conflict, ...]], torchlib: Path, cache: StageCache) -> dict[tuple[str, int], str]:
     """Per (overload, index of the conflict), the verdict on each export-coverage-gap conflict with cached results."""
-    folder = results_dir(torchlib, cache)
+    folder, judged = results_dir(torchlib, cache), judged_dir(torchlib, cache)
     found = {}
     for overload, listed in conflicts.items():
         gaps = [(i, c) for i, c in enumerate(listed) if c.kind == COVERAGE_GAP]
@@ -373,6 +494,7 @@ def verdicts(conflicts: Mapping[str, tuple[Conflict, ...]], torchlib: Path, cach
         results = cached_results(folder, overload)
         if results is None:
             continue
+        results += _cached(judged, overload) or ()
         for index, conflict in gaps:
             found[overload, index] = verdict(conflict, results)
     return found
@@ -390,21 +512,23 @@ def verdict_summary(conflicts: Mapping[str, tuple[Conflict, ...]], judged: Mappi
 
 def rewrite_verdicts(
     declared: Mapping[str, tuple[Variable, ...]],
-    registered: Iterable[str],
+    registered: Mapping[str, Iterable[str]],
     torchlib: Path,
     cache: StageCache,
     compute: bool = False,
     jobs: int | None = None,
 ) -> dict[str, tuple[ExportVerdict, ...]]:
-    """export-check's cases per registered overload of this torch_lib, for the rewrite: the cached ones
-    (checked first when ``compute``); an overload without cached results has none."""
-    registered = sorted(set(registered) & declared.keys())
+    """export-check's cases per registered overload of this torch_lib (``registered``: its real functions), for the
+    rewrite: the cached ones of both judges (checked first when ``compute``); an overload without cached results
+    has none. Each call says which functions ran, so the rewrite reads, per function, the export where the exporter
+    ran it and the function-level judge where it did not."""
+    overloads = sorted(set(registered) & declared.keys())
     if compute:
-        run_export_check(declared, registered, torchlib, cache, jobs)
-    folder = results_dir(torchlib, cache)
+        run_export_check(declared, overloads, torchlib, cache, jobs, functions=registered)
+    folder, judged = results_dir(torchlib, cache), judged_dir(torchlib, cache)
     found = {}
-    for overload in registered:
-        results = cached_results(folder, overload)
+    for overload in overloads:
+        results = (cached_results(folder, overload) or ()) + (_cached(judged, overload) or ())
         if results:
             found[overload] = tuple(r.verdict() for r in results)
     return found
@@ -415,6 +539,7 @@ def rewrite_verdicts(
 # What keeps a declared dtype from exporting, for the list a torchlib maintainer works from; the runtime's gaps apart.
 GAP_KINDS = {INVALID_MODEL: "spec", EXPORT_ERROR: "torchlib", MISMATCH: "mismatch", NO_KERNEL: "no-kernel", RUNTIME_ERROR: "runtime"}
 RUNTIME_GAPS = ("no-kernel", "runtime")
+KINDS = (*GAP_KINDS.values(), DECOMPOSED)  # decomposed apart: the user's export goes through other functions
 
 
 @dataclass(frozen=True)
@@ -449,25 +574,28 @@ def missing(check: ExportCheck, declared: Mapping[str, tuple[Variable, ...]], re
     """Per overload, the declared dtypes no case of a variable exports (its own case and the diagonal holding it
     combined, as the rewrite reads them), grouped by what failed; the overloads most sampled calls reach first."""
     cases: dict[str, list[CaseResult]] = {}
-    for case in check.cases:
+    for case in check.cases + check.judged:
         cases.setdefault(case.overload, []).append(case)
     found = []
     for overload, results in cases.items():
         verdicts = tuple(r.verdict() for r in results)
+        function = next((r.function for r in results if r.function), "")
         gaps: dict[tuple[str, tuple[str, ...]], dict[DType, str]] = {}
         for variable in declared.get(overload, ()):
             cast = _input_slots(variable)
-            for dtype, outcomes in by_dtype(verdicts, cast).items():
-                status, message = combined(outcomes)
+            for dtype, outcomes in by_dtype(verdicts, cast, function).items():
+                status, message = combined(o[:2] for o in outcomes)
                 if status in GAP_KINDS:
                     gaps.setdefault((GAP_KINDS[status], cast), {})[dtype] = message
+            decomposed = [r.dtype for r in results if r.status == DECOMPOSED and set(cast) <= set(r.cast)]
+            if decomposed:
+                gaps.setdefault((DECOMPOSED, cast), {}).update({dtype: "the exporter decomposes it before dispatch" for dtype in decomposed})
         if gaps:
-            order = list(GAP_KINDS.values())
+            order = list(KINDS)
             listed = tuple(
                 Gap(kind, cast, canonical(by), by[canonical(by)[0]])
                 for (kind, cast), by in sorted(gaps.items(), key=lambda item: (order.index(item[0][0]), item[0][1]))
             )
-            function = next((r.function for r in results if r.function), "")
             found.append(Missing(overload, function, reached.get(overload, 0), listed))
     return tuple(sorted(found, key=lambda m: (-m.reached, m.overload)))
 
@@ -485,7 +613,11 @@ def missing_text(rows: tuple[Missing, ...], top: int | None = None) -> str:
     pairs = Counter(g.kind for m in rows for g in m.gaps for _ in g.dtypes)
     torchlib = ", ".join(f"{kind} {pairs[kind]}" for kind in GAP_KINDS.values() if kind not in RUNTIME_GAPS)
     runtime = ", ".join(f"{kind} {pairs[kind]}" for kind in RUNTIME_GAPS)
-    lines = [f"{len(rows)} overloads lack {sum(pairs.values())} declared dtypes: {torchlib}; onnxruntime's gaps apart: {runtime}"]
+    lacking = sum(n for kind, n in pairs.items() if kind != DECOMPOSED)
+    lines = [
+        f"{len(rows)} overloads lack {lacking} declared dtypes: {torchlib}; onnxruntime's gaps apart: {runtime}; "
+        f"decomposed before dispatch (the function judged directly): {pairs[DECOMPOSED]}"
+    ]
     for rank, row in enumerate(rows[:top] if top else rows, 1):
         gaps = "; ".join(f"{g.kind} {','.join(g.slots)} {' '.join(d.name for d in g.dtypes)} ({g.message[:120]})" for g in row.gaps)
         lines.append(f"{rank:4}  {row.overload}  {row.reached} calls  {row.function or '?'}: {gaps}")
@@ -495,17 +627,19 @@ def missing_text(rows: tuple[Missing, ...], top: int | None = None) -> str:
 # --- output -------------------------------------------------------------------------------------
 
 
-SHORT = {OK: "ok", PARTIAL: "part", EXPORT_ERROR: "EXP", INVALID_MODEL: "INV", NO_KERNEL: "KER", RUNTIME_ERROR: "RUN", MISMATCH: "MIS", NO_SAMPLE: "-"}
+SHORT = {OK: "ok", PARTIAL: "part", EXPORT_ERROR: "EXP", INVALID_MODEL: "INV", NO_KERNEL: "KER", RUNTIME_ERROR: "RUN", MISMATCH: "MIS", NO_SAMPLE: "-", DECOMPOSED: "dec"}
 
 
 def table(check: ExportCheck) -> str:
-    """One row per overload and cast slots, one column per dtype; a legend and the totals below."""
-    dtypes = canonical(case.dtype for case in check.cases)
+    """One row per overload and cast slots, one column per dtype (then a row per function the function-level
+    judge called directly, its name after the slots); a legend and the totals of each judge below."""
+    dtypes = canonical(case.dtype for case in check.cases + check.judged)
     header = ["overload", "slots", *(d.name for d in dtypes)]
-    rows: dict[tuple[str, tuple[str, ...]], dict[DType, str]] = {}
-    for case in check.cases:
-        rows.setdefault((case.overload, case.cast), {})[case.dtype] = SHORT[case.status]
-    lines = [[overload, ",".join(cast), *(cells.get(d, "") for d in dtypes)] for (overload, cast), cells in rows.items()]
+    rows: dict[tuple[str, str], dict[DType, str]] = {}
+    for case in check.cases + check.judged:
+        slots = ",".join(case.cast) + (f" ({case.function} called directly)" if case.judge == FUNCTION_JUDGE else "")
+        rows.setdefault((case.overload, slots), {})[case.dtype] = SHORT[case.status]
+    lines = [[overload, slots, *(cells.get(d, "") for d in dtypes)] for (overload, slots), cells in rows.items()]
     widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
     text = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [header, *lines]]
     legend = ", ".join(f"{short} {status}" for status, short in SHORT.items())
@@ -516,6 +650,9 @@ def table(check: ExportCheck) -> str:
         f"{summary['cases']} cases of {summary['overloads']} overloads: {totals} "
         f"({summary['overloads_run']} overloads run, {summary['overloads_from_cache']} from the cache; {summary['seconds']} s)"
     )
+    judged = summary["function_judge"]
+    totals = ", ".join(f"{status} {n}" for status, n in judged["by_status"].items())
+    text.append(f"function-level judge (functions no export ran): {judged['cases']} cases of {judged['functions']} functions: {totals}")
     return "\n".join(text) + "\n"
 
 
@@ -523,7 +660,7 @@ def report_json(check: ExportCheck, conflict_summary: dict[str, int] | None = No
     summary = check.summary()
     if conflict_summary is not None:
         summary["conflicts"] = conflict_summary
-    report: dict[str, Any] = {"cases": [case.to_json() for case in check.cases], "summary": summary}
+    report: dict[str, Any] = {"cases": [case.to_json() for case in check.cases], "judged": [case.to_json() for case in check.judged], "summary": summary}
     if provisioning is not None:
         report["missing"] = [row.to_json() for row in provisioning]
     return json.dumps(report, indent=1) + "\n"

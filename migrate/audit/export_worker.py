@@ -27,7 +27,18 @@ from typing import Any
 
 from migrate.runtime.processes import one_line
 
-from migrate.model.export_status import EXPORT_ERROR, INVALID_MODEL, MISMATCH, NO_KERNEL, NO_SAMPLE, OK, RUNTIME_ERROR, combined, load_failure_status
+from migrate.model.export_status import (
+    DECOMPOSED,
+    EXPORT_ERROR,
+    INVALID_MODEL,
+    MISMATCH,
+    NO_KERNEL,
+    NO_SAMPLE,
+    OK,
+    RUNTIME_ERROR,
+    combined,
+    load_failure_status,
+)
 
 CALLS_PER_CASE = 3  # distinct sampled calls a case runs (with and without optional tensors, other shapes)
 CALLS_CAPTURED = 8  # sampled calls kept per overload: eager PyTorch may refuse some of them cast
@@ -66,9 +77,19 @@ class Run:
     values: bool = True  # compare values (not for random or uninitialised outputs)
     status: str = ""
     message: str = ""
+    ran: set = field(default_factory=set)  # the torchlib functions the exporter dispatched the call's overload to
+    used: set = field(default_factory=set)  # every torchlib function the exporter dispatched the call's nodes to
+    lowered: bool = False  # the exporter got as far as the program it translates (decompositions applied)
+    reached: bool = False  # ... and the call's overload is still in it
+
+    @property
+    def decomposed(self) -> bool:
+        """The exporter decomposed the overload before dispatch: whatever the export did, its function never ran."""
+        return self.lowered and not self.reached
 
     def report(self) -> dict[str, Any]:
-        return {"dtypes": self.dtypes, "status": self.status, "message": self.message}
+        found = {"dtypes": self.dtypes, "status": self.status, "message": self.message, "ran": sorted(self.ran), "used": sorted(self.used)}
+        return {**found, "decomposed": True} if self.decomposed else found
 
 
 @dataclass
@@ -83,7 +104,17 @@ class Case:
     message: str = ""
 
     def report(self, function: str) -> dict[str, Any]:
+        """The case's status: its calls' together, of those that reached the overload's function (``decomposed``
+        when none did: the function never ran), and apart, what the user's export did (``export``)."""
         status, message = (self.status, self.message) if self.status else combined((r.status, r.message) for r in self.runs)
+        export = {"status": status, "message": message}
+        dispatched = [r for r in self.runs if not r.decomposed]
+        if self.runs and not dispatched:
+            used = sorted({f for r in self.runs for f in r.used})
+            outcome = f"{status}: {message}" if message else status
+            status, message = DECOMPOSED, f"the exporter decomposed it before dispatch (ran {', '.join(used) or 'no torchlib function'}); the export: {outcome}"
+        elif len(dispatched) < len(self.runs):
+            status, message = combined((r.status, r.message) for r in dispatched)
         return {
             "overload": self.overload,
             "cast": list(self.cast),
@@ -92,6 +123,7 @@ class Case:
             "function": function,
             "status": status,
             "message": message,
+            "export": export,
             "calls": [run.report() for run in self.runs],
         }
 
@@ -136,34 +168,16 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     use_torchlib(argument["torchlib"])
     import torch
 
-    from migrate.runtime.samples import call_samples, find_opinfo, samples_by_dtype
-    from migrate.runtime import recorders
-    from migrate.runtime.runs import OpInfoId
+    from migrate.runtime import torch_private
 
     functions = _dispatched_functions()
+    torch_private.record_onnx_lowering(_LOWERED)
     for group in argument["groups"]:
-        opinfo = OpInfoId(*group["opinfo"])
-        wanted = {f"aten::{o['overload']}".removesuffix(".default") for o in group["overloads"]}
-        capture = _capture(wanted)
-        problem = ""
-        try:
-            op = find_opinfo(opinfo)
-            for name, samples, errors in samples_by_dtype(op, opinfo, only=group["sample_dtype"]):
-                capture.sample_dtype = name
-                with recorders.Recording(capture) as recording, recording.active():
-                    call_samples(op, samples, errors)
-        except Exception as exc:
-            problem = f"the samples of {opinfo} failed: {one_line(exc)}"
-        calls: dict[str, list[Any]] = {}
-        for call in capture.chosen():
-            calls.setdefault(call.slots.name.removeprefix("aten::"), []).append(call)
         cases = []
-        for request in group["overloads"]:
-            overload = request["overload"]
-            found = calls.get(overload.removesuffix(".default"), [])
+        for request, found, why_none in sampled_calls(group):
             for cast, dtype in request["cases"]:
-                case = Case(overload, tuple(cast), dtype)
-                _prepare(case, found, torch, problem or f"no sample of {opinfo} ({group['sample_dtype']}) called it")
+                case = Case(request["overload"], tuple(cast), dtype)
+                _prepare(case, found, torch, why_none)
                 cases.append(case)
         for case in cases:
             if case.status:
@@ -183,6 +197,32 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
                         run.status, run.message = EXPORT_ERROR, f"checking the call failed: {_first_line(exc)}"
             for case in batch:
                 yield case.report(functions.get(case.overload, ""))
+
+
+def sampled_calls(group: dict[str, Any]) -> Iterator[tuple[dict[str, Any], list[Any], str]]:
+    """Per overload the group asks for: its request, the distinct calls of it the group's OpInfo samples (of the
+    group's sample dtype) made, and why there are none when there are none."""
+    from migrate.runtime import recorders
+    from migrate.runtime.runs import OpInfoId
+    from migrate.runtime.samples import call_samples, find_opinfo, samples_by_dtype
+
+    opinfo = OpInfoId(*group["opinfo"])
+    capture = _capture({f"aten::{o['overload']}".removesuffix(".default") for o in group["overloads"]})
+    problem = ""
+    try:
+        op = find_opinfo(opinfo)
+        for name, samples, errors in samples_by_dtype(op, opinfo, only=group["sample_dtype"]):
+            capture.sample_dtype = name
+            with recorders.Recording(capture) as recording, recording.active():
+                call_samples(op, samples, errors)
+    except Exception as exc:
+        problem = f"the samples of {opinfo} failed: {one_line(exc)}"
+    calls: dict[str, list[Any]] = {}
+    for call in capture.chosen():
+        calls.setdefault(call.slots.name.removeprefix("aten::"), []).append(call)
+    for request in group["overloads"]:
+        found = calls.get(request["overload"].removesuffix(".default"), [])
+        yield request, found, problem or f"no sample of {opinfo} ({group['sample_dtype']}) called it"
 
 
 def _batches(cases: list[Case]) -> Iterator[tuple[int, int]]:
@@ -207,9 +247,30 @@ def _dispatched_functions() -> dict[str, str]:
         if isinstance(target, str) and target.startswith("aten::"):
             real = [d for d in decompositions if not d.is_complex]
             if real:
-                function = real[0].onnx_function
-                found[target.removeprefix("aten::")] = getattr(function, "name", getattr(function, "__name__", str(function)))
+                found[target.removeprefix("aten::")] = torch_private.onnx_function_name(real[0].onnx_function)
     return found
+
+
+_LOWERED: list[Any] = []  # per export of this worker, the nodes of the program it translated (torch_private.LoweredNode)
+
+
+def _record_lowering(cases: list[Run], exports: list[Any]) -> None:
+    """Which torchlib functions each case's call reached in these exports' translated programs (the
+    submodule ``case_N`` of a node's module stack is its call): the overload's own, and all."""
+    for nodes in exports:
+        for case in cases:
+            case.lowered = True
+        for node in nodes:
+            for index in {int(n) for scope in node.scopes for n in _CASE.findall(scope)}:
+                if index >= len(cases):
+                    continue
+                case = cases[index]
+                if node.function:
+                    case.used.add(node.function)
+                if node.target is case.func or node.target == case.func:
+                    case.reached = True
+                    if node.function:
+                        case.ran.add(node.function)
 
 
 # --- building a case's calls --------------------------------------------------------------------
@@ -392,10 +453,14 @@ def _attempt(cases: list[Run]) -> tuple[str, str] | None:
         exported = torch.export.export(module, inputs, strict=False)
     except Exception:  # the exporter's other capture strategies may still manage: its error is the one to report
         exported = None
+    start = len(_LOWERED)
     try:
         program = torch.onnx.export(exported if exported is not None else module, inputs, dynamo=True, verbose=False)
     except Exception as exc:
         return _fail(cases, _blame_fx(str(exc), exported), EXPORT_ERROR, _first_line(exc))
+    finally:
+        _record_lowering(cases, _LOWERED[start:])
+        del _LOWERED[start:]
     model = program.model
     outputs, start = [], 0
     for case in cases:

@@ -18,11 +18,12 @@ NO_KERNEL = "no-kernel"  # a valid model whose op onnxruntime's CPU provider has
 RUNTIME_ERROR = "runtime-error"  # onnxruntime loaded it but failed running it, or cannot take an input of that dtype
 MISMATCH = "mismatch"  # ran, but dtype, shape or values differ from eager PyTorch
 NO_SAMPLE = "no-sample"  # no OpInfo sample gave a call of the overload that eager PyTorch runs with that dtype
-STATUSES = (OK, PARTIAL, EXPORT_ERROR, INVALID_MODEL, NO_KERNEL, RUNTIME_ERROR, MISMATCH, NO_SAMPLE)
+DECOMPOSED = "decomposed"  # the exporter decomposed the overload before dispatch: its torchlib function never ran
+STATUSES = (OK, PARTIAL, EXPORT_ERROR, INVALID_MODEL, NO_KERNEL, RUNTIME_ERROR, MISMATCH, NO_SAMPLE, DECOMPOSED)
 
 HANDLED = (OK, PARTIAL, NO_KERNEL)  # the ONNX function is right for the dtype (no-kernel: onnxruntime's gap, not its)
 FAILED = (EXPORT_ERROR, INVALID_MODEL, MISMATCH)  # the torchlib function is wrong for the dtype
-UNCHECKED = (NO_SAMPLE, RUNTIME_ERROR)  # no call, or onnxruntime could not run it: the function is neither proven nor refuted
+UNCHECKED = (NO_SAMPLE, RUNTIME_ERROR, DECOMPOSED)  # no call, onnxruntime could not run it, or the function never ran: neither proven nor refuted
 
 _NO_KERNEL_MARKS = ("NOT_IMPLEMENTED", "Could not find an implementation for")
 

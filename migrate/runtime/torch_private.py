@@ -463,3 +463,76 @@ def memoise_onnx_registry() -> Any:
 def onnx_dtype_of(dtype: Any) -> Any:
     """The ONNX element type of a torch dtype, as the exporter maps it."""
     return _private("torch.onnx._internal.exporter._core.torch_dtype_to_onnx_dtype")(dtype)
+
+
+@dataclass
+class LoweredNode:
+    """An operator node of the program the exporter translates (after its decompositions), and the
+    ONNX function it dispatched the node to ('' when it did not get that far, or found none)."""
+
+    target: Any  # the OpOverload
+    scopes: tuple[str, ...]  # the module paths of the node's ``nn_module_stack``
+    function: str = ""
+
+
+def record_onnx_lowering(programs: list[list[LoweredNode]]) -> None:
+    """From now on, every export of this process appends to ``programs`` the operator nodes of the program it
+    translates (decompositions applied), each with the ONNX function it dispatches the node to.
+
+    Which torchlib function ran cannot be told from the dispatch key: ``mT`` (CompositeImplicitAutograd) stays
+    in the exported program, then the exporter decomposes it to ``transpose`` before dispatching.
+    """
+    core = _private("torch.onnx._internal.exporter._core")
+    dispatching = _private("torch.onnx._internal.exporter._dispatching")
+    prepare = _attribute(core, "_prepare_exported_program_for_export", "_core._prepare_exported_program_for_export")
+    dispatch = _attribute(dispatching, "dispatch", "_dispatching.dispatch")
+    lowered: dict[int, LoweredNode] = {}
+
+    def prepared(*args: Any, **kwargs: Any) -> Any:
+        program = prepare(*args, **kwargs)
+        lowered.clear()  # only this program's nodes are dispatched next
+        nodes = []
+        for node in program.graph.nodes:
+            if node.op == "call_function":
+                stack = node.meta.get("nn_module_stack") or {}
+                nodes.append(LoweredNode(node.target, tuple(str(path) for path, _ in stack.values())))
+                lowered[id(node)] = nodes[-1]
+        programs.append(nodes)
+        return program
+
+    def dispatched(node: Any, registry: Any) -> Any:
+        function, message = dispatch(node, registry)
+        if function is not None and id(node) in lowered:
+            lowered[id(node)].function = onnx_function_name(function)
+        return function, message
+
+    core._prepare_exported_program_for_export = prepared
+    dispatching.dispatch = dispatched
+
+
+def onnx_function_name(function: Any) -> str:
+    """A torchlib function's name (``aten_mT``), as the registry holds it (an OnnxFunction or a traced one)."""
+    return str(getattr(function, "name", getattr(function, "__name__", function)))
+
+
+def onnx_tracer(opset_version: int) -> tuple[Any, Any]:
+    """The exporter's ``OpRecorder`` (an onnxscript evaluator that records the ONNX nodes a torchlib function
+    makes when called, and the functions it calls) for the default domain at ``opset_version``, and that opset:
+    a torchlib function called under it builds what the exporter would build (as onnxscript's op tests call it)."""
+    import onnxscript
+
+    opset = onnxscript.values.Opset("", opset_version)
+    return _private("torch.onnx._internal.exporter._building.OpRecorder")(opset, {}), opset
+
+
+def onnx_symbolic_input(opset: Any, name: str, dtype: Any, shape: tuple[int, ...]) -> Any:
+    """A graph input a torchlib function can be called on (the exporter's ``SymbolicTensor``), of a torch dtype."""
+    import onnx_ir
+
+    tensor = _private("torch.onnx._internal.exporter._tensors.SymbolicTensor")
+    return tensor(opset, name=name, shape=onnx_ir.Shape(shape), type=onnx_ir.TensorType(onnx_dtype_of(dtype)))
+
+
+def onnx_ir_version() -> int:
+    """The IR version of the models the exporter writes."""
+    return _private("torch.onnx._internal.exporter._constants.ONNX_IR_VERSION")

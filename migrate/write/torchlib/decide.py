@@ -335,7 +335,7 @@ class AnnotationDecider:
         declared = set(cls.onnx)
         if not self.exported and not declared <= original:
             return
-        exported = self._exported(cls)
+        exported = self._exported(function, cls)
         rejected: dict[DType, str] | None = None
         for _, variable, _ in cls.contributions:  # a dtype leaves only when every overload the function serves refuses it
             refused = rejected_dtypes(variable)
@@ -343,9 +343,9 @@ class AnnotationDecider:
         settled = settle(declared, original, exported, rejected or {})
         cls.settled, cls.added, cls.removed = settled.dtypes, settled.added, settled.removed
 
-    def _exported(self, cls: SlotClass) -> dict[DType, tuple[str, str]]:
-        """Per dtype, the export verdict of the class's slots (several overloads combined)."""
-        return tied_verdicts(self.exported, [(overload, variable.binds) for overload, variable, _ in cls.contributions])
+    def _exported(self, function: FunctionDecision, cls: SlotClass) -> dict[DType, tuple[str, str, str]]:
+        """Per dtype, the verdict of the class's slots (several overloads combined) by the calls that ran the function."""
+        return tied_verdicts(self.exported, [(overload, variable.binds) for overload, variable, _ in cls.contributions], function.info.key.name)
 
     @staticmethod
     def _lacking(cls: SlotClass, dtypes: tuple[DType, ...]) -> tuple[DType, ...]:

@@ -29,6 +29,9 @@ ANY_TENSOR = named(
     *("complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"),
 )  # what an annotation of any tensor (``TensorType``) claims: the dtypes a declaration can name
 JOINING = (OK, PARTIAL)  # a dtype the original annotation lacks joins only on a call that really exports and matches
+EXPORT_JUDGE = "export"  # a case exported with torch.onnx.export, about the functions the exporter ran for the overload
+FUNCTION_JUDGE = "function"  # a case of the function called directly (a one-function model): for functions the exporter does not reach
+JUDGE_NAMES = {EXPORT_JUDGE: "export", FUNCTION_JUDGE: "function-level judge"}  # as a note says which judge settled a dtype
 
 
 def rejected_dtypes(variable: Variable) -> dict[DType, str]:
@@ -52,13 +55,15 @@ def rejected_dtypes(variable: Variable) -> dict[DType, str]:
 @dataclass(frozen=True)
 class ExportVerdict:
     """What export-check found for one overload's slots cast to one dtype: the case's status and message,
-    and each call's (the slots it passed a tensor to, its status and message)."""
+    each call's (the slots it passed a tensor to, its status and message, the torchlib functions that ran for
+    the overload), and the judge (``export``, or ``function``: the function called directly)."""
 
     cast: tuple[str, ...]
     dtype: DType
     status: str
     message: str
-    calls: tuple[tuple[tuple[str, ...], str, str], ...] = ()
+    calls: tuple[tuple[tuple[str, ...], str, str, tuple[str, ...]], ...] = ()
+    judge: str = EXPORT_JUDGE
 
 
 @dataclass(frozen=True)
@@ -81,30 +86,31 @@ class Settled:
 def settle(
     declared: Iterable[DType],
     original: Iterable[DType],
-    exported: Mapping[DType, tuple[str, str]],
+    exported: Mapping[DType, tuple[str, ...]],
     rejected: Mapping[DType, str],
 ) -> Settled:
     """The annotation of a variable (ONNX dtypes): the rule of this module applied to each declared or original dtype.
 
-    ``exported``: per dtype, the export's status and message (empty without export results);
+    ``exported``: per dtype, the export's status, message and judge (``export`` or ``function``; empty without results);
     ``rejected``: per dtype, ATen's rejection message. A failure tells of its dtype only when some
     other dtype's export worked: when none did, it is the function's or the calls' (``bincount``
     raises for any ``weights``, ``all.dim``'s one sampled call is 0-dim), and removes nothing.
     """
     declared, original = set(declared), set(original)
     exported = {dtype: outcome for dtype, outcome in exported.items() if not exported_elsewhere(dtype)}
-    telling = any(status in JOINING for status, _ in exported.values())
+    telling = any(outcome[0] in JOINING for outcome in exported.values())
     kept, added, removed = [], [], []
     for dtype in canonical(declared | original):
-        status, message = exported.get(dtype, ("", ""))
-        why = f"{status}: {message}" if message else status
+        status, message, *judge = exported.get(dtype, ("", ""))
+        said = " and ".join(JUDGE_NAMES[j] for j in (judge[0] if judge else EXPORT_JUDGE).split("+"))
+        why = f"{said} {status}: {message}" if message else f"{said} {status}"
         if status in JOINING or (status in HANDLED and dtype in original):
             kept.append(dtype)
             if dtype not in original:
-                added.append(Change(dtype, f"export {why}"))
+                added.append(Change(dtype, why))
         elif status in FAILED and telling:
             if dtype in original:
-                removed.append(Change(dtype, f"export {why}"))
+                removed.append(Change(dtype, why))
         elif dtype in original and dtype not in declared and dtype in rejected:
             removed.append(Change(dtype, f"ATen rejects it: {rejected[dtype]}"))
         elif dtype in original:
@@ -118,35 +124,48 @@ def exported_elsewhere(dtype: DType) -> bool:
     return dtype.name.startswith("complex")
 
 
-def by_dtype(verdicts: Iterable[ExportVerdict], cast: tuple[str, ...]) -> dict[DType, list[tuple[str, str]]]:
-    """Per dtype, the outcomes of the calls that cast these slots: those of the variable's own case and of the
-    diagonal holding it, that pass a tensor to every one of the slots (a call without weights says nothing of them)."""
-    found: dict[DType, list[tuple[str, str]]] = {}
+def by_dtype(verdicts: Iterable[ExportVerdict], cast: tuple[str, ...], function: str | None = None) -> dict[DType, list[tuple[str, str, str]]]:
+    """Per dtype, the outcomes (status, message, judge) of the calls that cast these slots: those of the variable's
+    own case and of the diagonal holding it, that pass a tensor to every one of the slots (a call without weights
+    says nothing of them) and, for a ``function``, that ran it (an export the exporter decomposed, or sent to
+    another function, says nothing of it)."""
+    found: dict[DType, list[tuple[str, str, str]]] = {}
     for verdict in verdicts if cast else ():  # a variable of returns only has no case
         if not set(cast) <= set(verdict.cast):
             continue
         if verdict.calls:
-            outcomes = [(status, message) for slots, status, message in verdict.calls if set(cast) <= set(slots)]
+            outcomes = [
+                (status, message, verdict.judge)
+                for slots, status, message, ran in verdict.calls
+                if set(cast) <= set(slots) and (function is None or function in ran)
+            ]
         else:
-            outcomes = [(verdict.status, verdict.message)]
+            outcomes = [(verdict.status, verdict.message, verdict.judge)]
         if outcomes:
             found.setdefault(verdict.dtype, []).extend(outcomes)
     return found
 
 
 def tied_verdicts(
-    exported: Mapping[str, tuple[ExportVerdict, ...]], contributions: Iterable[tuple[str, tuple[str, ...]]]
-) -> dict[DType, tuple[str, str]]:
-    """Per dtype, the export verdict of slots one annotation ties, over the overloads its function serves
-    (``contributions``: each overload and the slots a variable of it binds there). A dtype is judged by the
-    calls that give it to every tied slot of the overload: ``indices`` and ``offsets`` under one TypeVar are
-    proven by a call with both int32, not by int32 indices beside int64 offsets."""
+    exported: Mapping[str, tuple[ExportVerdict, ...]], contributions: Iterable[tuple[str, tuple[str, ...]]], function: str | None = None
+) -> dict[DType, tuple[str, str, str]]:
+    """Per dtype, the verdict (status, message, the judges that gave it) of slots one annotation of ``function``
+    ties, over the overloads it serves (``contributions``: each overload and the slots a variable of it binds
+    there). A dtype is judged by the calls that give it to every tied slot of the overload: ``indices`` and
+    ``offsets`` under one TypeVar are proven by a call with both int32, not by int32 indices beside int64
+    offsets; and by the calls that ran the function (the export's where the exporter dispatched to it, the
+    function-level judge's where it did not)."""
     cast_of: dict[str, list[str]] = {}
     for overload, binds in contributions:
         cast = cast_of.setdefault(overload, [])
         cast.extend(s for s in binds if not s.startswith(RETURN_PREFIX) and s not in cast)
-    found: dict[DType, list[tuple[str, str]]] = {}
+    found: dict[DType, list[tuple[str, str, str]]] = {}
     for overload, cast in cast_of.items():
-        for dtype, outcomes in by_dtype(exported.get(overload, ()), tuple(cast)).items():
+        for dtype, outcomes in by_dtype(exported.get(overload, ()), tuple(cast), function).items():
             found.setdefault(dtype, []).extend(outcomes)
-    return {dtype: combined(outcomes) for dtype, outcomes in found.items()}
+    return {dtype: (*combined(o[:2] for o in outcomes), judges(outcomes)) for dtype, outcomes in found.items()}
+
+
+def judges(outcomes: Iterable[tuple[str, str, str]]) -> str:
+    """The judges some outcomes come from: ``export``, ``function`` or ``export+function``."""
+    return "+".join(dict.fromkeys(sorted(judge for _, _, judge in outcomes)))
