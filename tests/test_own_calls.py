@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 from migrate.evidence.probe.dtype_arguments import DtypeArgument, _report, with_dtype_arguments
 from migrate.evidence.probe.merge import probe_plans
 from migrate.evidence.probe.prober import PROBE_TIMEOUT, probe_call
-from migrate.evidence.probe.siblings import sibling_calls, siblings
+from migrate.evidence.probe.siblings import sibling_calls, siblings, written_slots
 from migrate.evidence.verdicts import verdicts_of
 from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan
@@ -41,7 +43,7 @@ def test_the_siblings_of_a_functional_overload_are_found_from_the_schemas():
 
 
 def probed_siblings(call: CapturedCall) -> dict[str, OverloadPlan]:
-    reports = [probe_call(c, f"test\0{i}", PROBE_TIMEOUT) for i, c in enumerate(sibling_calls([call]))]
+    reports = [probe_call(c, f"test\0{i}", PROBE_TIMEOUT, written_slots(c)) for i, c in enumerate(sibling_calls([call]))]
     return probe_plans([ProbedCall.from_report(OpInfoId("add", ""), r) for r in reports])
 
 
@@ -58,6 +60,13 @@ def test_out_and_in_place_calls_judge_the_written_tensor_at_each_dtype():
     inplace = next(v for v in plans["add_.Tensor"].variables if "self" in v.binds)
     assert verdicts_of(inplace).of(named("int64")[0]) == ACCEPTED  # self and other at int64 together
     assert verdicts_of(inplace).of(named("uint16")[0]) == REJECTED  # add_stub has no uint16 kernel
+
+
+def test_only_what_a_sibling_writes_is_cast_alone():
+    inplace, out = sibling_calls([captured("aten::add.Tensor", torch.rand(2, 3), torch.rand(2, 3))])
+    assert (written_slots(inplace), written_slots(out)) == ({0}, {2})  # the mutated self; out after self and other
+    report = probe_call(out, "test", PROBE_TIMEOUT, written_slots(out))
+    assert [cast for cast, *_ in report["probes"]] == [["out"], ["self", "other", "out"]]
 
 
 def test_a_sibling_is_built_only_where_it_runs_as_built():
@@ -85,6 +94,11 @@ def test_the_return_leaves_the_input_s_variable_and_carries_its_own_verdicts():
     assert own.binds == ("self",) and returned.binds == ("return.0",)
     assert returned.dtypes == tuple(d for d, _ in fact.accepted)
     assert verdicts_of(returned).of(named("int64")[0]) == REJECTED
+    # what other calls returned stays; an argument accepted at one dtype only sets nothing
+    observed16 = OverloadPlan("to.dtype", (Variable("T", named("float16"), ("self", "return.0"), (replace(observed[0], dtypes=named("float16")),)),))
+    assert named("float16")[0] in with_dtype_arguments(observed16, "to.dtype", fact).variables[1].dtypes
+    once = DtypeArgument("to.dtype", "dtype", ("return.0",), fact.accepted[:1], fact.refused)
+    assert with_dtype_arguments(plan, "to.dtype", once) is plan
     full = infer_plan(REAL, Sources({}, {"to.dtype": plan}, (), dtype_arguments={"to.dtype": fact}), only={"to.dtype"})
     (overload,) = full.overloads
     assert {v.binds: v.dtypes for v in overload.variables}[("return.0",)] == returned.dtypes

@@ -34,6 +34,7 @@ from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.runtime.runs import interned_dtype, overload_key
 
 CHUNK = 40  # overloads per worker job
+ARGUMENT_DTYPES = 2  # dtypes the argument must be accepted at for a return to be set by it
 
 
 @dataclass(frozen=True)
@@ -205,15 +206,23 @@ def _returned_evidence(fact: DtypeArgument, slot: str) -> tuple[tuple[DType, ...
 def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgument | None) -> OverloadPlan | None:
     """The plan with each tensor return its ScalarType argument sets taken out of its variable and given its own.
 
-    A return that is the argument's value takes the dtypes the argument was accepted at; any other
-    return every dtype it returned. Inputs keep what the rest of the evidence says.
+    Only where the argument was accepted at ``ARGUMENT_DTYPES`` dtypes or more and some return had its
+    dtype in every accepted call (``_log_softmax_backward_data``'s ``input_dtype``, accepted only beside
+    inputs of its own dtype, sets nothing). A return that is the argument's value takes the dtypes the
+    argument was accepted at, any other return every dtype it returned; both keep what other calls
+    returned there (``linalg_vector_norm(float16 tensor)`` returns float16 with ``dtype=None``). Inputs
+    keep what the rest of the evidence says.
     """
-    if fact is None or not fact.accepted:
+    if fact is None or len(fact.accepted) < ARGUMENT_DTYPES or not any(fact.follows_argument(slot) for slot in fact.returns):
         return plan
     plan = plan or OverloadPlan(name, ())
     kept = plan.kept({s for v in plan.variables for s in v.binds} - set(fact.returns))
     variables = list(kept.variables)
     for number, slot in enumerate(fact.returns):
         dtypes, evidence = _returned_evidence(fact, slot)
+        theirs = next((v for v in plan.variables if slot in v.binds), None)
+        if theirs is not None:  # what other calls returned there stays (the argument at None, other inputs)
+            dtypes = canonical((*dtypes, *theirs.dtypes))
+            evidence = tuple(replace(e, slots=(slot,)) for e in theirs.evidence if not e.slots or slot in e.slots) + evidence
         variables.append(Variable(f"R{number}~{fact.argument}", dtypes, (slot,), evidence))
     return replace(kept, variables=tuple(variables))

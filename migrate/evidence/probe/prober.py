@@ -48,14 +48,14 @@ import signal
 import time
 import warnings
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 import torch
 
 from migrate.runtime import torch_private
 from migrate.evidence.probe.contexts import context_reports
-from migrate.evidence.probe.siblings import sibling_calls
+from migrate.evidence.probe.siblings import sibling_calls, written_slots
 from migrate.runtime.recorders import CapturedCall, argument_of, dtype_name, dtypes_of
 from migrate.runtime.processes import one_line
 from migrate.model.dtypes import DType
@@ -261,11 +261,12 @@ class _Prober:
         return args, kwargs
 
 
-def probe_call(call: CapturedCall, label: str, timeout: float) -> dict[str, Any]:
+def probe_call(call: CapturedCall, label: str, timeout: float, alone: Collection[int] | None = None) -> dict[str, Any]:
     """One captured call's probes, as the sweep's report: the call as recorded, and per set of
     slots cast ``[slots, [[dtype, returns' dtypes], ...accepted], [[dtype, message], ...refused], [[dtype, gate], ...]]``
     (the last: the accepted dtypes refused as recorded, with the gating argument's setting that let them in);
     ``again`` is why the unmodified call failed when made again ('' when it ran): then nothing was probed.
+    ``alone``: the argument indices cast alone (default: every one; a sibling's call casts only what it writes).
     """
     names = [name for _, name, _, _ in call.slots.arguments] + [name for _, name, _ in call.slots.returns]
     report = {
@@ -305,11 +306,11 @@ def probe_call(call: CapturedCall, label: str, timeout: float) -> dict[str, Any]
         probes.append([[names[i] for i in cast], accepted, refused, gated])
         return bool(accepted)
 
-    movable = {index for index in original if probe((index,), original[index])}
+    movable = {index for index in original if (alone is None or index in alone) and probe((index,), original[index])}
     for group in _groups(original):
         probe(group, original[group[0]])
         core = tuple(index for index in group if index not in movable)
-        if 1 < len(core) < len(group):
+        if alone is None and 1 < len(core) < len(group):
             probe(core, original[group[0]])
     return report
 
@@ -361,7 +362,7 @@ def probe_reports(calls: Iterable[CapturedCall], label: str, timeout: float) -> 
                 yield {"probed": context}
         for number, call in enumerate(sibling_calls(calls)):  # in-place and out= siblings of the calls' overloads
             yield {"probing": describe(call)}
-            yield {"probed": probe_call(call, f"{label}\0sibling\0{number}", timeout)}
+            yield {"probed": probe_call(call, f"{label}\0sibling\0{number}", timeout, written_slots(call))}
     yield {"probe_seconds": time.process_time() - started}
 
 

@@ -3,10 +3,11 @@
 No OpInfo sample calls ``add.out`` or ``add_.Tensor``, yet each call of ``add.Tensor`` that ATen
 accepted gives one of each: the same inputs with ``out=`` tensors shaped as the functional call's
 returns (``add(a, b, out=torch.empty_like(a + b))``), and the first input mutated in place
-(``a.add_(b)``). Such a call is probed as a recorded one is (``migrate.evidence.probe.prober``):
-each slot cast alone to every dtype, the out tensor or the mutated ``self`` among them, the
-others as the accepted call had them, and the slots of one dtype together. So the sibling's
-verdicts stand on their own: ATen refuses ``add(float32, float32, out=int64)`` with ``result type
+(``a.add_(b)``). Such a call is probed as a recorded one is (``migrate.evidence.probe.prober``),
+but only what it writes is cast alone: the out tensor or the mutated ``self`` at every dtype, the
+others as the accepted call had them; then the slots of one dtype together. An input the sibling
+only reads is judged on the functional's own calls (``migrate.evidence.own_calls``). So the
+sibling's verdicts stand on their own where it writes: ATen refuses ``add(float32, float32, out=int64)`` with ``result type
 Float can't be cast to the desired output type Long``, and that message is kept.
 
 A sibling is found from the installed torch's schemas: the in-place overload is ``<name>_`` with
@@ -106,3 +107,9 @@ def sibling_calls(calls: Iterable[CapturedCall]) -> Iterator[CapturedCall]:
             if made.get(name, 0) < SIBLING_CALLS and (built := _built(sibling, outs, call)) is not None and built.nonempty:
                 made[name] = made.get(name, 0) + 1
                 yield built
+
+
+def written_slots(call: CapturedCall) -> frozenset[int]:
+    """The indices (in ``call.slots.arguments``) of the tensor arguments the call writes: ``out``, the mutated ``self``."""
+    arguments = call.func._schema.arguments
+    return frozenset(i for i, (position, _, _, _) in enumerate(call.slots.arguments) if _written(arguments[position]))
