@@ -99,6 +99,7 @@ def test_the_return_leaves_the_input_s_variable_and_carries_its_own_verdicts():
     assert named("float16")[0] in with_dtype_arguments(observed16, "to.dtype", fact).variables[1].dtypes
     once = DtypeArgument("to.dtype", "dtype", ("return.0",), fact.accepted[:1], fact.refused)
     assert with_dtype_arguments(plan, "to.dtype", once) is plan
+    assert with_dtype_arguments(None, "to.dtype", once).variables[0].dtypes == (fact.accepted[0][0],)  # nothing else speaks
     full = infer_plan(REAL, Sources({}, {"to.dtype": plan}, (), dtype_arguments={"to.dtype": fact}), only={"to.dtype"})
     (overload,) = full.overloads
     assert {v.binds: v.dtypes for v in overload.variables}[("return.0",)] == returned.dtypes

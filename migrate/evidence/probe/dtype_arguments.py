@@ -206,16 +206,20 @@ def _returned_evidence(fact: DtypeArgument, slot: str) -> tuple[tuple[DType, ...
 def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgument | None) -> OverloadPlan | None:
     """The plan with each tensor return its ScalarType argument sets taken out of its variable and given its own.
 
-    Only where the argument was accepted at ``ARGUMENT_DTYPES`` dtypes or more and some return had its
-    dtype in every accepted call (``_log_softmax_backward_data``'s ``input_dtype``, accepted only beside
-    inputs of its own dtype, sets nothing). A return that is the argument's value takes the dtypes the
+    Where other evidence speaks for the returns, only when the argument was accepted at ``ARGUMENT_DTYPES``
+    dtypes or more and some return had its dtype in every accepted call (``_log_softmax_backward_data``'s
+    ``input_dtype``, accepted only beside inputs of its own dtype, sets nothing there); where none does
+    (``sparse_csr_tensor``), whatever the calls returned. A return that is the argument's value takes the dtypes the
     argument was accepted at, any other return every dtype it returned; both keep what other calls
     returned there (``linalg_vector_norm(float16 tensor)`` returns float16 with ``dtype=None``). Inputs
     keep what the rest of the evidence says.
     """
-    if fact is None or len(fact.accepted) < ARGUMENT_DTYPES or not any(fact.follows_argument(slot) for slot in fact.returns):
+    if fact is None or not fact.accepted:
         return plan
     plan = plan or OverloadPlan(name, ())
+    unbound = not {s for v in plan.variables for s in v.binds} & set(fact.returns)
+    if not unbound and (len(fact.accepted) < ARGUMENT_DTYPES or not any(fact.follows_argument(slot) for slot in fact.returns)):
+        return plan
     kept = plan.kept({s for v in plan.variables for s in v.binds} - set(fact.returns))
     variables = list(kept.variables)
     for number, slot in enumerate(fact.returns):
