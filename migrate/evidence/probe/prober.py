@@ -102,6 +102,14 @@ def budget(op: Any) -> Callable[[str, bool], int]:
     return calls
 
 
+def about(op: Any) -> Callable[[CapturedCall], bool]:
+    """Whether the OpInfo ``op`` is about a captured call: its samples made it, or it is one of the op's own operators.
+    Only such calls give sibling calls (``migrate.evidence.probe.siblings``): ``add.Tensor`` runs inside dozens of
+    OpInfos, and its siblings need probing once, by the ``add`` OpInfo."""
+    own = torch_private.opinfo_operator_names(op)
+    return lambda call: call.direct or call.slots.name.removeprefix("aten::").split(".", 1)[0] in own
+
+
 def _named(dtypes: Any) -> Any:
     """A slot's dtype(s) as names, for reports: 'float32', a tuple for a list, None."""
     if isinstance(dtypes, tuple):
@@ -345,7 +353,9 @@ def bounded() -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous_alarm)
 
 
-def probe_reports(calls: Iterable[CapturedCall], label: str, timeout: float) -> Iterator[dict[str, Any]]:
+def probe_reports(
+    calls: Iterable[CapturedCall], label: str, timeout: float, about: Callable[[CapturedCall], bool] = lambda call: True
+) -> Iterator[dict[str, Any]]:
     """Reports for the sweep: ``{"probing": description}`` before each call, then ``{"probed": ...}``, then the CPU time.
 
     ``label`` (the OpInfo) and each call's position make the seeds, so results do not depend on the worker.
@@ -360,7 +370,7 @@ def probe_reports(calls: Iterable[CapturedCall], label: str, timeout: float) -> 
             again = _Prober(call, f"{label}\0{number}\0contexts", timeout)
             for context in context_reports(call, report, again, dtype_universe(), dtype_name):
                 yield {"probed": context}
-        for number, call in enumerate(sibling_calls(calls)):  # in-place and out= siblings of the calls' overloads
+        for number, call in enumerate(sibling_calls(c for c in calls if about(c))):  # in-place and out= siblings of the calls' overloads
             yield {"probing": describe(call)}
             yield {"probed": probe_call(call, f"{label}\0sibling\0{number}", timeout, written_slots(call))}
     yield {"probe_seconds": time.process_time() - started}

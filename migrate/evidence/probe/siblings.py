@@ -12,7 +12,8 @@ Float can't be cast to the desired output type Long``, and that message is kept.
 
 A sibling is found from the installed torch's schemas: the in-place overload is ``<name>_`` with
 the functional's overload name and arguments; an out= overload of the same operator has the
-functional's arguments and one keyword-only written tensor per return. Per OpInfo, each sibling
+functional's arguments and one keyword-only written tensor per return. Per OpInfo, and only from
+the calls it is about (its samples made them, or the op is its own: ``prober.about``), each sibling
 is built from the first ``SIBLING_CALLS`` of the functional's chosen calls (calls on tensors with
 elements first, then float32, int64 and bool samples in turn: a written tensor is judged beside
 the inputs' dtype, and ``a.add_(b)`` takes a uint16 ``a`` beside an int64 ``b``, not beside a
