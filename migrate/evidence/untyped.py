@@ -13,16 +13,18 @@ from collections.abc import Iterable, Mapping
 
 from migrate.cache import StageCache
 from migrate.evidence.probe.dtype_arguments import DtypeArgument
-from migrate.evidence.probe.schema_calls import cached_refusals
+from migrate.evidence.probe.schema_calls import cached_refusals, cached_schema_calls
 from migrate.model.dtypes import canonical
-from migrate.runtime.runs import CatalogueEntry
+from migrate.runtime.runs import CatalogueEntry, overload_key
 
 NOT_BUILT = "no call was built from its schema (an out= overload, or an argument the catalogue has no value for)"
+LISTS_ONLY = "calls built from its schema ran, but on tensor lists only, which such calls leave free (mixed lists were never tried)"
 
 
 def last_refusals(names: Iterable[str], cache: StageCache, dtype_arguments: Mapping[str, DtypeArgument]) -> dict[str, str]:
     """Per untyped entry with a CPU kernel, ATen's last refusal of a call built for it, else why none was tried."""
     refused = cached_refusals(cache)
+    built = {key for call in cached_schema_calls(cache) or () if (key := overload_key(call.overload)) is not None}
     found = {}
     for name in names:
         fact = dtype_arguments.get(name)
@@ -31,7 +33,7 @@ def last_refusals(names: Iterable[str], cache: StageCache, dtype_arguments: Mapp
         elif fact is not None and fact.refused:
             found[name] = fact.refused[-1][1]
         else:
-            found[name] = NOT_BUILT
+            found[name] = LISTS_ONLY if name in built else NOT_BUILT
     return found
 
 
