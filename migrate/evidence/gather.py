@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # loaded only by the sources asked for, and only when they ar
     from migrate.evidence.opinfo.aliases import AliasOf
     from migrate.evidence.probe.dtype_arguments import DtypeArgument
     from migrate.evidence.probe.follows import Follows
+    from migrate.evidence.promotion.decide import PromotionFinding
     from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, OpInfoRun, ProbedCall
     from migrate.torchlib_source.resolve import TorchlibEvidence
 
@@ -75,6 +76,7 @@ class Sources:
     schema_calls: Mapping[str, OverloadPlan] = field(default_factory=dict)  # probed calls built from schemas (none a sample reached)
     follows: Mapping[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots that follow another variable (probe.follows)
     dtype_arguments: Mapping[str, DtypeArgument] = field(default_factory=dict)  # returns a ScalarType argument sets (probe.dtype_arguments)
+    promotions: Mapping[str, PromotionFinding] = field(default_factory=dict)  # issue 31: how ATen promotes (evidence.promotion)
     autocast: AutocastEvidence | None = None  # each overload's policy per autocast key; None: not asked for
     key: tuple[bytes | str, ...] | None = None  # the content of every input above: the plans stage's key (None: not cacheable)
     observed: frozenset[str] = frozenset()  # overloads some OpInfo sample reached
@@ -158,6 +160,11 @@ def _runtime_sources(native: NativeFunctions, sweep: SweepState | None, cache: S
     installed = installed_native_functions()
     reference = native if installed.read_bytes() == native.data else read_native(installed, cache)
     (opinfo, probe, kernel, schema_calls), alignment = align_runtime_evidence(native, reference, opinfo, probe, kernel, schema_calls)
+    promotions = {}
+    if "probe" in wanted:  # issue 31: the refs' promotions and the calls made to check them
+        from migrate.evidence.promotion import promotion_findings
+
+        promotions = promotion_findings(native, cache, sweep.jobs)
     return {
         "opinfo": opinfo,
         "probe": probe,
@@ -166,6 +173,7 @@ def _runtime_sources(native: NativeFunctions, sweep: SweepState | None, cache: S
         "schema_calls": schema_calls,
         "follows": follows,
         "dtype_arguments": dtype_arguments,
+        "promotions": promotions,
         "alignment": alignment,
     }
 

@@ -10,6 +10,8 @@ name, in the schema when no other variable of the entry has that set, else as ``
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from collections import defaultdict
 from typing import Callable, Iterable, Mapping
 
@@ -46,7 +48,7 @@ def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[t
         Variable(name, v.dtypes, tuple(sorted(v.binds, key=order.__getitem__)), v.evidence, tuple(renamed[n] for n in v.follows), v.verdicts)
         for v, name in zip(variables, new_names)
     ]
-    return OverloadPlan(plan.name, tuple(named), plan.conflicts)
+    return replace(plan, variables=tuple(named))  # its promotion and autocast kept
 
 
 def _set_names(existing: Iterable[GlobalSet], torchlib: Iterable[GlobalSet]) -> dict[tuple[DType, ...], str]:

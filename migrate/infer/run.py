@@ -19,6 +19,7 @@ from migrate.evidence.align import Alignment
 from migrate.evidence.gather import Sources
 from migrate.evidence.opinfo.aliases import alias_plans
 from migrate.evidence.probe.dtype_arguments import with_dtype_arguments
+from migrate.evidence.promotion.sets import sibling_promotions, with_promotion
 from migrate.evidence.verdicts import with_verdicts
 from migrate.infer.merge import merge_overload, with_follows
 from migrate.infer.naming import global_sets, name_variables
@@ -51,6 +52,7 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
         if torchlib or opinfo or probe or schema_call:
             merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()), schema_call)
             merged[name] = with_follows(merged[name], sources.follows.get(name, ()))
+            merged[name] = with_promotion(merged[name], sources.promotions.get(name))  # issue 31: promoted slots, diagonal sets
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan
@@ -63,6 +65,7 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
         merged.update(alias_plans(sources.aliases, merged))
         if sources.groups:
             merged.update(group_siblings(native, merged))
+    merged.update(sibling_promotions(native, merged, sources.promotions))  # issue 31: in-place and out= promote as their functional does
     planned = {name: plan for name, plan in merged.items() if plan.variables}
     sets = global_sets(native, planned.values(), sources.existing_sets, sources.global_sets)
     set_names = {g.dtypes: g.name for g in sets}
