@@ -101,7 +101,8 @@ def test_autocast_md_lists_each_keys_ops_per_policy_as_amp_does(inputs, tmp_path
     assert _docs(capfd, yaml, report, tmp_path / "out") == 0
     text = (tmp_path / "out" / "autocast.md").read_text()
     assert "## CPU Op-Specific Behavior\n\n### CPU Ops that can autocast to `bfloat16`\n\n`mm`, `scaled_dot_product_attention`\n" in text
-    assert "### CPU Ops that promote to the widest input type\n\n`stack`\n" in text
+    assert "### CPU Ops that promote to the widest input type\n\nThey take several floating-point inputs" in text
+    assert text.split("### CPU Ops that promote to the widest input type\n\n")[1].split("\n\n")[1] == "`stack`"
     assert "### CUDA Ops that can autocast to `float16`\n\n`mm`\n" in text
     assert "### CUDA Ops that can autocast to `float32` unless given a `dtype`\n\n`sum`\n" in text
     assert text.index("## CPU") < text.index("## CUDA")
@@ -130,6 +131,15 @@ def test_the_page_is_one_self_contained_file_with_every_verdict_and_message(inpu
     assert [data["tags"][t] for t in data["ops"][by_overload["add.Tensor"][0][0]][2]] == ["core", "pointwise"]
     attn_mask = by_overload["scaled_dot_product_attention"][1]
     assert attn_mask[1] == "T" and attn_mask[8] == sum(1 << column[d] for d in ("bool", "float16", "bfloat16", "float32", "float64"))
+
+
+def test_a_variable_the_run_did_not_write_takes_no_verdicts(inputs, tmp_path, capfd):
+    yaml, report = inputs
+    yaml.write_text(YAML.replace("- func: mm(TFloat self, TFloat mat2) -> TFloat", "- func: mm(TFloat self, U mat2) -> TFloat\n  type_constraints: {U: TFloat}"))
+    assert _docs(capfd, yaml, report, tmp_path / "out") == 0
+    data = _page_data((tmp_path / "out" / "index.html").read_text())
+    mm = [row for row in data["rows"] if data["ops"][row[0]][0] == "mm"]
+    assert [(row[1], row[4].count("d"), row[6]) for row in mm] == [("TFloat", 4, []), ("U", 4, [])]  # the set alone, no evidence
 
 
 def test_outputs_are_deterministic_and_check_finds_stale_files(inputs, tmp_path, capfd):

@@ -11,7 +11,7 @@ from migrate.api import load_declarations
 from migrate.cli import main
 from migrate.model.native import NativeFunctions
 from tests.chromium import Browser
-from tests.test_api import CALLS, aten_takes
+from tests.test_api import CALLS, PROMOTED, aten_takes
 
 pytestmark = pytest.mark.slow  # a full run, and a browser
 
@@ -43,7 +43,7 @@ def test_the_full_reference_has_every_overload_and_the_page_stays_small(run):
     assert main(["docs", str(run / "native_functions.yaml"), "--report", str(run / "report.json"), "-o", str(run / "reference"), "--check"]) == 0
 
 
-@pytest.mark.parametrize("overload, values, call", CALLS, ids=[f"{c[0]}-{'-'.join(c[1].values())}" for c in CALLS])
+@pytest.mark.parametrize("overload, values, call", CALLS + PROMOTED, ids=[f"{c[0]}-{'-'.join(c[1].values())}" for c in CALLS + PROMOTED])
 def test_the_written_yaml_answers_as_aten_does(run, overload, values, call):
     assert bool(load_declarations(run / "native_functions.yaml").accepts(overload, **values)) == aten_takes(call)
 

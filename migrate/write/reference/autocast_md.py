@@ -24,6 +24,13 @@ HEADINGS = {
 }
 """amp.rst's headings per policy; the three float32 policies apart, as ATen registers them apart."""
 
+NOTES = {
+    "promote": "They take several floating-point inputs whose dtypes must match: when every input has the lower precision"
+    " dtype the op runs in it, and when any is float32 autocast casts them all to float32.",
+    "banned": "They raise an error in an autocast-enabled region: they are not safe to autocast.",
+}
+"""A sentence under a heading whose policy its name does not explain."""
+
 
 def autocast_markdown(rows: tuple[OverloadRow, ...], source: str) -> str:
     by_key: dict[str, dict[str, set[str]]] = {}
@@ -43,5 +50,5 @@ def autocast_markdown(rows: tuple[OverloadRow, ...], source: str) -> str:
             operators = by_key[key].get(policy)
             if operators:
                 title = heading.format(key=key, lower=LOWER_PRECISION.get(key, "float16"))
-                lines += ["", f"### {title}", "", ", ".join(f"`{o}`" for o in sorted(operators))]
+                lines += ["", f"### {title}", ""] + ([NOTES[policy], ""] if policy in NOTES else []) + [", ".join(f"`{o}`" for o in sorted(operators))]
     return "\n".join(lines) + "\n"

@@ -62,12 +62,14 @@ def page_data(rows: tuple[OverloadRow, ...], source: str) -> dict:
             states = "".join(CODES[variable.state(d)] for d in TENSOR_DTYPES)
             dtypes = ", ".join([*(d.name for d in variable.dtypes), *variable.follows])
             listed = f"{variable.set_name} = [{dtypes}]" if variable.set_name and variable.set_name != variable.name else f"[{dtypes}]"
-            evidence = [
-                [source_of[e.source], text(_where(e.where)), e.count, sum(bit.get(d, 0) for d in e.dtypes)] for e in variable.evidence
-            ]
+            evidence: dict[tuple[int, int, int], int] = {}  # lines that differed only by their message become one
+            for e in variable.evidence:
+                key = (source_of[e.source], text(_where(e.where)), e.count)
+                evidence[key] = evidence.get(key, 0) | sum(bit.get(d, 0) for d in e.dtypes)
             messages = [[column[d], text(m)] for d, m in variable.verdicts.rejected if d in column] if variable.verdicts else []
             in_set = sum(bit[d] for d in variable.possible if d in bit)
-            variables.append([number, variable.name, listed, ", ".join(variable.binds), states, variable.stands, evidence, messages, in_set])
+            lines = [[*key, mask] for key, mask in evidence.items()]
+            variables.append([number, variable.name, listed, ", ".join(variable.binds), states, variable.stands, lines, messages, in_set])
     return {
         "source": source,
         "dtypes": [d.name for d in TENSOR_DTYPES],

@@ -3,7 +3,7 @@
 The yaml says each variable's set (by the name it is spelled with, when a global set spells it),
 its promotion and autocast lines, python_module and tags; a run's report, when given, adds each
 variable's verdict per dtype, its evidence and ATen's messages (matched to the yaml's variables by
-the slots they bind, so a yaml edited after the run keeps what still matches).
+the slots they bind: a variable the run did not write has none).
 """
 
 from __future__ import annotations
@@ -99,10 +99,11 @@ def _set_names(entry, fields: dict[str, Any], sets) -> dict[str, str]:
 
 
 def _matched(plan: OverloadPlan | None, binds: tuple[str, ...]):
-    """The report's variable binding the same slots (the first slot decides when a yaml was edited since)."""
+    """The report's variable binding exactly the same slots: the verdicts of another variable (a yaml edited since
+    the run, a hand-written constraint kept) are no verdicts of this one."""
     if plan is None:
         return None
-    return next((v for v in plan.variables if set(v.binds) == set(binds)), None) or plan.variable_of(binds[0])
+    return next((v for v in plan.variables if set(v.binds) == set(binds)), None)
 
 
 def overload_rows(native: NativeFunctions, plan: Plan | None) -> tuple[OverloadRow, ...]:
