@@ -57,8 +57,30 @@ def test_in_place_and_out_siblings_take_the_functional_constraints():
 
 def test_a_sibling_with_its_own_evidence_keeps_it():
     functional = OverloadPlan("add.Tensor", (_var("T", FLOATS, ("self", "other", "return.0"), TORCHLIB),))
-    own = OverloadPlan("add.out", (_var("T", named("float32"), ("self", "out"), TORCHLIB),))
-    assert "add.out" not in group_siblings(REAL, {"add.Tensor": functional, "add.out": own})
+    own = OverloadPlan("add.out", (_var("T", named("float32"), ("self", "out"), OPINFO),))
+    mine, carried = group_siblings(REAL, {"add.Tensor": functional, "add.out": own})["add.out"].variables
+    assert mine == own.variables[0]
+    # only the slots its own calls left free take the functional's constraints, under a name of their own
+    assert (carried.name, carried.binds, carried.dtypes, carried.sources) == ("T~group", ("other", "return.0"), FLOATS, (GROUPS,))
+    whole = OverloadPlan("add.out", (_var("T", named("float32"), ("self", "other", "out", "return.0"), OPINFO),))
+    assert "add.out" not in group_siblings(REAL, {"add.Tensor": functional, "add.out": whole})
+
+
+def test_an_input_a_sibling_only_reads_is_judged_on_the_functional_overload_s_calls():
+    functional = OverloadPlan(
+        "index_put",
+        (
+            _var("T", FLOATS, ("self", "values", "return.0"), OPINFO),
+            _var("I", named("bool", "int32", "int64"), ("indices",), OPINFO),
+        ),
+    )
+    own = OverloadPlan(
+        "index_put_",
+        (_var("T", named("float32"), ("self", "values", "return.0"), OPINFO), _var("I", named("int32", "int64"), ("indices",), OPINFO)),
+    )
+    written, indices = group_siblings(REAL, {"index_put": functional, "index_put_": own})["index_put_"].variables
+    assert written == own.variables[0]  # self is written: its own calls judge it, and the slots that share its variable
+    assert indices.binds == ("indices",) and indices.dtypes == named("bool", "int32", "int64") and indices.sources == (GROUPS,)
 
 
 def test_naming_uses_a_set_name_only_when_no_other_variable_has_its_dtypes():

@@ -131,6 +131,38 @@ def test_the_summary_counts_unknown_verdicts_by_overload_kind():
     assert summary["incomplete_variables"] == 2 and summary["by_verdict"][REJECTED] == 1
 
 
+def test_every_unknown_verdict_says_why_and_the_summary_counts_them_by_reason():
+    from migrate.model.plan import EMPTY, EMPTY_ONLY, NO_CPU_KERNEL, NO_VALID_CALL, NOT_TRIED, OPINFO, Evidence
+
+    seen = Evidence(OPINFO, "test", (F32,), ("self",))
+    empty = Evidence(EMPTY, "test, on empty tensors", (BOOL,), ("self",))
+    ran = verdicts_of(Variable("T", (F32,), ("self",), (seen, empty)))
+    assert (ran.reason_of(BOOL), ran.reason_of(I64), ran.reason_of(F32)) == (EMPTY_ONLY, NOT_TRIED, "")
+    assert Verdicts.from_json(json.loads(json.dumps(ran.to_json()))) == ran
+    assert verdicts_of(Variable("T", (F32,), ("self",), (empty,))).reason_of(I64) == NO_VALID_CALL
+    assert verdicts_of(Variable("T", (F32,), ("self",), (seen,)), cpu_kernel=False).reason_of(I64) == NO_CPU_KERNEL
+    native = NativeFunctions.load(installed_native_functions())
+    plan = Plan((), (OverloadPlan("relu_", (Variable("T", (F32,), ("self",), verdicts=ran),)),))
+    summary = dtype_verdict_summary(native, plan)
+    assert summary.unknown_by_reason == {EMPTY_ONLY: 1, NOT_TRIED: len(TENSOR_DTYPES) - 2}
+    assert summary.to_json()["unknown_by_kind_and_reason"] == {"inplace": summary.unknown_by_reason}
+    assert f"unknown verdicts by reason: {EMPTY_ONLY} 1, {NOT_TRIED} {len(TENSOR_DTYPES) - 2}" in summary.lines()
+
+
+def test_a_return_probes_never_made_is_rejected_and_one_they_never_reached_stays_unknown():
+    from migrate.evidence.probe.merge import RETURNED
+    from migrate.evidence.verdicts import NEVER_RETURNED
+    from migrate.model.plan import OPINFO, Evidence
+
+    returned = Evidence(PROBE, f"{RETURNED}, OpInfo abs (1 call)", (F32, F64), ("return.0",))
+    verdicts = verdicts_of(Variable("T", (F32, F64), ("return.0",), (returned,)))
+    assert verdicts.of(F64) == ACCEPTED and dict(verdicts.rejected)[I64] == NEVER_RETURNED and not verdicts.incomplete
+    observed = Evidence(OPINFO, "test", (F32,), ("return.0",))
+    assert verdicts_of(Variable("T", (F32,), ("return.0",), (observed,))).of(I64) == UNKNOWN  # no probe cast its inputs
+    both = Evidence(PROBE, f"{RETURNED}, OpInfo abs (1 call)", (F32,), ("self", "return.0"))
+    assert verdicts_of(Variable("T", (F32,), ("self", "return.0"), (both,))).of(I64) == UNKNOWN  # an input: nobody cast it
+
+
 # --- the real run: the rows of issue 23's table --------------------------------------------------
 
 

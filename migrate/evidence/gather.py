@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # loaded only by the sources asked for, and only when they ar
     from migrate.evidence.autocast.policies import AutocastEvidence
     from migrate.evidence.derived import SweepState
     from migrate.evidence.opinfo.aliases import AliasOf
+    from migrate.evidence.probe.dtype_arguments import DtypeArgument
     from migrate.evidence.probe.follows import Follows
     from migrate.evidence.promotion.decide import PromotionFinding
     from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, OpInfoRun, ProbedCall
@@ -74,6 +75,7 @@ class Sources:
     kernel: Mapping[str, OverloadPlan] = field(default_factory=dict)  # metadata-reading kernels (migrate.evidence.opinfo.forwards)
     schema_calls: Mapping[str, OverloadPlan] = field(default_factory=dict)  # probed calls built from schemas (none a sample reached)
     follows: Mapping[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots that follow another variable (probe.follows)
+    dtype_arguments: Mapping[str, DtypeArgument] = field(default_factory=dict)  # returns a ScalarType argument sets (probe.dtype_arguments)
     promotions: Mapping[str, PromotionFinding] = field(default_factory=dict)  # issue 31: how ATen promotes (evidence.promotion)
     autocast: AutocastEvidence | None = None  # each overload's policy per autocast key; None: not asked for
     key: tuple[bytes | str, ...] | None = None  # the content of every input above: the plans stage's key (None: not cacheable)
@@ -141,6 +143,11 @@ def _runtime_sources(native: NativeFunctions, sweep: SweepState | None, cache: S
     probe = evidence.probe if "probe" in wanted else {}
     schema_calls = evidence.schema_calls if "probe" in wanted else {}
     follows = evidence.follows if "probe" in wanted else {}
+    dtype_arguments = {}
+    if "probe" in wanted:
+        from migrate.evidence.probe.dtype_arguments import load_dtype_arguments
+
+        dtype_arguments = {name: fact for name, fact in load_dtype_arguments(cache, sweep.jobs).items() if name in native.by_name}
     aliases, kernel = {}, {}
     if "aliases" in wanted:
         from migrate.evidence.opinfo.aliases import alias_overloads
@@ -165,6 +172,7 @@ def _runtime_sources(native: NativeFunctions, sweep: SweepState | None, cache: S
         "kernel": kernel,
         "schema_calls": schema_calls,
         "follows": follows,
+        "dtype_arguments": dtype_arguments,
         "promotions": promotions,
         "alignment": alignment,
     }

@@ -9,7 +9,9 @@ So every dtype a plain tensor can have gets one verdict per variable, the first 
   dispatch (``mm`` of (0, 2) and (2, 3) bool tensors runs);
 - ``other-device``: the OpInfo of this very overload claims it for CUDA (PyTorch's CI tests
   that claim; the MPS, XPU and HPU sets OpInfo derives by default are no evidence);
-- ``rejected``: a probe of such a call raised, with ATen's message;
+- ``rejected``: a probe of such a call raised, with ATen's message; for a variable of returns only,
+  also a dtype no accepted call returned although probing cast the inputs to every dtype
+  (``NEVER_RETURNED``): a return takes what the inputs give it;
 - ``unknown``: nothing says. A variable with unknown verdicts is ``incomplete``: its set is a
   lower bound, never a reason to narrow anything.
 
@@ -19,9 +21,9 @@ In-place, out= and alias overloads that take another overload's constraints take
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from migrate.evidence.probe.merge import SCHEMA_CALL_WHERE
+from migrate.evidence.probe.merge import RETURNED, SCHEMA_CALL_WHERE
 from migrate.model.rejection import is_rejection, rejection_messages
 from migrate.evidence.probe.merge import REJECTED as REJECTED_IN_WHERE
 from migrate.model.dtypes import TENSOR_DTYPES
@@ -30,6 +32,11 @@ from migrate.model.plan import (
     ACCEPTED,
     DECLARED,
     EMPTY,
+    EMPTY_ONLY,
+    NO_CPU_KERNEL,
+    NO_VALID_CALL,
+    NOT_TRIED,
+    UNKNOWN_REASONS,
     KERNEL,
     OPINFO,
     OTHER_DEVICE,
@@ -43,9 +50,19 @@ from migrate.model.plan import (
 )
 
 
-def verdicts_of(variable: Variable) -> Verdicts:
-    """The verdicts its evidence gives (see the module's docstring)."""
-    accepted, other, rejected = set(), set(), {}
+NEVER_RETURNED = "never returned: no accepted call returned this dtype, though probing cast the inputs to every dtype"
+
+
+def _returns_probed(variable: Variable) -> bool:
+    """Only returns, and probes cast the inputs of its calls to every dtype: what they never returned, no call returns."""
+    return all(slot.startswith("return.") for slot in variable.binds) and any(
+        e.source == PROBE and e.where.startswith(RETURNED) for e in variable.evidence
+    )
+
+
+def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
+    """The verdicts its evidence gives (see the module's docstring), each unknown one with why (``UNKNOWN_REASONS``)."""
+    accepted, other, rejected, empty = set(), set(), {}, set()
     for evidence in variable.evidence:
         if is_rejection(evidence):
             for dtype, message in rejection_messages(evidence).items():
@@ -54,12 +71,24 @@ def verdicts_of(variable: Variable) -> Verdicts:
             accepted.update(evidence.dtypes)
         elif evidence.source == DECLARED:
             other.update(evidence.dtypes)
-    return Verdicts(tuple(accepted), tuple(other), tuple(rejected.items()))
+        elif evidence.source == EMPTY:
+            empty.update(evidence.dtypes)
+    if _returns_probed(variable):
+        for dtype in TENSOR_DTYPES:
+            if dtype not in accepted and dtype not in other:
+                rejected.setdefault(dtype, NEVER_RETURNED)
+    if not cpu_kernel:
+        reason = dict.fromkeys(TENSOR_DTYPES, NO_CPU_KERNEL)
+    elif not accepted:
+        reason = dict.fromkeys(TENSOR_DTYPES, NO_VALID_CALL)
+    else:
+        reason = {d: EMPTY_ONLY if d in empty else NOT_TRIED for d in TENSOR_DTYPES}
+    return Verdicts(tuple(accepted), tuple(other), tuple(rejected.items()), tuple(reason.items()))
 
 
-def with_verdicts(plan: OverloadPlan) -> OverloadPlan:
-    """The plan with each variable's verdicts."""
-    return replace(plan, variables=tuple(replace(v, verdicts=verdicts_of(v)) for v in plan.variables))
+def with_verdicts(plan: OverloadPlan, cpu_kernel: bool = True) -> OverloadPlan:
+    """The plan with each variable's verdicts (``cpu_kernel``: whether a CPU call can reach the overload at all)."""
+    return replace(plan, variables=tuple(replace(v, verdicts=verdicts_of(v, cpu_kernel)) for v in plan.variables))
 
 
 def overload_kind(native: NativeFunctions, name: str) -> str:
@@ -95,6 +124,8 @@ class VerdictSummary:
     unknown_by_kind: dict[str, int]  # most unknown verdicts first
     empty_call_dtypes: dict[str, int]  # before, now (``empty_only``)
     observed_probed_on_built_calls: int
+    unknown_by_reason: dict[str, int] = field(default_factory=dict)  # in ``UNKNOWN_REASONS`` order
+    unknown_by_kind_and_reason: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -102,6 +133,8 @@ class VerdictSummary:
             "incomplete_variables": self.incomplete_variables,
             "by_verdict": dict(self.by_verdict),
             "unknown_by_kind": dict(self.unknown_by_kind),
+            "unknown_by_reason": dict(self.unknown_by_reason),
+            "unknown_by_kind_and_reason": {kind: dict(reasons) for kind, reasons in self.unknown_by_kind_and_reason.items()},
             "empty_call_dtypes": dict(self.empty_call_dtypes),
             "observed_probed_on_built_calls": self.observed_probed_on_built_calls,
         }
@@ -109,10 +142,12 @@ class VerdictSummary:
     def lines(self) -> list[str]:
         by_verdict = ", ".join(f"{verdict} {count}" for verdict, count in self.by_verdict.items())
         kinds = ", ".join(f"{kind} {count}" for kind, count in self.unknown_by_kind.items()) or "none"
+        reasons = ", ".join(f"{reason} {count}" for reason, count in self.unknown_by_reason.items()) or "none"
         empty = self.empty_call_dtypes
         return [
             f"verdicts: {by_verdict} (per variable and dtype); {self.incomplete_variables} of {self.variables} variables incomplete",
             f"unknown verdicts by overload kind: {kinds}",
+            f"unknown verdicts by reason: {reasons}",
             f"dtypes only calls on empty tensors showed: {empty['before']} counted as accepted before, {empty['now']} declared now; "
             f"{self.observed_probed_on_built_calls} observed overloads also probed on a call built from the schema",
         ]
@@ -122,6 +157,8 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> VerdictSummary
     """Verdicts counted over the plan's variables, unknown ones by overload kind, and the dtypes from empty calls."""
     counts: Counter[str] = Counter()
     unknown_by_kind: Counter[str] = Counter()
+    unknown_by_reason: Counter[str] = Counter()
+    by_kind_and_reason: Counter[tuple[str, str]] = Counter()
     incomplete = variables = before = now = 0
     observed_built = sum(
         1
@@ -137,7 +174,12 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> VerdictSummary
             incomplete += variable.incomplete
             for dtype in TENSOR_DTYPES:
                 counts[variable.verdicts.of(dtype)] += 1
-            unknown_by_kind[overload_kind(native, overload.name)] += len(variable.verdicts.unknown)
+            kind = overload_kind(native, overload.name)
+            unknown_by_kind[kind] += len(variable.verdicts.unknown)
+            for dtype in variable.verdicts.unknown:
+                reason = variable.verdicts.reason_of(dtype) or NOT_TRIED
+                unknown_by_reason[reason] += 1
+                by_kind_and_reason[kind, reason] += 1
             removed, kept = empty_only(variable)
             before, now = before + removed, now + kept
     return VerdictSummary(
@@ -147,4 +189,9 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> VerdictSummary
         dict(sorted(unknown_by_kind.items(), key=lambda item: (-item[1], item[0]))),
         {"before": before, "now": now},
         observed_built,
+        {reason: unknown_by_reason[reason] for reason in UNKNOWN_REASONS if unknown_by_reason[reason]},
+        {
+            kind: {reason: by_kind_and_reason[kind, reason] for reason in UNKNOWN_REASONS if by_kind_and_reason[kind, reason]}
+            for kind in sorted(unknown_by_kind, key=lambda k: (-unknown_by_kind[k], k))
+        },
     )

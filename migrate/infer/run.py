@@ -18,6 +18,7 @@ from migrate.cache import Stage
 from migrate.evidence.align import Alignment
 from migrate.evidence.gather import Sources
 from migrate.evidence.opinfo.aliases import alias_plans
+from migrate.evidence.probe.dtype_arguments import with_dtype_arguments
 from migrate.evidence.promotion.sets import sibling_promotions, with_promotion
 from migrate.evidence.verdicts import with_verdicts
 from migrate.infer.merge import merge_overload, with_follows
@@ -55,7 +56,11 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan
-    merged = {name: with_verdicts(plan) for name, plan in merged.items()}  # siblings and aliases take them as they are
+    for name, fact in sorted(sources.dtype_arguments.items()):  # the return a dtype argument sets speaks for itself
+        if name in native.by_name and all(native.by_name[name].schema.slot(slot) is not None for slot in fact.returns):
+            if (plan := with_dtype_arguments(merged.get(name), name, fact)) is not None:
+                merged[name] = plan
+    merged = {name: with_verdicts(plan, native.has_cpu_kernel(native.by_name[name])) for name, plan in merged.items()}  # siblings and aliases take them as they are
     for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
         merged.update(alias_plans(sources.aliases, merged))
         if sources.groups:

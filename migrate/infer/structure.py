@@ -6,6 +6,7 @@ from __future__ import annotations
 from migrate.evidence.gather import Sources
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GROUPS, Evidence, OverloadPlan, Variable
+from migrate.evidence.own_calls import with_fallback, written_by_own_calls
 from migrate.model.schema import TypedSchema
 
 
@@ -26,7 +27,8 @@ def _sibling_slot(slot: str, sibling: TypedSchema, functional: TypedSchema) -> t
 
 
 def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> dict[str, OverloadPlan]:
-    """Plans for in-place / out= / mutable siblings that have no evidence, from their functional overload."""
+    """Plans for in-place / out= / mutable siblings from their functional overload, at the slots no evidence of
+    their own speaks for (all of them for a sibling no call reached; see ``migrate.evidence.own_calls``)."""
     taken: dict[str, OverloadPlan] = {}
     for name, plan in sorted(plans.items()):
         group = native.groups.get(name)
@@ -34,17 +36,22 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
             continue
         functional = native.by_name[name].schema
         for sibling_name in group.names:
-            if sibling_name == name or plans.get(sibling_name, OverloadPlan(sibling_name, ())).variables:
+            if sibling_name == name:
                 continue
             sibling = native.by_name[sibling_name].schema
+            covered = {s for variable in plan.variables for slot in variable.binds for s in _sibling_slot(slot, sibling, functional)}
+            own = written_by_own_calls(plans.get(sibling_name, OverloadPlan(sibling_name, ())), sibling, covered)
+            bound = {s for v in own.variables for s in v.binds}
             variables = []
             for variable in plan.variables:
-                binds = tuple(s for slot in variable.binds for s in _sibling_slot(slot, sibling, functional))
+                binds = tuple(s for slot in variable.binds for s in _sibling_slot(slot, sibling, functional) if s not in bound)
                 if binds:
                     evidence = (Evidence(GROUPS, f"from {name}", variable.dtypes, binds),)
                     variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.follows, variable.verdicts))
             if variables:
-                taken[sibling_name] = OverloadPlan(sibling_name, plan.followed_within(variables))
+                taken[sibling_name] = with_fallback(own, plan.followed_within(variables))
+            elif own != plans.get(sibling_name, own):
+                taken[sibling_name] = own
     return taken
 
 

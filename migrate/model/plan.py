@@ -71,6 +71,13 @@ REJECTED = "rejected"  # no such call ran and one raised: ATen's message is kept
 UNKNOWN = "unknown"  # nothing says: never a reason to narrow anything
 VERDICTS = (ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN)
 
+# Why a dtype's verdict is unknown: no CPU call could judge it (docs/evidence.md).
+NO_CPU_KERNEL = "no-cpu-kernel"  # the overload has only CUDA (MPS, sparse, ...) kernels: no CPU call reaches it
+NO_VALID_CALL = "no-valid-call"  # no call of this variable's slots with elements ran: samples, probes and built calls all failed or never reached it
+EMPTY_ONLY = "empty-calls-only"  # only calls on empty tensors tried the dtype here: ATen returns before its dtype dispatch
+NOT_TRIED = "not-tried"  # calls ran, yet none put this dtype at these slots (a list, a return no argument sets, a slot only structure ties)
+UNKNOWN_REASONS = (NO_CPU_KERNEL, NO_VALID_CALL, EMPTY_ONLY, NOT_TRIED)
+
 
 @dataclass(frozen=True)
 class Verdicts:
@@ -79,6 +86,7 @@ class Verdicts:
     accepted: tuple[DType, ...] = ()
     other_device: tuple[DType, ...] = ()
     rejected: tuple[tuple[DType, str], ...] = ()  # each with ATen's message
+    unknown_reasons: tuple[tuple[DType, str], ...] = ()  # why each unknown dtype is (``UNKNOWN_REASONS``)
 
     def __post_init__(self) -> None:
         accepted = canonical(self.accepted)
@@ -87,6 +95,9 @@ class Verdicts:
         object.__setattr__(self, "accepted", accepted)
         object.__setattr__(self, "other_device", other)
         object.__setattr__(self, "rejected", rejected)
+        known = {*accepted, *other, *dict(rejected)}
+        reasons = sorted(((d, r) for d, r in dict(self.unknown_reasons).items() if d not in known), key=lambda p: p[0].sort_key)
+        object.__setattr__(self, "unknown_reasons", tuple(reasons))
 
     @functools.cached_property
     def _by_dtype(self) -> dict[DType, str]:
@@ -108,9 +119,17 @@ class Verdicts:
         """Some dtype is unknown: the variable's set is then a lower bound."""
         return bool(self.unknown)
 
+    def reason_of(self, dtype: DType) -> str:
+        """Why the dtype's verdict is unknown ('' when it is not, or nobody said)."""
+        return dict(self.unknown_reasons).get(dtype, "") if self.of(dtype) == UNKNOWN else ""
+
     def to_json(self) -> dict[str, Any]:
         dtypes = canonical((*TENSOR_DTYPES, *self.accepted, *self.other_device, *dict(self.rejected)))
-        return {"by_dtype": {str(d): self.of(d) for d in dtypes}, "messages": {str(d): m for d, m in self.rejected}}
+        found = {"by_dtype": {str(d): self.of(d) for d in dtypes}, "messages": {str(d): m for d, m in self.rejected}}
+        reasons = {str(d): self.reason_of(d) for d in dtypes if self.reason_of(d)}
+        if reasons:
+            found["unknown_reasons"] = reasons
+        return found
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Verdicts:
@@ -119,7 +138,8 @@ class Verdicts:
             by_verdict.setdefault(verdict, []).append(DType.parse(text))
         messages = obj.get("messages", {})
         rejected = tuple((d, messages.get(str(d), "")) for d in by_verdict.get(REJECTED, ()))
-        return cls(tuple(by_verdict.get(ACCEPTED, ())), tuple(by_verdict.get(OTHER_DEVICE, ())), rejected)
+        reasons = tuple((DType.parse(text), reason) for text, reason in obj.get("unknown_reasons", {}).items())
+        return cls(tuple(by_verdict.get(ACCEPTED, ())), tuple(by_verdict.get(OTHER_DEVICE, ())), rejected, reasons)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from migrate.model.names import OverloadName
 from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, gather_overloads
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
 from migrate.model.plan import OverloadPlan, Plan
-from migrate.pipeline.summary import RunSummary, ValidationSummary, run_summary
+from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan
 from migrate.write.outputs import Output, is_installed_path
 
@@ -246,6 +246,16 @@ class Session:
 
     # --- the run ------------------------------------------------------------------------------------
 
+    def _untyped_details(self, coverage: CoverageSummary) -> CoverageSummary:
+        """The untyped entries' last refusals (those with a CPU kernel) and CUDA claims (the rest)."""
+        from migrate.evidence.probe.dtype_arguments import cached_dtype_arguments
+        from migrate.evidence.untyped import cuda_claims, last_refusals
+
+        judgeable = [name for reason, names in coverage.untyped.items() if reason != NO_CPU_KERNEL for name in names]
+        refusals = last_refusals(judgeable, self.cache, cached_dtype_arguments(self.cache))
+        claims = cuda_claims(coverage.untyped.get(NO_CPU_KERNEL, ()), self.sweep.sweep.catalogue())
+        return replace(coverage, last_refusal=refusals, cuda_claims=claims)
+
     def migrate(self, request: RunRequest = RunRequest()) -> Migration:
         """The outputs of applying the plan (the request's, else the inferred one) to the yaml and torchlib, with
         the summary; the request's ``report`` receives the applied plan with its evidence and the summary as JSON."""
@@ -274,6 +284,8 @@ class Session:
             probe=probe_summary(plan),
             verdicts=dtype_verdict_summary(self.native, plan),
         )
+        if plan_path is None and self.sweep is not None:
+            summary = replace(summary, coverage=self._untyped_details(summary.coverage))
         if summary.autocast is not None:
             from migrate.model.autocast import annotated_counts
 

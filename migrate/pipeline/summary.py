@@ -5,7 +5,7 @@ under ``summary``) and ``lines()`` (what the run prints on stderr), gathered in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from migrate.model.global_sets import constraints_value
@@ -90,10 +90,12 @@ class CoverageSummary:
     tensor_slots: int
     tensor_slots_typed: int
     untyped: dict[str, tuple[str, ...]]  # per reason (UNTYPED_REASONS), in file order
+    last_refusal: dict[str, str] = field(default_factory=dict)  # untyped with a CPU kernel: ATen's last refusal (migrate.evidence.untyped)
+    cuda_claims: dict[str, list[str]] = field(default_factory=dict)  # untyped without one: the dtypes OpInfo claims on CUDA
 
     def to_json(self) -> dict[str, Any]:
         entries, slots = self.entries_with_tensor_slots, self.tensor_slots
-        return {
+        found = {
             "entries_with_tensor_slots": entries,
             "entries_typed": self.entries_typed,
             "entry_share": round(self.entries_typed / entries, 4) if entries else 0.0,
@@ -103,6 +105,11 @@ class CoverageSummary:
             "untyped_by_reason": {reason: len(names) for reason, names in self.untyped.items()},
             "untyped": {reason: list(names) for reason, names in self.untyped.items()},
         }
+        if self.last_refusal:
+            found["untyped_last_refusal"] = dict(self.last_refusal)
+        if self.cuda_claims:
+            found["untyped_cuda_claims"] = {name: list(dtypes) for name, dtypes in self.cuda_claims.items()}
+        return found
 
     def lines(self) -> list[str]:
         c = self.to_json()

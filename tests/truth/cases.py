@@ -129,6 +129,14 @@ def _binary(*names: str) -> list[Case]:
     return [case for name in names for case in promoting(name, "self other", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)))]
 
 
+def _binary_out(*names: str) -> list[Case]:
+    return [case for name in names for case in promoting(name, "self other out", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), out=t(ds[2], 2, 3)))]
+
+
+def _unary_out(*names: str) -> list[Case]:
+    return [case for name in names for case in promoting(name, "self out", lambda ds: A(t(ds[0], 2, 3), out=t(ds[1], 2, 3)))]
+
+
 def _scalar_other(*names: str) -> list[Case]:
     """``op(tensor, scalar)``: an int and a float scalar are both everyday calls."""
     return [c(name, "self", lambda d: A(t(d, 2, 3), 2), lambda d: A(t(d, 2, 3), 2.0)) for name in names]
@@ -378,6 +386,26 @@ CASES: tuple[Case, ...] = (
     c("conv3d", "input weight bias", lambda d: A(t(d, 1, 2, 4, 4, 4), t(d, 3, 2, 2, 2, 2), t(d, 3))),
     c("bilinear", "input1 input2 weight bias", lambda d: A(t(d, 2, 3), t(d, 2, 4), t(d, 5, 3, 4), t(d, 5))),
     c("grid_sampler_2d", "input grid", lambda d: A(t(d, 1, 1, 3, 3), p(d, 1, 2, 2, 2), 0, 0, False)),
+    # out= and in-place overloads: the written tensor (``out``, the mutated ``self``) beside inputs of the dtype
+    # under test, float32 or int64 (ATen casts the result into it where it can: ``result type Float can't be
+    # cast to the desired output type Long``)
+    *_binary_out("add.out", "sub.out", "mul.out", "div.out"),
+    *_binary("add_.Tensor", "sub_.Tensor", "mul_.Tensor", "div_.Tensor"),
+    c("mm.out", "self mat2 out", lambda d: A(t(d, 2, 3), t(d, 3, 4), out=t(d, 2, 4))),
+    c("bmm.out", "self mat2 out", lambda d: A(t(d, 2, 2, 3), t(d, 2, 3, 4), out=t(d, 2, 2, 4))),
+    c("addmm.out", "self mat1 mat2 out", lambda d: A(t(d, 2, 4), t(d, 2, 3), t(d, 3, 4), out=t(d, 2, 4))),
+    c("addmm_", "self mat1 mat2", lambda d: A(t(d, 2, 4), t(d, 2, 3), t(d, 3, 4))),
+    *_unary_out("abs.out", "neg.out", "exp.out", "sqrt.out", "sigmoid.out", "floor.out"),
+    *_unary("abs_", "neg_", "exp_", "relu_", "sigmoid_", "tanh_", "zero_"),
+    c("index_put_", "self values", lambda d: A(t(d, 2, 3), [ix(I64, 2, 2)], t(d, 2, 3)), given={"indices": "int64"}),
+    c("clamp_", "self", lambda d: A(t(d, 2, 3), 0, 3), lambda d: A(t(d, 2, 3), 0.5, 3.5)),
+    c("fill_.Scalar", "self", lambda d: A(t(d, 2, 3), 1)),
+    c("masked_fill_.Scalar", "self", lambda d: A(t(d, 2, 3), mask(2, 3), 0), given={"mask": "bool"}),
+    c("mul_.Scalar", "self", lambda d: A(t(d, 2, 3), 2), lambda d: A(t(d, 2, 3), 2.0)),
+    c("copy_", "self src", lambda d: A(t(d, 2, 3), t(d, 2, 3))),
+    c("sum.IntList_out", "self out", lambda d: A(t(d, 2, 3), [1], out=t(d, 2))),
+    c("cat.out", "tensors out", lambda d: A([t(d, 2, 3), t(d, 2, 3)], out=t(d, 4, 3))),
+    *promoting("where.self_out", "self other out", lambda ds: A(mask(2, 3), t(ds[0], 2, 3), t(ds[1], 2, 3), out=t(ds[2], 2, 3)), given={"condition": "bool"}),
 )
 
 

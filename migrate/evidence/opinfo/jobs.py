@@ -65,4 +65,4 @@ def opinfo_reports(argument: tuple[OpInfoId, bool, bool, bool]) -> Iterator[dict
             "errors": [[kind, reason, count] for (kind, reason), count in sorted(errors.items())],
         }
     if capture is not None:
-        yield from probing.probe_reports(capture.chosen(), str(opinfo), probing.PROBE_TIMEOUT)
+        yield from probing.probe_reports(capture.chosen(), str(opinfo), probing.PROBE_TIMEOUT, probing.about(op))

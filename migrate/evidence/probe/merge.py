@@ -42,6 +42,7 @@ from migrate.model.rejection import REJECTED, is_rejection
 
 ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
 ON_EMPTY = ", on empty tensors"  # in the ``where`` of evidence from probing a call with an empty tensor
+RETURNED = "returned by accepted probes"  # begins the ``where`` of the dtypes probes' calls returned
 SCHEMA_CALL_WHERE = "a call built from the schema"  # in the ``where`` of probe evidence from migrate.evidence.probe.schema_calls
 SPLIT = "probe-split"  # conflict: probing split a variable the observations alone would have declared
 JOINED = "probe-joined"  # conflict: probing joined variables the observations alone would have kept apart
@@ -185,7 +186,7 @@ def _evidence(members: tuple[str, ...], calls: list[ProbedCall], note: str = "")
         messages = _one_per_dtype([gathered.messages[d] for d in canonical(gathered.messages)])
         yield _made(gathered, f"{subject}, {_sources(gathered)}{note}{REJECTED}{messages}", order)
     if returned.slots:
-        yield _made(returned, f"returned by accepted probes, {_sources(returned)}{note}", order)
+        yield _made(returned, f"{RETURNED}, {_sources(returned)}{note}", order)
 
 
 def _one_per_dtype(messages: list[str]) -> str:

@@ -19,6 +19,9 @@ that lets more dtypes in: ``mean(int64 tensor, dtype=torch.float32)`` is a valid
 on), nothing of it is probed. Calls run on the captured clones, cloned again per probe
 for an overload that writes to an argument; every probe starts from its own fixed seed.
 
+Then the in-place and out= siblings of the probed calls' overloads are called and probed the same
+way, on calls built from those calls (``migrate.evidence.probe.siblings``).
+
 Which calls: an OpInfo probes up to PROBE_CALLS calls of the overloads its samples call
 themselves or that it is about, one call of those it reaches only inside others when no
 OpInfo is about them (``detach``), none of the rest (``clone`` runs inside every OpInfo:
@@ -45,13 +48,14 @@ import signal
 import time
 import warnings
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any
 
 import torch
 
 from migrate.runtime import torch_private
 from migrate.evidence.probe.contexts import context_reports
+from migrate.evidence.probe.siblings import sibling_calls, written_slots
 from migrate.runtime.recorders import CapturedCall, argument_of, dtype_name, dtypes_of
 from migrate.runtime.processes import one_line
 from migrate.model.dtypes import DType
@@ -96,6 +100,14 @@ def budget(op: Any) -> Callable[[str, bool], int]:
         return 0 if operator in _operators_with_opinfos() else 1
 
     return calls
+
+
+def about(op: Any) -> Callable[[CapturedCall], bool]:
+    """Whether the OpInfo ``op`` is about a captured call: its samples made it, or it is one of the op's own operators.
+    Only such calls give sibling calls (``migrate.evidence.probe.siblings``): ``add.Tensor`` runs inside dozens of
+    OpInfos, and its siblings need probing once, by the ``add`` OpInfo."""
+    own = torch_private.opinfo_operator_names(op)
+    return lambda call: call.direct or call.slots.name.removeprefix("aten::").split(".", 1)[0] in own
 
 
 def _named(dtypes: Any) -> Any:
@@ -257,11 +269,12 @@ class _Prober:
         return args, kwargs
 
 
-def probe_call(call: CapturedCall, label: str, timeout: float) -> dict[str, Any]:
+def probe_call(call: CapturedCall, label: str, timeout: float, alone: Collection[int] | None = None) -> dict[str, Any]:
     """One captured call's probes, as the sweep's report: the call as recorded, and per set of
     slots cast ``[slots, [[dtype, returns' dtypes], ...accepted], [[dtype, message], ...refused], [[dtype, gate], ...]]``
     (the last: the accepted dtypes refused as recorded, with the gating argument's setting that let them in);
     ``again`` is why the unmodified call failed when made again ('' when it ran): then nothing was probed.
+    ``alone``: the argument indices cast alone (default: every one; a sibling's call casts only what it writes).
     """
     names = [name for _, name, _, _ in call.slots.arguments] + [name for _, name, _ in call.slots.returns]
     report = {
@@ -301,11 +314,11 @@ def probe_call(call: CapturedCall, label: str, timeout: float) -> dict[str, Any]
         probes.append([[names[i] for i in cast], accepted, refused, gated])
         return bool(accepted)
 
-    movable = {index for index in original if probe((index,), original[index])}
+    movable = {index for index in original if (alone is None or index in alone) and probe((index,), original[index])}
     for group in _groups(original):
         probe(group, original[group[0]])
         core = tuple(index for index in group if index not in movable)
-        if 1 < len(core) < len(group):
+        if alone is None and 1 < len(core) < len(group):
             probe(core, original[group[0]])
     return report
 
@@ -340,12 +353,15 @@ def bounded() -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous_alarm)
 
 
-def probe_reports(calls: Iterable[CapturedCall], label: str, timeout: float) -> Iterator[dict[str, Any]]:
+def probe_reports(
+    calls: Iterable[CapturedCall], label: str, timeout: float, about: Callable[[CapturedCall], bool] = lambda call: True
+) -> Iterator[dict[str, Any]]:
     """Reports for the sweep: ``{"probing": description}`` before each call, then ``{"probed": ...}``, then the CPU time.
 
     ``label`` (the OpInfo) and each call's position make the seeds, so results do not depend on the worker.
     """
     started = time.process_time()
+    calls = list(calls)
     with bounded():
         for number, call in enumerate(calls):
             yield {"probing": describe(call)}
@@ -354,6 +370,9 @@ def probe_reports(calls: Iterable[CapturedCall], label: str, timeout: float) -> 
             again = _Prober(call, f"{label}\0{number}\0contexts", timeout)
             for context in context_reports(call, report, again, dtype_universe(), dtype_name):
                 yield {"probed": context}
+        for number, call in enumerate(sibling_calls(c for c in calls if about(c))):  # in-place and out= siblings of the calls' overloads
+            yield {"probing": describe(call)}
+            yield {"probed": probe_call(call, f"{label}\0sibling\0{number}", timeout, written_slots(call))}
     yield {"probe_seconds": time.process_time() - started}
 
 

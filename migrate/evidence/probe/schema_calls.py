@@ -46,7 +46,7 @@ from migrate.runtime import torch_private
 from migrate.cache import Stage, StageCache
 from migrate.evidence.probe.merge import probe_plans
 from migrate.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
-from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.processes import DONE, Job, one_line, run_in_workers
 from migrate.model.plan import OverloadPlan
 
 CHUNK = 40  # overloads per worker job
@@ -54,8 +54,9 @@ BASES = 2  # calls probed per overload, each of another base dtype
 _SHAPES = ((2, 3), (4,), (1, 2, 4, 4), ())
 _BASE_DTYPES = ("float32", "int64", "bool", "complex64")
 _INTS = (1, 0)
-_FILLERS = {"float": 0.5, "Scalar": 1, "number": 1, "bool": False, "SymFloat": 0.5}
+_FILLERS = {"float": 0.5, "Scalar": 1, "number": 1, "bool": False, "SymFloat": 0.5, "Device": "cpu"}
 _TENSOR_LISTS = ("List[Tensor]", "List[Optional[Tensor]]", "Optional[List[Tensor]]")
+REFUSED = "refused"  # the key of a report that holds ATen's last refusal instead of probes
 _OPTIONAL_FILLERS = {"Optional[Scalar]": "Scalar", "Optional[number]": "number"}  # given with the optional tensors, else left to their default
 
 
@@ -89,11 +90,11 @@ def _tensor(shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
     return torch.randint(0, 2, shape, generator=generator).to(dtype)  # valid indices into any dimension of 2 or more
 
 
-def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None, bool], combination: tuple, seed: int):
+def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None, bool], combination: tuple, seed: int, given: dict[str, Any] | None = None):
     """Positional and keyword arguments for one combination, or None when an argument cannot be made.
 
     ``dtypes`` is (the tensors' dtype, another dtype, the tensor argument given that other one,
-    whether that one lacks the last dimension).
+    whether that one lacks the last dimension); ``given`` are values by argument name.
     """
     shape, number, sizes, optional, length = combination
     dtype, other, at, short = dtypes
@@ -103,7 +104,9 @@ def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None, bool], combinati
         kind = str(getattr(argument, "real_type", argument.type))  # Layout, not the int the JIT holds it as
         required = not argument.has_default_value() and not kind.startswith("Optional[")
         own_shape = shape[:-1] if short and tensors == at else shape
-        if kind == "Tensor" or (kind == "Optional[Tensor]" and optional):
+        if given and argument.name in given:
+            named[argument.name] = given[argument.name]
+        elif kind == "Tensor" or (kind == "Optional[Tensor]" and optional):
             named[argument.name] = _tensor(own_shape, other if tensors == at else dtype, seed + index)
             tensors += 1
         elif kind in _TENSOR_LISTS and (required or optional):
@@ -149,8 +152,9 @@ def _assignments(slots: Any) -> Iterator[list[tuple[str, int | None, bool]]]:
         yield [(dtype, None, False), *((dtype, at, short) for short in (False, True) for at in mixed)]
 
 
-def _built_calls(func: Any, timeout: float) -> list[Any]:
-    """Calls ATen accepts, as CapturedCalls: per base dtype the first combination that works, at most BASES."""
+def _built_calls(func: Any, timeout: float, given: dict[str, Any] | None = None, refusals: list[str] | None = None) -> list[Any]:
+    """Calls ATen accepts, as CapturedCalls: per base dtype the first combination that works, at most BASES
+    (``given``: values by argument name; ``refusals`` receives why each combination failed, in order)."""
     import signal
 
     import torch
@@ -164,8 +168,10 @@ def _built_calls(func: Any, timeout: float) -> list[Any]:
     for assignments in _assignments(slots):
         for (dtype_name, at, short), combination in itertools.product(assignments, combinations):
             dtypes = (getattr(torch, dtype_name), torch.int64, at, short)
-            made = _arguments(func._schema, dtypes, combination, seed)
+            made = _arguments(func._schema, dtypes, combination, seed, given)
             if made is None:
+                if refusals is not None:
+                    refusals.append(f"no value for an argument of this schema: {func._schema}")
                 return calls
             args, kwargs = made
             kept = cloned((args, kwargs))
@@ -173,7 +179,9 @@ def _built_calls(func: Any, timeout: float) -> list[Any]:
             signal.setitimer(signal.ITIMER_REAL, timeout)
             try:
                 out = func(*args, **kwargs)
-            except Exception:
+            except Exception as exc:
+                if refusals is not None:
+                    refusals.append(one_line(exc))
                 continue
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
@@ -194,12 +202,17 @@ def schema_call_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
         warnings.simplefilter("ignore")
         for name in names:
             yield {"trying": name}
-            for number, call in enumerate(_built_calls(torch_private.aten_overload(name), PROBE_TIMEOUT)):
+            refusals: list[str] = []
+            calls = _built_calls(torch_private.aten_overload(name), PROBE_TIMEOUT, refusals=refusals)
+            for number, call in enumerate(calls):
                 yield {"probed": probe_call(call, f"{name}\0{number}", PROBE_TIMEOUT)}
+            if not calls and refusals:
+                yield {"probed": {"overload": name, REFUSED: refusals[-1]}}
 
 
 def probe_built_calls(names: list[str], jobs: int | None) -> tuple[list[dict[str, Any]], list[str]]:
-    """Reports for every overload named, in name order, and those that ended their worker."""
+    """Reports for every overload named, in name order, and those that ended their worker. An overload no
+    call could be built for reports ATen's last refusal instead (``{"overload": ..., REFUSED: message}``)."""
     chunks = [tuple(names[i : i + CHUNK]) for i in range(0, len(names), CHUNK)]
     reports: dict[str, list[dict[str, Any]]] = {}
     lost: list[str] = []
@@ -227,16 +240,26 @@ def _stage(cache: StageCache) -> Stage:
     return cache.stage("schema-calls", __name__)
 
 
+def _probed(reports: list[dict[str, Any]]) -> tuple[ProbedCall, ...]:
+    return tuple(ProbedCall.from_report(SCHEMA_CALL, report) for report in reports if REFUSED not in report)
+
+
 def cached_schema_calls(cache: StageCache) -> tuple[ProbedCall, ...] | None:
     """The probed calls built from schemas, or None when this code has not built them yet."""
     reports = _stage(cache).read(kind=list)
-    return None if reports is None else tuple(ProbedCall.from_report(SCHEMA_CALL, report) for report in reports)
+    return None if reports is None else _probed(reports)
+
+
+def cached_refusals(cache: StageCache) -> dict[str, str]:
+    """Per overload no call could be built for ('affine_grid_generator'), ATen's last refusal (empty before they were built)."""
+    reports = _stage(cache).read(kind=list) or []
+    return {key: r[REFUSED] for r in reports if REFUSED in r and (key := overload_key(r["overload"])) is not None}
 
 
 def load_schema_calls(cache: StageCache, jobs: int | None) -> tuple[ProbedCall, ...]:
     """The probed calls built from schemas, from the cache, else made in workers and stored."""
     reports = _stage(cache).get((), lambda: probe_built_calls(_target_names(), jobs)[0], list, cold="building calls from schemas, in workers (once)")
-    return tuple(ProbedCall.from_report(SCHEMA_CALL, report) for report in reports)
+    return _probed(reports)
 
 
 def _target_names() -> list[str]:

@@ -1,0 +1,232 @@
+"""Returns whose dtype a ``ScalarType`` argument sets: that argument called at every dtype.
+
+``to.device(Tensor self, Device device, ScalarType dtype, ...)`` returns a tensor of whatever
+``dtype`` says; so do ``_to_copy``, ``zeros``, ``full``, ``arange``, ``randn``, ``empty``,
+``sum(..., dtype=)`` and ``ones_like(..., dtype=)``. Samples pass a few ``dtype=`` values, so the
+return's set was the few they happened to pass (``to.device`` written ``[torch.float64]``).
+
+For each overload of the installed torch with a CPU kernel, a ``ScalarType`` argument and a
+tensor return (out= aside), a worker builds a call from the schema with that argument at
+``torch.float32`` (``migrate.evidence.probe.schema_calls``), then calls it again with the argument at
+each dtype of the universe: what ATen accepts, what each call returns, and each refusal's
+message (``randn(dtype=torch.int64)``: ``"normal_kernel_cpu" not implemented for 'Long'``). A call
+on tensors without elements proves nothing, as everywhere. A return slot that had the argument's
+dtype in every accepted call *is the argument's value*; its variable is then exactly the dtypes
+the argument was accepted at (``with_dtype_arguments``). A return that took other dtypes gets every dtype it returned.
+
+The reports depend on the torch release and this code only: a stage of their own, built once in
+workers.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from migrate.cache import Stage, StageCache
+from migrate.model.dtypes import DType, canonical
+from migrate.model.plan import PROBE, Evidence, OverloadPlan, Variable
+from migrate.model.rejection import REJECTED
+from migrate.runtime import torch_private
+from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.runs import interned_dtype, overload_key
+
+CHUNK = 40  # overloads per worker job
+ARGUMENT_DTYPES = 2  # dtypes the argument must be accepted at for a return to be set by it
+
+
+@dataclass(frozen=True)
+class DtypeArgument:
+    """What one overload returned with its ``ScalarType`` argument at each dtype, on one built call."""
+
+    overload: str  # 'to.dtype'
+    argument: str  # 'dtype'
+    returns: tuple[str, ...]  # its tensor return slots, 'return.0', ...
+    accepted: tuple[tuple[DType, tuple[DType | None, ...]], ...]  # per dtype asked for: each return's dtype
+    refused: tuple[tuple[DType, str], ...]  # per dtype asked for: ATen's message
+
+    def follows_argument(self, slot: str) -> bool:
+        """Whether the return slot had the argument's dtype in every accepted call."""
+        at = self.returns.index(slot)
+        return bool(self.accepted) and all(returned[at] == asked for asked, returned in self.accepted)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "overload": self.overload,
+            "argument": self.argument,
+            "returns": list(self.returns),
+            "accepted": [[d.name, [r.name if r is not None else None for r in returned]] for d, returned in self.accepted],
+            "refused": [[d.name, message] for d, message in self.refused],
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> DtypeArgument:
+        return cls(
+            obj["overload"],
+            obj["argument"],
+            tuple(obj["returns"]),
+            tuple((interned_dtype(d), tuple(None if r is None else interned_dtype(r) for r in returned)) for d, returned in obj["accepted"]),
+            tuple((interned_dtype(d), message) for d, message in obj["refused"]),
+        )
+
+
+def _dtype_argument(schema: Any) -> Any | None:
+    return next((a for a in schema.arguments if "ScalarType" in str(getattr(a, "real_type", a.type))), None)
+
+
+def targets() -> list[Any]:
+    """Overloads with a CPU kernel, a ScalarType argument and a tensor return; not out=."""
+    from migrate.evidence.probe.schema_calls import _writes_out
+
+    return [
+        func
+        for func in torch_private.cpu_overloads()
+        if _dtype_argument(func._schema) is not None and torch_private.overload_slots(func).returns and not _writes_out(func._schema)
+    ]
+
+
+def _report(name: str, timeout: float) -> dict[str, Any] | None:
+    """The overload's call built with the argument at float32, then at each dtype of the universe."""
+    import signal
+
+    import torch
+
+    from migrate.evidence.probe.prober import dtype_universe
+    from migrate.evidence.probe.schema_calls import _built_calls
+    from migrate.runtime.dispatch import has_elements
+    from migrate.runtime.processes import one_line
+    from migrate.runtime.recorders import dtype_name
+
+    func = torch_private.aten_overload(name)
+    argument = _dtype_argument(func._schema)
+    calls = _built_calls(func, timeout, {argument.name: torch.float32})
+    call = next((c for c in calls if c.nonempty), None)
+    if call is None:
+        return None
+    slots = call.slots
+    position = [a.name for a in func._schema.arguments].index(argument.name)
+    keyword = argument.kwarg_only or position >= len(call.args)
+    accepted, refused = [], []
+    for dtype in dtype_universe():
+        args, kwargs = list(call.args), dict(call.kwargs)
+        if keyword:
+            kwargs[argument.name] = dtype
+        else:
+            args[position] = dtype
+        torch.manual_seed(0)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+        try:
+            out = func(*args, **kwargs)
+        except Exception as exc:
+            refused.append([dtype_name(dtype), one_line(exc)])
+            continue
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        outs = out if slots.returns_tuple else (out,)
+        values = [outs[position] for position, _, _ in slots.returns]
+        if all(isinstance(v, torch.Tensor) and has_elements(v) for v in values):
+            accepted.append([dtype_name(dtype), [dtype_name(v.dtype) for v in values]])
+    names = [slot for _, slot, _ in slots.returns]
+    return {"overload": slots.name, "argument": argument.name, "returns": names, "accepted": accepted, "refused": refused}
+
+
+def dtype_argument_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    """The job: for each overload named, announced, its report (if a call could be built)."""
+    from migrate.evidence.probe.prober import PROBE_TIMEOUT, bounded
+
+    with warnings.catch_warnings(), bounded():
+        warnings.simplefilter("ignore")
+        for name in names:
+            yield {"trying": name}
+            report = _report(name, PROBE_TIMEOUT)
+            if report is not None:
+                yield {"called": report}
+
+
+def _names_report(_: None) -> Iterator[list[str]]:
+    yield [torch_private.overload_slots(f).name for f in targets()]
+
+
+def _called(jobs: int | None) -> list[dict[str, Any]]:
+    """Reports for every target, in name order; an overload that ends its worker is left out and the rest go on."""
+    (outcome,) = run_in_workers([Job(_names_report, None, "dtype argument targets")], jobs=1, progress=False)
+    if outcome.status != DONE:
+        raise torch_private.TorchAPIChanged(f"listing the overloads with a dtype argument failed: {outcome.reason}")
+    names = sorted(name for report in outcome.reports for name in report)
+    chunks = [tuple(names[i : i + CHUNK]) for i in range(0, len(names), CHUNK)]
+    found: list[dict[str, Any]] = []
+    while chunks:
+        work = [Job(dtype_argument_reports, chunk, f"dtype arguments {chunk[0]}") for chunk in chunks]
+        chunks = []
+        for outcome in run_in_workers(work, jobs=jobs, progress=False, unit="chunk", desc="dtype arguments"):
+            tried = [r["trying"] for r in outcome.reports if "trying" in r]
+            found += [r["called"] for r in outcome.reports if "called" in r]
+            if outcome.status != DONE and tried:
+                chunk = outcome.job.argument
+                rest = chunk[chunk.index(tried[-1]) + 1 :]
+                if rest:
+                    chunks.append(rest)
+    return sorted(found, key=lambda r: r["overload"])
+
+
+def _stage(cache: StageCache) -> Stage:
+    return cache.stage("dtype-arguments", __name__)
+
+
+def _facts(reports: list[dict[str, Any]]) -> dict[str, DtypeArgument]:
+    found = (DtypeArgument.from_json(r) for r in reports)
+    return {key: replace(fact, overload=key) for fact in found if (key := overload_key(fact.overload)) is not None}
+
+
+def load_dtype_arguments(cache: StageCache, jobs: int | None) -> dict[str, DtypeArgument]:
+    """Per overload ('to.dtype'), what its ScalarType argument did: from the cache, else called in workers and stored."""
+    return _facts(_stage(cache).get((), lambda: _called(jobs), list, cold="calling overloads with a dtype argument at each dtype, in workers (once)"))
+
+
+def cached_dtype_arguments(cache: StageCache) -> dict[str, DtypeArgument]:
+    """What ``load_dtype_arguments`` gives, when this code has called them already; else empty."""
+    return _facts(_stage(cache).read(kind=list) or [])
+
+
+def _returned_evidence(fact: DtypeArgument, slot: str) -> tuple[tuple[DType, ...], tuple[Evidence, ...]]:
+    """The dtypes the return slot takes, and the evidence: accepted, and each refusal with ATen's message."""
+    at = fact.returns.index(slot)
+    exact = fact.follows_argument(slot)
+    dtypes = canonical(asked if exact else returned[at] for asked, returned in fact.accepted if returned[at] is not None)
+    subject = f"{fact.argument} at each dtype, a call built from the schema"
+    said = "the return is the argument's value" if exact else "what it returned"
+    evidence = [Evidence(PROBE, f"{subject} ({said}): accepted", dtypes, (slot,), len(fact.accepted))]
+    for dtype, message in fact.refused:
+        evidence.append(Evidence(PROBE, f"{subject}{REJECTED}{message}", (dtype,), (slot,), 1))
+    return dtypes, tuple(evidence)
+
+
+def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgument | None) -> OverloadPlan | None:
+    """The plan with each tensor return its ScalarType argument sets taken out of its variable and given its own.
+
+    Where other evidence speaks for the returns, only when the argument was accepted at ``ARGUMENT_DTYPES``
+    dtypes or more and some return had its dtype in every accepted call (``_log_softmax_backward_data``'s
+    ``input_dtype``, accepted only beside inputs of its own dtype, sets nothing there); where none does
+    (``sparse_csr_tensor``), whatever the calls returned. A return that is the argument's value takes the dtypes the
+    argument was accepted at, any other return every dtype it returned; both keep what other calls
+    returned there (``linalg_vector_norm(float16 tensor)`` returns float16 with ``dtype=None``). Inputs
+    keep what the rest of the evidence says.
+    """
+    if fact is None or not fact.accepted:
+        return plan
+    plan = plan or OverloadPlan(name, ())
+    unbound = not {s for v in plan.variables for s in v.binds} & set(fact.returns)
+    if not unbound and (len(fact.accepted) < ARGUMENT_DTYPES or not any(fact.follows_argument(slot) for slot in fact.returns)):
+        return plan
+    kept = plan.kept({s for v in plan.variables for s in v.binds} - set(fact.returns))
+    variables = list(kept.variables)
+    for number, slot in enumerate(fact.returns):
+        dtypes, evidence = _returned_evidence(fact, slot)
+        theirs = next((v for v in plan.variables if slot in v.binds), None)
+        if theirs is not None:  # what other calls returned there stays (the argument at None, other inputs)
+            dtypes = canonical((*dtypes, *theirs.dtypes))
+            evidence = tuple(replace(e, slots=(slot,)) for e in theirs.evidence if not e.slots or slot in e.slots) + evidence
+        variables.append(Variable(f"R{number}~{fact.argument}", dtypes, (slot,), evidence))
+    return replace(kept, variables=tuple(variables))
