@@ -215,12 +215,14 @@ def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Var
         found = {str(x.dtype).removeprefix("torch.") for x in _elements(value) if isinstance(x, torch.Tensor)}
         if found:
             at[name] = found
+    of_slot = {slot: v for v in variables for slot in v.binds}
     if promotion is not None:
         computation = computation_dtype(promotion.kind, [x for a in promotion.args if a in bound for x in _elements(bound[a]) if x is not None])
         if computation is None:
             return False
+        if not all(_holds_result(at[a], computation, promotion.kind, of_slot.get(a)) for a in _written(overload) & set(promotion.args) & set(at)):
+            return False
         at.update({a: {computation} for a in promotion.args if a in at})
-    of_slot = {slot: v for v in variables for slot in v.binds}
     bound_to: dict[str, str] = {}
     for slot, dtypes in sorted(at.items(), key=lambda item: bool(getattr(of_slot.get(item[0]), "follows", ()))):
         if len(dtypes) > 1:
@@ -233,6 +235,24 @@ def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Var
         if dtype not in allowed or bound_to.setdefault(variable.name, dtype) != dtype:
             return False
     return True
+
+
+def _written(overload: str) -> set[str]:
+    """The arguments the overload writes into (``Tensor(a!) self``, ``out``), from torch's schema."""
+    return {a.name for a in aten_op(overload)._schema.arguments if a.alias_info is not None and a.alias_info.is_write}
+
+
+def _holds_result(dtypes: set[str], computation: str, kind: str, variable) -> bool:
+    """Whether a promoting argument the call writes into can hold its result: its dtype is declared and torch casts
+    the result to it (``int64.div_(int64)`` computes in float32: ``result type Float can't be cast to ... Long``)."""
+    import torch
+
+    result = {"always_bool": "bool", "complex_to_float": {"complex32": "float16", "complex64": "float32", "complex128": "float64"}.get(computation, computation)}.get(kind, computation)
+    if len(dtypes) != 1:
+        return False
+    (own,) = dtypes
+    declared = variable is None or own in {d.name for d in variable.dtypes}
+    return declared and torch.can_cast(getattr(torch, result), getattr(torch, own))
 
 
 def promoted_case_dtypes(case: Case, variables: tuple[Variable, ...], promotion: Promotion) -> frozenset[str]:

@@ -95,6 +95,9 @@ YAML = f"""\
 - func: where.self(C condition, T self, T other) -> T
   type_constraints: {{C: [torch.bool], T: {FLOATS}}}
   type_promotion: {{kind: default, args: [self, other]}}
+- func: div_.Tensor(T(a!) self, T other) -> T(a!)
+  type_constraints: {{T: {FLOATS}}}
+  type_promotion: {{kind: int_to_float, args: [self, other]}}
 """
 
 
@@ -164,6 +167,19 @@ def test_a_functional_return_must_have_the_kinds_result_dtype(tmp_path):
     (violation,) = checker.violations
     assert violation.kind == RESULT_DTYPE and violation.slot == "return.0"
     assert "return.0 has dtype torch.float32: the call computes in torch.float32 and its kind gives torch.bool" in str(violation)
+
+
+def test_a_written_promoting_argument_must_hold_the_result(declared):
+    """``int64.div_(int64)`` computes in float32, which torch does not cast into the int64 ``self`` it writes;
+    a float ``self`` holds it, whatever ``other`` is."""
+    i = torch.arange(1, 4)
+    raised = _raised(lambda: i.clone().div_(i), declared)
+    assert raised.violations[0].kind == RESULT_DTYPE and raised.violations[0].slot == "self"
+    assert raised.aten == ""  # an overload that writes into an argument is not run to ask ATen
+    with checking(declared, collect=True) as checker:
+        torch.ones(3).div_(i)
+        torch.ones(3).div_(torch.ones(3, dtype=torch.float64))
+    assert checker.violations == ()
 
 
 def test_promotion_declarations_pickle_with_their_line(declared):

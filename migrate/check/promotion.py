@@ -161,6 +161,8 @@ class CompiledPromotion:
     The promoting tensors' own dtypes are free: the variable binds the call's computation dtype. Its other
     slots hold the result (the computation dtype, or the kind's result for a return); in an overload that
     writes into an argument (in-place, out=) they hold any dtype of the set, which torch casts the result to.
+    A promoting argument the overload writes into (``self`` of ``div_``) is such a slot too: its dtype is in
+    the set and can hold the result (``torch.can_cast``: ``int64.div_(int64)`` computes in float32 and is refused).
     """
 
     kind: str
@@ -170,6 +172,7 @@ class CompiledPromotion:
     others: tuple[tuple[int, str, bool, bool], ...]  # the variable's other argument slots: (position, name, keyword-only, holds a list)
     returns: tuple[tuple[int, str, bool], ...]  # the variable's returns: (position, 'return.N', holds a list)
     mutates: bool
+    written: tuple[tuple[int, str, bool], ...] = ()  # the promoting arguments it writes into: (position, name, keyword-only)
 
 
 def compile_promotion(path: Path, declared: Any, func: Any, slots: Any, bound_arguments: list, bound_returns: list) -> tuple[CompiledPromotion | None, list, list]:
@@ -194,6 +197,7 @@ def compile_promotion(path: Path, declared: Any, func: Any, slots: Any, bound_ar
         tuple((position, name, keyword_only, holds) for index, position, name, keyword_only, holds in bound_arguments if index == variable and name not in promotion.args),
         tuple((position, name, holds) for index, position, name, holds in bound_returns if index == variable),
         slots.mutates,
+        tuple((positions[name][0], name, positions[name][1]) for name in promotion.args if name in torch_private.written_arguments(func)),
     )
     rest_arguments = [a for a in bound_arguments if a[0] != variable]
     rest_returns = [r for r in bound_returns if r[0] != variable]
@@ -224,6 +228,16 @@ def _holds(promotion: CompiledPromotion, dtype: torch.dtype, expected: torch.dty
     return dtype in allowed if promotion.mutates else dtype == expected
 
 
+def _written_hold(promotion: CompiledPromotion, dtype: torch.dtype, own: frozenset[torch.dtype], args: tuple, kwargs: dict) -> Iterator[tuple[str, torch.dtype]]:
+    """(name, dtype) of each promoting argument the call writes into that cannot hold its result: not in the set,
+    or a dtype torch does not cast the result to (``result type Float can't be cast to the desired output type Long``)."""
+    result = result_dtype(dtype, promotion.kind)
+    for position, name, keyword_only in promotion.written:
+        value = _value(args, kwargs, position, name, keyword_only)
+        if isinstance(value, torch.Tensor) and (value.dtype not in own or not torch.can_cast(result, value.dtype)):
+            yield name, value.dtype
+
+
 def promoted_arguments_fit(promotion: CompiledPromotion, allowed: tuple[frozenset[torch.dtype], ...], args: tuple, kwargs: dict, seen: list[Any]) -> bool:
     """The fast check of a call's arguments; sets the variable's dtype in ``seen`` to the computation dtype.
 
@@ -245,7 +259,7 @@ def promoted_arguments_fit(promotion: CompiledPromotion, allowed: tuple[frozense
         return True
     seen[promotion.variable] = dtype
     own = allowed[promotion.variable]
-    fits = dtype in own
+    fits = dtype in own and not any(_written_hold(promotion, dtype, own, args, kwargs))
     for position, name, keyword_only, holds_list in promotion.others:
         for _, found in _tensors(_value(args, kwargs, position, name, keyword_only), holds_list):
             fits = _holds(promotion, found, dtype, own) and fits
@@ -282,6 +296,9 @@ def promotion_violations(
     if dtype not in own:
         found.append((COMPUTED_OUTSIDE_SET, slot, dtype, f"{took}; {line}"))
     where_to = "an argument it writes" if promotion.mutates else ""
+    for name, held in _written_hold(promotion, dtype, own, args, kwargs):
+        result = _name(result_dtype(dtype, promotion.kind))
+        found.append((RESULT_DTYPE, name, held, f"the call computes {result} and writes it into {name}, whose dtype must be in the set and one torch casts {result} to ({line})"))
     for position, name, keyword_only, holds_list in promotion.others:
         for suffix, held in _tensors(_value(args, kwargs, position, name, keyword_only), holds_list):
             if not _holds(promotion, held, dtype, own):

@@ -220,6 +220,13 @@ def argument_positions(func: Any) -> dict[str, tuple[int, bool]]:
     return {argument.name: (position, argument.kwarg_only) for position, argument in enumerate(schema.arguments)}
 
 
+@functools.cache
+def written_arguments(func: Any) -> frozenset[str]:
+    """The arguments an overload writes into (``Tensor(a!) self`` of an in-place overload, ``out``)."""
+    schema = _attribute(func, "_schema", "OpOverload._schema")
+    return frozenset(a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write)
+
+
 def overload_schema(func: Any) -> Any:
     """An OpOverload's FunctionSchema (``torch._C.FunctionSchema``: arguments with types and defaults)."""
     return _attribute(func, "_schema", "OpOverload._schema")
