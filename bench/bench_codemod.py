@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from migrate.cache import StageCache  # noqa: E402
 from migrate.torchlib_source.resolve import installed_torchlib, scan_torchlib  # noqa: E402
-from migrate.infer import Sources, infer_plan  # noqa: E402
+from migrate.evidence.gather import Sources  # noqa: E402
+from migrate.infer import infer_plan  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402
 from migrate.model.plan import Plan, Variable  # noqa: E402
 from migrate.write.torchlib.rewrite import rewrite_torchlib  # noqa: E402

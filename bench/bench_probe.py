@@ -27,7 +27,8 @@ from migrate.evidence.opinfo.sweep import SweepCache, run_opinfos
 from migrate.evidence.probe.merge import probe_plans_from_sweep, probe_summary
 from migrate.runtime.runs import SweepResult, SweepStats
 from migrate.runtime.processes import DEFAULT_TIMEOUT
-from migrate.infer import Sources, infer_plan
+from migrate.evidence.gather import Sources
+from migrate.infer import infer_plan
 from migrate.model.native import NativeFunctions, installed_native_functions
 
 

@@ -2,9 +2,14 @@
 
 For every truth case and each of the 21 dtypes, the yaml declares the dtype or not (read with
 its sibling type_constraints.yaml; a slot left plain ``Tensor`` declares every dtype), and
-ATen accepts it or not (the case's verdict). Agreement is the share of (case, dtype) pairs
-where both say the same; a false claim is declared but rejected, a miss accepted but not
-declared. The verdicts depend only on torch and the suite's code, and are cached under the
+ATen accepts it or not (the case's verdict). Where the entry has a ``type_promotion:`` line, a case's dtype is
+judged the same way on its calls. Each mixed call (tensors of different dtypes) is
+declared when the computation dtype the entry's ``type_promotion:`` gives it (torch's own
+``elementwise_dtypes``) is in the promoted variable's set and every other slot's dtype in its
+own; without the line, when every slot's dtype is in its variable's set and slots sharing a
+variable agree. Agreement is the share of (case, dtype) pairs and mixed calls where both say
+the same, reported apart and together; a false claim is declared but rejected, a miss accepted
+but not declared. The verdicts depend only on torch and the suite's code, and are cached under the
 cache folder (``truth/``), so scoring again takes a second.
 
     PYTHONPATH=$PWD python -m bench.bench_truth /tmp/before/out/native_functions.yaml
@@ -23,8 +28,9 @@ from migrate.model.declared import declared_variables
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import Variable
-from tests.truth.cases import CASES, Case
-from tests.truth.runner import DTYPES, Verdict, run_cases
+from migrate.model.promotion import PROMOTION_KEY, Promotion
+from tests.truth.cases import CASES, MIXED, Case, Mixed
+from tests.truth.runner import DTYPES, Verdict, aten_op, run_cases, run_mixed
 
 
 ISSUE_ROWS: tuple[tuple[str, str], ...] = (
@@ -41,6 +47,24 @@ ISSUE_ROWS: tuple[tuple[str, str], ...] = (
 def truth_verdicts(cache: StageCache) -> dict[str, dict[str, Verdict]]:
     """Every case's verdicts, from the ``truth`` stage when torch and the suite's code are unchanged."""
     return cache.stage("truth", "tests.truth.cases", "tests.truth.runner").get((), run_cases, dict, cold="running the truth suite's calls (once)")
+
+
+def mixed_verdicts(cache: StageCache) -> dict[str, Verdict]:
+    """Every mixed call's verdict, from the ``truth-mixed`` stage when torch and the suite's code are unchanged."""
+    return cache.stage("truth-mixed", "tests.truth.cases", "tests.truth.runner").get((), run_mixed, dict, cold="running the truth suite's mixed calls (once)")
+
+
+@dataclass(frozen=True)
+class MixedRow:
+    """One mixed call: whether the yaml declares it, and what ATen did."""
+
+    call: Mixed
+    declared: bool
+    verdict: Verdict
+
+    @property
+    def agrees(self) -> bool:
+        return self.declared == self.verdict.accepted
 
 
 @dataclass(frozen=True)
@@ -67,6 +91,23 @@ class Row:
 class Score:
     rows: tuple[Row, ...]
     absent: tuple[str, ...]  # truth overloads the yaml has no entry for
+    mixed: tuple[MixedRow, ...] = ()
+
+    @property
+    def diagonal_agreement(self) -> float:
+        return sum(r.agrees for r in self.judged) / len(self.judged)
+
+    @property
+    def mixed_agreement(self) -> float:
+        return sum(r.agrees for r in self.mixed) / len(self.mixed) if self.mixed else 1.0
+
+    @property
+    def mixed_false_claims(self) -> tuple[MixedRow, ...]:
+        return tuple(r for r in self.mixed if r.declared and not r.verdict.accepted)
+
+    @property
+    def mixed_misses(self) -> tuple[MixedRow, ...]:
+        return tuple(r for r in self.mixed if r.verdict.accepted and not r.declared)
 
     @property
     def judged(self) -> tuple[Row, ...]:
@@ -74,7 +115,8 @@ class Score:
 
     @property
     def agreement(self) -> float:
-        return sum(r.agrees for r in self.judged) / len(self.judged)
+        """Diagonal verdicts and mixed calls together."""
+        return (sum(r.agrees for r in self.judged) + sum(r.agrees for r in self.mixed)) / (len(self.judged) + len(self.mixed))
 
     @property
     def false_claims(self) -> tuple[Row, ...]:
@@ -131,6 +173,84 @@ def declared_dtypes(case: Case, variables: tuple[Variable, ...]) -> frozenset[st
     return dtypes
 
 
+def computation_dtype(kind: str, values: list) -> str | None:
+    """The dtype a kernel of this promotion kind is dispatched on for these promoted values (never the wider opmath
+    type); None when torch refuses to promote them (float8 beside float32)."""
+    import torch
+    from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+    try:
+        promoted, _ = elementwise_dtypes(*values, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.NO_OPMATH)
+        tensors = {x.dtype for x in values if isinstance(x, torch.Tensor)}
+        for a in tensors:
+            for b in tensors:
+                torch.promote_types(a, b)  # ATen's own table refuses some pairs (uint16 with int8, float8 with float32)
+    except Exception:
+        return None
+    if kind == "int_to_float" and not (promoted.is_floating_point or promoted.is_complex):
+        promoted = torch.get_default_dtype()
+    elif kind == "bool_to_long" and promoted == torch.bool:
+        promoted = torch.int64
+    return str(promoted).removeprefix("torch.")
+
+
+def _elements(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def declared_mixed(call: Mixed, variables: tuple[Variable, ...], promotion: Promotion | None) -> bool:
+    """Whether the yaml declares this mixed call (see the module's docstring)."""
+    return declared_call(call.overload, *call.call(), variables, promotion)
+
+
+def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Variable, ...], promotion: Promotion | None) -> bool:
+    """Whether the yaml declares this call: the promoted arguments at their computation dtype, every tensor slot's
+    dtype in its variable's set, and the slots of one variable at one dtype."""
+    import torch
+
+    names = [a.name for a in aten_op(overload)._schema.arguments]
+    bound = dict(zip(names, args)) | kwargs
+    at: dict[str, set[str]] = {}  # each tensor slot's dtypes in this call
+    for name, value in bound.items():
+        found = {str(x.dtype).removeprefix("torch.") for x in _elements(value) if isinstance(x, torch.Tensor)}
+        if found:
+            at[name] = found
+    if promotion is not None:
+        computation = computation_dtype(promotion.kind, [x for a in promotion.args if a in bound for x in _elements(bound[a]) if x is not None])
+        if computation is None:
+            return False
+        at.update({a: {computation} for a in promotion.args if a in at})
+    of_slot = {slot: v for v in variables for slot in v.binds}
+    bound_to: dict[str, str] = {}
+    for slot, dtypes in sorted(at.items(), key=lambda item: bool(getattr(of_slot.get(item[0]), "follows", ()))):
+        if len(dtypes) > 1:
+            return False  # one list's elements of different dtypes: one variable cannot bind them
+        (dtype,) = dtypes
+        variable = of_slot.get(slot)
+        if variable is None:
+            continue
+        allowed = {d.name for d in variable.dtypes} | {bound_to[f] for f in getattr(variable, "follows", ()) if f in bound_to}
+        if dtype not in allowed or bound_to.setdefault(variable.name, dtype) != dtype:
+            return False
+    return True
+
+
+def promoted_case_dtypes(case: Case, variables: tuple[Variable, ...], promotion: Promotion) -> frozenset[str]:
+    """The dtypes for which some alternative call of the case is declared, judged by its computation dtype
+    (``exp`` of an int64 tensor computes in float32: the yaml declares it through ``int_to_float``)."""
+    import warnings
+
+    import torch
+
+    found = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for dtype in DTYPES:
+            if any(declared_call(case.overload, *build(getattr(torch, dtype)), variables, promotion) for build in case.calls):
+                found.add(dtype)
+    return frozenset(found)
+
+
 def other_device_dtypes(report: Path) -> dict[tuple[str, str], frozenset[str]]:
     """Per (overload, slot), the dtypes a run's ``--report`` declares from another device's claim only."""
     found = {}
@@ -148,6 +268,8 @@ def score(
     verdicts: dict[str, dict[str, Verdict]],
     cases: tuple[Case, ...] = CASES,
     other_device: dict[tuple[str, str], frozenset[str]] | None = None,
+    mixed: dict[str, Verdict] | None = None,
+    mixed_calls: tuple[Mixed, ...] = MIXED,
 ) -> Score:
     native = NativeFunctions.load(native_functions)
     sets = GlobalSetsFile.load(sibling_constraints_path(Path(native_functions))).by_name
@@ -157,10 +279,25 @@ def score(
         if entry is None:
             absent.append(case.overload)
             continue
-        declared = declared_dtypes(case, declared_variables(native, entry, sets))
+        variables = declared_variables(native, entry, sets)
+        raw = native.fields(entry).get(PROMOTION_KEY)
+        promotion = Promotion.from_mapping(raw) if raw is not None else None
+        if promotion is not None and set(case.slots) & set(promotion.args):
+            declared = promoted_case_dtypes(case, variables, promotion)
+        else:
+            declared = declared_dtypes(case, variables)
         elsewhere = frozenset.union(frozenset(), *((other_device or {}).get((case.overload, slot), frozenset()) for slot in case.slots))
         rows += [Row(case, dtype, dtype in declared, verdicts[case.key][dtype], dtype in elsewhere) for dtype in DTYPES]
-    return Score(tuple(rows), tuple(sorted(set(absent))))
+    mixed_rows = []
+    for call in mixed_calls if mixed is not None else ():
+        entry = native.by_name.get(call.overload)
+        if entry is None:
+            absent.append(call.overload)
+            continue
+        raw = native.fields(entry).get(PROMOTION_KEY)
+        promotion = Promotion.from_mapping(raw) if raw is not None else None
+        mixed_rows.append(MixedRow(call, declared_mixed(call, declared_variables(native, entry, sets), promotion), mixed[call.key]))
+    return Score(tuple(rows), tuple(sorted(set(absent))), tuple(mixed_rows))
 
 
 def _dtype_list(rows) -> str:
@@ -171,14 +308,23 @@ def report(result: Score, worst: int) -> str:
     rows = result.rows
     overloads = {r.case.overload for r in rows}
     claims, misses = result.false_claims, result.misses
+    mixed = result.mixed
     lines = [
         f"truth: {len(rows) // len(DTYPES)} cases on {len(overloads)} overloads x {len(DTYPES)} dtypes = {len(rows)} verdicts"
-        f" ({sum(r.verdict.accepted for r in rows)} accepted)",
-        f"agreement: {100 * result.agreement:.2f}% ({sum(r.agrees for r in result.judged)}/{len(result.judged)}); "
+        f" ({sum(r.verdict.accepted for r in rows)} accepted); {len(mixed)} mixed calls on {len({r.call.overload for r in mixed})} overloads"
+        f" ({sum(r.verdict.accepted for r in mixed)} accepted)",
+        f"agreement: {100 * result.agreement:.2f}% in all; diagonal {100 * result.diagonal_agreement:.2f}% "
+        f"({sum(r.agrees for r in result.judged)}/{len(result.judged)}), mixed {100 * result.mixed_agreement:.2f}% "
+        f"({sum(r.agrees for r in mixed)}/{len(mixed)}); "
         f"{len(rows) - len(result.judged)} declared for another device (OpInfo's CUDA claim) that the CPU refuses, set apart",
-        f"false claims (declared, ATen rejects): {len(claims)} on {len({r.case.overload for r in claims})} overloads",
-        f"misses (ATen accepts, not declared): {len(misses)} on {len({r.case.overload for r in misses})} overloads",
+        f"false claims (declared, ATen rejects): diagonal {len(claims)} on {len({r.case.overload for r in claims})} overloads, "
+        f"mixed {len(result.mixed_false_claims)}",
+        f"misses (ATen accepts, not declared): diagonal {len(misses)} on {len({r.case.overload for r in misses})} overloads, "
+        f"mixed {len(result.mixed_misses)}",
     ]
+    for r in result.mixed_false_claims + result.mixed_misses:
+        said = "accepts" if r.verdict.accepted else f"rejects ({r.verdict.message[:90]})"
+        lines.append(f"  mixed {r.call.key}: declared {'yes' if r.declared else 'no'}; ATen {said}")
     if result.absent:
         lines.append(f"overloads the yaml lacks: {', '.join(result.absent)}")
     lines.append(f"worst {worst} overloads (disagreements of {len(DTYPES)} dtypes per case):")
@@ -212,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, default=None, help="the run's --report: sets apart the dtypes declared for another device")
     args = parser.parse_args(argv)
     other_device = other_device_dtypes(args.report) if args.report is not None else None
-    result = score(args.native_functions, truth_verdicts(StageCache.at(args.cache_dir)), other_device=other_device)
+    cache = StageCache.at(args.cache_dir)
+    result = score(args.native_functions, truth_verdicts(cache), other_device=other_device, mixed=mixed_verdicts(cache))
     print(report(result, args.worst))
     if args.json is not None:
         wrong = [
@@ -220,7 +367,13 @@ def main(argv: list[str] | None = None) -> int:
             for r in result.judged
             if not r.agrees
         ]
-        args.json.write_text(json.dumps({"agreement": result.agreement, "disagreements": wrong}, indent=1) + "\n")
+        wrong += [
+            {"mixed": r.call.key, "declared": r.declared, "accepted": r.verdict.accepted, "message": r.verdict.message}
+            for r in result.mixed
+            if not r.agrees
+        ]
+        summary = {"agreement": result.agreement, "diagonal": result.diagonal_agreement, "mixed": result.mixed_agreement}
+        args.json.write_text(json.dumps(summary | {"disagreements": wrong}, indent=1) + "\n")
     return 0
 
 

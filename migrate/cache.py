@@ -60,7 +60,7 @@ def _module_path(name: str) -> Path | None:
     return None
 
 
-def _imported(path: Path, module: str) -> set[str]:
+def imported_modules(path: Path, module: str) -> set[str]:
     """The tool's modules a module imports anywhere in its body (lazy imports too)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
@@ -94,7 +94,7 @@ def code_digest(*modules: str) -> str:
             if name in seen or path is None:
                 continue
             seen[name] = path
-            todo += sorted(_imported(path, name) - seen.keys())
+            todo += sorted(imported_modules(path, name) - seen.keys())
         paths = sorted(set(seen.values()))
     else:
         paths = sorted(p for package in _OWN_PACKAGES for p in (_TOP / package).rglob("*.py"))

@@ -1,4 +1,6 @@
-"""The command line: thin adapters from arguments to a ``Session`` (``migrate.pipeline``).
+"""The command line: thin adapters from arguments to a ``Session`` (``migrate.pipeline``) and the output writer
+(``migrate.write.outputs``): each command parses its arguments into ``Options`` (and a ``RunRequest``), asks the
+session, and prints or writes what it answers.
 
 Exit codes: 0 done, 1 changes pending under ``--check``, 2 bad input or usage, 3 ``verify`` found violations,
 141 when the reader of the output left (as a shell reports SIGPIPE).
@@ -16,9 +18,21 @@ from dataclasses import replace
 from pathlib import Path
 
 from migrate.errors import InputError
-from migrate.pipeline import EVIDENCE, Options, Session
+from migrate.pipeline import (
+    AUTOCAST_KEYS,
+    EVIDENCE,
+    Options,
+    RunRequest,
+    Session,
+    autocast_registrations,
+    lowered,
+    promotion_comparison,
+    promotion_rules,
+    reference,
+)
+from migrate.write.outputs import Output, commit, print_diff, unified_diff
 
-EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT, EXIT_VIOLATIONS = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
 
 COMMANDS_HELP = """commands (dtype-migrate COMMAND --help for each):
@@ -29,6 +43,8 @@ COMMANDS_HELP = """commands (dtype-migrate COMMAND --help for each):
   export-check    export each declared dtype with torch.onnx.export(dynamo=True) and run it in onnxruntime
   autocast-gen    write the C++ autocast registration blocks from the yaml's autocast lines
   promotion-gen   write torch.onnx's type promotion rules from the yaml's type_promotion lines (--compare: against torch's)
+  docs FILE       write the dtype reference (OperatorDtypes.md, autocast.md, index.html) from an annotated yaml
+  accepts NAME    whether an annotated yaml declares a call's dtypes (exit 0 declared, 1 not)
 
 example:
   dtype-migrate --op scaled_dot_product_attention --dry-run"""
@@ -100,12 +116,11 @@ def _options(args: argparse.Namespace) -> Options:
 
 
 def run(args: argparse.Namespace) -> int:
-    from migrate.write.outputs import commit, print_diff, unified_diff
-
     session = Session(_options(args))
     if not (args.dry_run or args.check or args.out is not None):
         session.refuse_installed(args.yaml_only)
-    migration = session.migrate(args.plan, args.overwrite, args.yaml_only, args.out, args.report, args.export_check)
+    request = RunRequest(args.plan, args.overwrite, args.yaml_only, args.out, args.report, args.export_check)
+    migration = session.migrate(request)
     text = migration.text
     if args.dry_run:
         print_diff(unified_diff(list(migration.outputs)))
@@ -120,6 +135,15 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _emit(data: bytes, output: Path | None) -> None:
+    """A generated file's bytes to ``output`` (atomically), or to standard output."""
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        commit([Output(output.name, output, output, output.read_bytes() if output.exists() else None, data)])
+
+
 def _lower_parser() -> argparse.ArgumentParser:
     parser = _parser("dtype-migrate lower", "Write the plain yaml: every type variable back to Tensor.", "dtype-migrate lower out/native_functions.yaml -o plain.yaml")
     parser.add_argument("file", type=Path)
@@ -128,23 +152,8 @@ def _lower_parser() -> argparse.ArgumentParser:
 
 
 def run_lower(args: argparse.Namespace) -> int:
-    from migrate.model.native import NativeFunctions
-    from migrate.write.native_functions import lower
-
-    _emit(lower(NativeFunctions.load(args.file)).encode("utf-8"), args.output)
+    _emit(lowered(args.file), args.output)
     return EXIT_OK
-
-
-def _emit(data: bytes, output: Path | None) -> None:
-    """A generated file's bytes to ``output`` (atomically), or to standard output."""
-    from migrate.write.outputs import Output, commit
-
-    if output is None:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-    else:
-        before = output.read_bytes() if output.exists() else None
-        commit([Output(output.name, output, output, before, data)])
 
 
 def _show_parser() -> argparse.ArgumentParser:
@@ -173,20 +182,13 @@ def _verify_parser() -> argparse.ArgumentParser:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from migrate.audit.verify import EXIT_VIOLATIONS, report, verify_declarations
-
     session = Session(_options(args))
     if args.autocast:  # contradictions are findings: exit 0
-        from migrate.audit.autocast import report as autocast_report
-
-        sys.stdout.write(autocast_report(session.native, session.sets_file.by_name, session.autocast_dtypes(), session.selected))
+        sys.stdout.write(session.autocast_contradictions().text)
         return EXIT_OK
-    result = verify_declarations(session.native, session.selected, session.opinfos_reaching(session.selected), args.jobs)
-    if result is None:
-        print(f"verify: {session.native_path} declares no type variable{' for the selected overloads' if args.op else ''}: nothing to check")
-        return EXIT_OK
-    sys.stdout.write(report(result, session.native_path))
-    return EXIT_VIOLATIONS if result.found else EXIT_OK
+    found = session.verify()
+    sys.stdout.write(found.text)
+    return EXIT_VIOLATIONS if found.failed else EXIT_OK
 
 
 def _export_check_parser() -> argparse.ArgumentParser:
@@ -204,38 +206,22 @@ def _export_check_parser() -> argparse.ArgumentParser:
 
 
 def run_export_check(args: argparse.Namespace) -> int:
-    from migrate.audit.export import missing, missing_text, reached_calls, report_json, table
-    from migrate.cache import store
-
     session = Session(replace(_options(args), refresh=False))
-    result, conflicts, declared = session.export_check(args.refresh)
-    provisioning = missing(result, declared, reached_calls(declared, session.cache)) if args.missing else None
-    sys.stdout.write(table(result) if provisioning is None else missing_text(provisioning))
-    if conflicts is not None:
-        gaps = ", ".join(f"{conflicts[k]} {k}" for k in ("confirmed", "refuted", "unchecked"))
-        sys.stdout.write(f"export coverage gaps: {gaps} (of {conflicts['conflicts']})\n")
-    if args.report is not None:
-        store(args.report, report_json(result, conflicts, provisioning).encode())
+    sys.stdout.write(session.export_check(args.refresh, args.missing, args.report).text)
     return EXIT_OK
 
 
 def _autocast_gen_parser() -> argparse.ArgumentParser:
-    from migrate.model.autocast import KEYS
-
     parser = _parser("dtype-migrate autocast-gen", "Write the C++ autocast registration blocks from the yaml.", "dtype-migrate autocast-gen out/native_functions.yaml --key CPU")
     parser.add_argument("file", type=Path)
-    parser.add_argument("--key", action="append", choices=KEYS, help="only this autocast key (repeatable; default: every key the file annotates)")
+    parser.add_argument("--key", action="append", choices=AUTOCAST_KEYS, help="only this autocast key (repeatable; default: every key the file annotates)")
     parser.add_argument("--header", type=Path, help="the autocast_mode.h whose shared lists to use (default: the installed torch's)")
     parser.add_argument("-o", "--output", type=Path, help="write here (default: standard output)")
     return parser
 
 
 def run_autocast_gen(args: argparse.Namespace) -> int:
-    from migrate.autocast_source import installed_header
-    from migrate.model.native import NativeFunctions
-    from migrate.write.autocast_gen import generate
-
-    text, skipped = generate(NativeFunctions.load(args.file), (args.header or installed_header()).read_text(), args.key)
+    text, skipped = autocast_registrations(args.file, args.header, args.key)
     for name in skipped:
         sys.stderr.write(f"dtype-migrate: warning: not generated: {name}\n")
     _emit(text.encode(), args.output)
@@ -255,21 +241,71 @@ def _promotion_gen_parser() -> argparse.ArgumentParser:
 
 
 def run_promotion_gen(args: argparse.Namespace) -> int:
-    from migrate.model.native import NativeFunctions
-    from migrate.write.promotion_gen import generate
-
-    native = NativeFunctions.load(args.file)
     if args.compare:
-        from migrate.audit.promotion_rules import compare, report
-
-        sys.stdout.write(report(compare(native)))
+        sys.stdout.write(promotion_comparison(args.file))
         if args.output is None:
             return EXIT_OK
-    text, disagreeing = generate(native)
-    for found in disagreeing:
-        sys.stderr.write(f"dtype-migrate: {found.rule.op_name}: its overloads disagree ({found.disagreement}); wrote {found.rule.brief()}\n")
+    text, disagreements = promotion_rules(args.file)
+    for line in disagreements:
+        sys.stderr.write(f"dtype-migrate: {line}\n")
     _emit(text.encode(), args.output)
     return EXIT_OK
+
+
+def _docs_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "dtype-migrate docs",
+        "Write the dtype reference from an annotated yaml: OperatorDtypes.md, autocast.md and index.html (one self-contained page).",
+        "dtype-migrate docs out/native_functions.yaml --report out/report.json -o out/reference",
+    )
+    parser.add_argument("file", type=Path, help="the annotated native_functions.yaml (its type_constraints.yaml beside it)")
+    parser.add_argument("-o", "--output", type=Path, default=Path("."), metavar="DIR", help="where the three files go (default: .)")
+    parser.add_argument("--report", type=Path, metavar="FILE", help="the run's --report: each dtype's verdict, its evidence and ATen's messages")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the files in DIR differ from what would be generated")
+    return parser
+
+
+def run_docs(args: argparse.Namespace) -> int:
+    outputs = reference(args.file, args.report, args.output)
+    stale = [o.display for o in outputs if o.changed]
+    if args.check:
+        for name in stale:
+            sys.stderr.write(f"dtype-migrate docs: {args.output / name} is not what {args.file} generates\n")
+        return EXIT_PENDING if stale else EXIT_OK
+    commit(outputs)
+    sys.stderr.write(f"wrote {len(stale)} of {len(outputs)} files under {args.output}\n")
+    return EXIT_OK
+
+
+def _accepts_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "dtype-migrate accepts",
+        "Whether an annotated yaml declares a call's dtypes, as the runtime checker judges it; exit 0 declared, 1 not declared.",
+        "dtype-migrate accepts add.Tensor self=uint16 other=float64:0d --native-functions out/native_functions.yaml",
+    )
+    parser.add_argument("name", help="the overload: aten::name.overload or name.overload")
+    parser.add_argument(
+        "values",
+        nargs="*",
+        metavar="ARG=VALUE",
+        help="a dtype (uint16), a 0-dim tensor (float64:0d), a scalar (2.5), None, or a list ([float32,int64]); return.0=DTYPE judges a return",
+    )
+    parser.add_argument("--native-functions", type=Path, metavar="FILE", required=True, help="the annotated yaml (its type_constraints.yaml beside it)")
+    return parser
+
+
+def run_accepts(args: argparse.Namespace) -> int:
+    from migrate.api import load_declarations  # the public API, beside the pipeline; it imports torch
+
+    values = {}
+    for text in args.values:
+        slot, equals, value = text.partition("=")
+        if not equals or not slot:
+            raise InputError(f"{text!r}: expected ARG=VALUE")
+        values[slot] = value
+    verdict = load_declarations(args.native_functions).accepts(args.name, **values)
+    sys.stdout.write(str(verdict))
+    return EXIT_OK if verdict else EXIT_PENDING
 
 
 COMMANDS = {
@@ -279,6 +315,8 @@ COMMANDS = {
     "export-check": (run_export_check, _export_check_parser),
     "autocast-gen": (run_autocast_gen, _autocast_gen_parser),
     "promotion-gen": (run_promotion_gen, _promotion_gen_parser),
+    "docs": (run_docs, _docs_parser),
+    "accepts": (run_accepts, _accepts_parser),
 }
 
 

@@ -1,59 +1,50 @@
 """``dtype-migrate show NAME``: what each evidence source says about an overload, for a reviewer.
 
-Each source contributes one section (a function of the context and an overload
-name); a new source adds its function to ``SECTIONS``. Sources are computed lazily,
-so showing one overload costs only the sources it prints.
+Each source contributes one section (a function of the context and an overload name); a new
+source adds its function to ``SECTIONS``. ``show`` builds nothing itself: it asks the ``Session``
+for each source's evidence of the overload (from the caches a run fills; nothing is run) and prints it.
 
-Dtype sets are spelled by name, as the written yaml spells them (a set of the target's
-type_constraints.yaml, else torchlib's TypeVar of that set, else the name composed from
-PyTorch's dtype groups), and no line is longer than ``WIDTH``; ``-v`` prints the full
-dtype lists, every line whole, and the messages of the dtypes ATen refused.
+Dtype sets are spelled by name, as the written yaml names them (``Session.set_name``: a set of the
+target's type_constraints.yaml, else torchlib's TypeVar of that set unless the file gives the name
+another set, else the name composed from PyTorch's dtype groups), and no line is longer than
+``WIDTH``; ``-v`` prints the full dtype lists, every line whole, and the messages of the dtypes ATen
+refused.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
-from migrate.torchlib_source.resolve import OverloadIndex, TorchlibEvidence
-from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical, format_set
-from migrate.model.named_sets import composed_name
+from migrate.model.dtypes import TENSOR_DTYPES, canonical, format_set
 from migrate.model.plan import GlobalSet
-from migrate.pipeline import Session
+from migrate.pipeline import OverloadEvidence, Session
+from migrate.torchlib_source.resolve import OverloadIndex, TorchlibEvidence
 
 WIDTH = 200  # characters of a line of the default output
 
 
 class ShowContext:
-    """The inputs of one ``show`` run; each evidence source is computed on first use."""
+    """The inputs of one ``show`` run: the session, and what every runtime source and autocast say about each overload
+    shown (``Session.evidence_of``)."""
 
-    def __init__(self, session: Session, verbose: bool = False):
+    def __init__(self, session: Session, verbose: bool = False, evidence: dict[str, OverloadEvidence] | None = None):
         self.session = session
         self.native = session.native
         self.index = OverloadIndex(self.native)
         self.verbose = verbose
+        self.evidence = evidence or {}
 
     @property
     def file_sets(self) -> dict[str, GlobalSet]:
         """The global sets of the target's type_constraints.yaml, by name."""
         return self.session.sets_file.by_name
 
-    @functools.cached_property
-    def set_names(self) -> dict[tuple[DType, ...], str]:
-        """Names sets have already: the target's type_constraints.yaml first, then torchlib's TypeVars."""
-        names: dict[tuple[DType, ...], str] = {}
-        for global_set in self.session.sets_file.sets:
-            names.setdefault(global_set.dtypes, global_set.name)
-        for global_set in sorted(self.torchlib.global_sets, key=lambda g: (len(g.name), g.name)):
-            names.setdefault(global_set.dtypes, global_set.name)
-        return names
-
     def spell(self, dtypes) -> str:
         """A dtype set by its name; its full list with -v."""
         dtypes = canonical(dtypes)
         if self.verbose or not dtypes:
             return format_set(dtypes)
-        return self.set_names.get(dtypes) or composed_name(dtypes)
+        return self.session.set_name(dtypes)
 
     def fit(self, line: str) -> str:
         return line if self.verbose or len(line) <= WIDTH else line[: WIDTH - 1] + "…"
@@ -61,36 +52,6 @@ class ShowContext:
     @property
     def torchlib(self) -> TorchlibEvidence:
         return self.session.torchlib
-
-    @functools.cached_property
-    def sweep(self):
-        """The OpInfo runs in the cache (show runs nothing: a run of the tool fills the cache)."""
-        from migrate.runtime.runs import SweepResult, SweepStats
-
-        catalogue, found = self.session.cached_runs()
-        runs = tuple(found.values())
-        return SweepResult(runs, catalogue, SweepStats(len(catalogue), 0, len(runs), sum(r.samples for r in runs), 0.0))
-
-    @functools.cached_property
-    def aliases(self):
-        """Alias overloads and what they stand for, from the cached catalogue and forwards table."""
-        from migrate.evidence.opinfo.aliases import alias_overloads
-        from migrate.evidence.opinfo.forwards import load_forwards
-
-        pairs = {pair for entry in self.sweep.catalogue for pair in entry.aliases}
-        return alias_overloads(self.native, pairs, load_forwards(self.session.cache)[0])
-
-    @functools.cached_property
-    def autocast(self):
-        """The autocast policies per key (observed runs are cached; a cold cache observes once, in seconds)."""
-        from migrate.evidence.autocast.policies import autocast_policies
-
-        return autocast_policies(self.native.by_name, self.session.cache)
-
-    def observed(self, overload: str):
-        from migrate.runtime.runs import overload_key
-
-        return [o for o in self.sweep.observations if overload_key(o.overload) == overload]
 
 
 Section = Callable[[ShowContext, str], list[str]]
@@ -166,55 +127,33 @@ def _variable_lines(context: ShowContext, plan, source: str) -> list[str]:
 
 def opinfo_section(context: ShowContext, overload: str) -> list[str]:
     """The variables the cached OpInfo observations give, with the OpInfos behind each."""
-    from migrate.evidence.opinfo.observations import plans_from_observations
     from migrate.model.plan import OPINFO
 
-    plan = plans_from_observations(context.observed(overload), context.sweep.catalogue).get(overload)
-    if plan is None:
-        return [f"opinfo: not observed in the {len(context.sweep.runs)} cached OpInfo runs"]
-    return ["opinfo:"] + _variable_lines(context, plan, OPINFO)
-
-
-def _probe_plan(context: ShowContext, overload: str):
-    """The overload's probe plan as a run makes it: its probed calls, and the calls built from its schema when it was observed."""
-    from migrate.evidence.derived import probed_calls
-    from migrate.evidence.probe.merge import probe_plans
-    from migrate.evidence.probe.schema_calls import cached_schema_calls
-    from migrate.runtime.runs import overload_key
-
-    probed = tuple(p for p in context.sweep.probes if overload_key(p.overload) == overload)
-    built = tuple(c for c in cached_schema_calls(context.session.cache) or () if overload_key(c.overload) == overload)
-    observed = context.observed(overload)
-    return probe_plans(probed_calls(probed, built, frozenset([overload] if observed else [])), observed).get(overload)
+    evidence = context.evidence[overload]
+    if evidence.opinfo is None:
+        return [f"opinfo: not observed in the {evidence.cached_runs} cached OpInfo runs"]
+    return ["opinfo:"] + _variable_lines(context, evidence.opinfo, OPINFO)
 
 
 def probe_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted (and refused, with its message) when the overload was called with slots cast."""
-    from migrate.evidence.probe.follows import follows_facts
-    from migrate.runtime.runs import overload_key
     from migrate.model.plan import PROBE
 
-    probed = [p for p in context.sweep.probes if overload_key(p.overload) == overload]
-    plan = _probe_plan(context, overload)
-    if plan is None:
+    evidence = context.evidence[overload]
+    if evidence.probe is None:
         return ["probe: not probed"]
-    facts = follows_facts(probed, context.observed(overload)).get(overload, ())
-    return ["probe:"] + _variable_lines(context, plan, PROBE) + [f"  follows: {fact.evidence.where}" for fact in facts]
+    return ["probe:"] + _variable_lines(context, evidence.probe, PROBE) + [f"  follows: {fact.evidence.where}" for fact in evidence.follows]
 
 
 def verdicts_section(context: ShowContext, overload: str) -> list[str]:
     """Per variable of the overload's own runtime evidence, each dtype's verdict (docs/evidence.md); ``incomplete``
     when some dtype is unknown (the set is then a lower bound); with -v, ATen's message for each rejected dtype."""
-    from migrate.evidence.opinfo.observations import plans_from_observations
-    from migrate.evidence.verdicts import with_verdicts
-    from migrate.infer import merge_overload
     from migrate.model.plan import VERDICTS
 
-    opinfo = plans_from_observations(context.observed(overload), context.sweep.catalogue).get(overload)
-    probe = _probe_plan(context, overload)
-    if opinfo is None and probe is None:
+    evidence = context.evidence[overload]
+    if evidence.opinfo is None and evidence.probe is None:
         return ["verdicts: no runtime evidence of its own"]
-    plan = with_verdicts(merge_overload(overload, None, opinfo, probe))
+    plan = context.session.verdicts_of(overload, evidence)
     lines = ["verdicts:"]
     for variable in plan.variables:
         verdicts = variable.verdicts
@@ -228,20 +167,16 @@ def verdicts_section(context: ShowContext, overload: str) -> list[str]:
     return lines
 
 
-
 def schema_call_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted when called with arguments built from the schema (used only where nothing else typed it)."""
-    from migrate.evidence.probe.schema_calls import cached_schema_calls, schema_call_plans
-    from migrate.runtime.runs import overload_key
     from migrate.model.plan import PROBE
 
-    calls = cached_schema_calls(context.session.cache)
-    if calls is None:
+    evidence = context.evidence[overload]
+    if not evidence.schema_calls_cached:
         return ["schema calls: none cached (a run of the tool builds them)"]
-    plan = schema_call_plans(tuple(c for c in calls if overload_key(c.overload) == overload)).get(overload)
-    if plan is None:
+    if evidence.schema_calls is None:
         return ["schema calls: ATen accepted no call built from the schema, or it binds no argument"]
-    return ["schema calls:"] + _variable_lines(context, plan, PROBE)
+    return ["schema calls:"] + _variable_lines(context, evidence.schema_calls, PROBE)
 
 
 def export_section(context: ShowContext, overload: str) -> list[str]:
@@ -261,7 +196,7 @@ def structure_section(context: ShowContext, overload: str) -> list[str]:
     """The overloads whose constraints this one takes where it has no evidence of its own (provenance
     ``aliases`` and ``groups``), each as the yaml declares it, with which of its slots carries which."""
     lines = []
-    alias = context.aliases.get(overload)
+    alias = context.evidence[overload].alias
     if alias is not None:
         target = context.index.schema(alias.target)
         lines.append(f"  aliases: {alias.why}: {target if target else alias.target}")
@@ -277,7 +212,7 @@ def autocast_section(context: ShowContext, overload: str) -> list[str]:
     """The policy per autocast key, where it comes from and the run that shows it; the yaml's line when it has one."""
     from migrate.model.autocast import declared_autocast
 
-    evidence = context.autocast
+    evidence = context.evidence[overload].autocast
     lines = []
     entry = context.native.by_name.get(overload)
     declared = declared_autocast(context.native, entry) if entry is not None else ()
@@ -305,8 +240,9 @@ SECTIONS: tuple[Section, ...] = (
 
 def show(session: Session, name: str, verbose: bool = False) -> int:
     """Print every section for each overload ``name`` denotes."""
-    context = ShowContext(session, verbose)
-    for number, overload in enumerate(context.native.overloads_named([name], with_autogen=True)):
+    overloads = session.native.overloads_named([name], with_autogen=True)
+    context = ShowContext(session, verbose, session.evidence_of(overloads))
+    for number, overload in enumerate(overloads):
         schema = context.index.schema(overload)
         print(("\n" if number else "") + context.fit(str(schema) if schema else overload))
         for section in SECTIONS:

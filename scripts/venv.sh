@@ -16,4 +16,11 @@ if [ ! -e "$stamp" ]; then
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
+# The browser test (tests/test_reference_full.py) drives Debian's Chromium headless; nothing is downloaded at test time.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get > /dev/null; then
+  echo "installing chromium (once) ..." >&2
+  if ! { apt-get update && apt-get install -y chromium; } > "$venv/chromium-install.log" 2>&1; then
+    echo "could not install chromium (see $venv/chromium-install.log); the browser test will fail" >&2
+  fi
+fi
 export PATH="$venv/bin:$PATH"

@@ -11,7 +11,9 @@ from migrate.evidence.opinfo.aliases import AliasOf, alias_overloads, alias_plan
 from migrate.evidence.opinfo.forwards import Forward, kernel_plans, load_forwards
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache
-from migrate.infer import NO_CPU_KERNEL, NO_SAMPLE, NO_STRUCTURE, OBSERVED_UNTYPED, Sources, infer_plan, untyped_reasons
+from migrate.evidence.gather import Sources
+from migrate.infer import infer_plan
+from migrate.pipeline.summary import NO_CPU_KERNEL, NO_SAMPLE, NO_STRUCTURE, OBSERVED_UNTYPED, untyped_reasons
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import ALIASES, KERNEL, OPINFO, Evidence, OverloadPlan, Variable
 from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS

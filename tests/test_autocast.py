@@ -11,7 +11,7 @@ from migrate.cache import StageCache
 from migrate.audit.autocast import contradictions, settled
 from migrate.evidence.autocast.policies import autocast_policies, classify
 from migrate.autocast_source import SHARED_LISTS, installed_header, read_registrations, shared_lists
-from migrate.infer import with_autocast
+from migrate.infer.run import with_autocast
 from migrate.model.autocast import declared_autocast
 from migrate.model.dtypes import named
 from migrate.model.global_sets import GlobalSetsFile

@@ -16,7 +16,6 @@ from migrate.cache import StageCache
 from migrate.torchlib_source.resolve import OverloadIndex, installed_torchlib, scan_torchlib
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import Plan
-from migrate.pipeline.summary import parameter_summary
 from migrate.write.torchlib.parameters import LEFT_ALONE, NAMED_ELSEWHERE, OVERLOADS_DISAGREE, SCHEMA_LACKS_IT, UNDECLARED_OVERLOAD
 from migrate.write.torchlib.parameter_names import RENAMED
 from migrate.write.torchlib.rewrite import rewrite_torchlib
@@ -251,7 +250,7 @@ def test_each_mismatching_parameter_is_renamed_or_left_alone_with_why(tree, nati
     )
     assert after.decode() == expected  # the docstring's schema line names the arguments as the parameters are named
     compile(after, path, "exec")
-    summary = parameter_summary(result)
+    summary = result.summary().parameters
     assert summary["renamed"] == 2 and summary["functions_renamed"] == 2
     assert summary["left_alone"] == {NAMED_ELSEWHERE: 1, OVERLOADS_DISAGREE: 1, SCHEMA_LACKS_IT: 1, SHADOWS: 1, UNDECLARED_OVERLOAD: 1}
 

@@ -39,16 +39,30 @@ def probe() -> dict:
     def dtypes(constraint) -> list[str]:
         return sorted({t.dtype.name for t in constraint.allowed_types}) if constraint is not None else []
 
-    registry, functions = {}, {}
+    def schema_arguments(name: str) -> set[str] | None:
+        """The argument names of the registered name's schema as torch itself has it: the keywords torch.onnx passes."""
+        namespace, _, op = name.partition("::")
+        base, _, overload = op.partition(".")
+        try:
+            return {a.name for a in getattr(getattr(getattr(torch.ops, namespace), base), overload or "default")._schema.arguments}
+        except (AttributeError, RuntimeError):
+            return None
+
+    registry, functions, keyword_misses = {}, {}, {}
     for name, overloaded in sorted(registration.default_registry.items()):
         registry[name] = sorted(f.name for f in overloaded.overloads) + sorted(f"complex:{f.name}" for f in overloaded.complex)
+        arguments = schema_arguments(name)
         for function in (*overloaded.overloads, *overloaded.complex):
             signature = function.op_signature
             python = getattr(function, "function", None) or function.func  # scripted or traced
-            functions[f"{python.__module__}:{function.name}"] = {
+            key = f"{python.__module__}:{function.name}"
+            functions[key] = {
                 "params": {p.name: dtypes(getattr(p, "type_constraint", None)) for p in signature.params},
                 "outputs": [dtypes(o.type_constraint) for o in signature.outputs],
             }
+            missing = [p.name for p in signature.params if arguments is not None and p.name not in arguments]
+            if missing:
+                keyword_misses[f"{name} {key}"] = missing
 
     class Attention(torch.nn.Module):
         def __init__(self, dim: int = 16, heads: int = 2):
@@ -89,6 +103,7 @@ def probe() -> dict:
         "onnxscript": onnxscript.__file__,
         "registry": registry,
         "functions": functions,
+        "keyword_misses": keyword_misses,
         "exports": exports,
         "sdpa_file": (getattr(sdpa.onnx_function, "function", None) or sdpa.onnx_function.func).__code__.co_filename,
     }
@@ -108,7 +123,8 @@ from filelock import FileLock  # noqa: E402  (a dependency of torch)
 from migrate.cache import StageCache  # noqa: E402
 from migrate.evidence.derived import opinfo_evidence  # noqa: E402
 from migrate.torchlib_source.resolve import scan_torchlib  # noqa: E402
-from migrate.infer import Sources, infer_plan  # noqa: E402
+from migrate.evidence.gather import Sources  # noqa: E402
+from migrate.infer import infer_plan  # noqa: E402
 from migrate.model.dtypes import DType, canonical, named  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402
 from migrate.evidence.probe.merge import REJECTED  # noqa: E402
@@ -326,6 +342,21 @@ def test_renamed_functions_take_the_yamls_names_and_register_as_before(real, var
         assert after == [names.get(p, p) for p in before], key
     left = {(function, param): outcome for _, function, param, _, outcome in variant["parameters"] if outcome != RENAMED}
     assert left[("aten_sort", "stable")] == SCHEMA_LACKS_IT and left[("aten_linalg_det", "A")] == OVERLOADS_DISAGREE
+
+
+def test_torch_passes_every_renamed_parameter_by_its_keyword(real, variant):
+    """Against torch's own schemas (the keywords torch.onnx dispatches with): the parameters no argument of the
+    registered name takes are the original's, less exactly those the run renamed."""
+    renamed = _renamed(variant)
+    before = real["original"]["probe"]["keyword_misses"]
+    assert "min_" in before[f"aten::clamp_min {PACKAGE}.ops.core:aten_clamp_min"]
+    expected = {}
+    for key, params in before.items():
+        left = [p for p in params if p not in renamed.get(key.split(" ", 1)[1], {})]
+        if left:
+            expected[key] = left
+    assert variant["probe"]["keyword_misses"] == expected
+    assert len(expected) < len(before)
 
 
 @pytest.mark.parametrize("library", ["original", *VARIANTS])

@@ -18,7 +18,8 @@ from migrate.check.checker import OUTSIDE_SET, Declarations, checking
 from migrate.errors import InputError
 from migrate.evidence.probe.follows import follows_facts
 from migrate.runtime.runs import OpInfoId, Probe, ProbedCall
-from migrate.infer import name_variables, with_follows
+from migrate.infer.merge import with_follows
+from migrate.infer.naming import name_variables
 from migrate.model.constraint import ConstraintList, follows_problem, possible_dtypes
 from migrate.model.declared import declared_variables
 from migrate.model.dtypes import DType, UnknownDType, named

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from migrate.infer import Sources, _set_names, group_siblings, infer_plan, merge_overload, name_variables
+from migrate.evidence.gather import Sources
+from migrate.infer import infer_plan
+from migrate.infer.merge import merge_overload
+from migrate.infer.naming import _set_names, name_variables
+from migrate.infer.structure import group_siblings
 from migrate.model.dtypes import named
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import DECLARED, GROUPS, OPINFO, TORCHLIB, Evidence, GlobalSet, OverloadPlan, Variable
@@ -112,7 +116,7 @@ def test_a_rare_set_is_named_when_its_inline_list_would_make_the_line_too_long()
     schema = REAL.by_name["where.self"].schema
     variables = tuple(_var(f"v{i}", every[: 10 - i], (slot.name,), OPINFO) for i, slot in enumerate(schema.tensor_slots))
     plan = infer_plan(REAL, Sources({}, {"where.self": OverloadPlan("where.self", variables)}, (), groups=False))
-    from migrate.infer import LINE_LIMIT
+    from migrate.infer.naming import LINE_LIMIT
     from migrate.model.global_sets import constraints_line
 
     sets = {g.name: g for g in plan.global_sets}

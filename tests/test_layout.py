@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,21 @@ def test_only_torch_private_touches_torchs_private_api():
     }
     assert uses == {}
     assert _private_torch_uses(ast.parse("import torch\ntorch._C._dispatch_has_kernel('aten::mm')")) == ["torch._C"]
+
+
+def test_readme_links_the_architecture_first_and_no_link_leaves_the_repository():
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    links = {path: re.findall(r"\]\(([^)\s]+)\)|`(\.\./[^`]+)`", path.read_text()) for path in documents}
+    assert [a or b for a, b in links[ROOT / "README.md"]][0] == "docs/architecture.md"
+    for path, found in links.items():
+        for target in (a or b for a, b in found):
+            resolved = (path.parent / target.split("#")[0]).resolve()
+            assert "://" not in target and resolved.is_relative_to(ROOT) and resolved.exists(), f"{path.name}: {target}"
+
+
+def test_the_command_line_imports_only_the_pipeline_the_output_writer_the_adapters_beside_it_and_the_error_type():
+    graph = grimp.build_graph("migrate", "codemods")
+    allowed = ("migrate.pipeline", "migrate.write.outputs", "migrate.show", "migrate.api", "migrate.errors")
+    imported = {m for m in graph.find_modules_directly_imported_by("migrate.cli") if m.startswith("migrate.")}
+    assert imported and all(any(m == a or m.startswith(a + ".") for a in allowed) for m in imported), sorted(imported)
+

@@ -19,7 +19,8 @@ from migrate.evidence.probe.prober import dtype_universe
 from migrate.runtime.recorders import dtype_name
 from migrate.cache import StageCache
 from migrate.torchlib_source.resolve import scan_torchlib
-from migrate.infer import Sources, infer_plan
+from migrate.evidence.gather import Sources
+from migrate.infer import infer_plan
 from migrate.model.dtypes import DType, named
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import OPINFO, PROBE, TORCHLIB, Plan
@@ -155,13 +156,13 @@ def test_add_self_and_other_are_separate_variables_each_over_every_dtype_add_acc
 
 
 def test_the_summary_counts_what_probing_changed_and_survives_the_report(plan):
-    summary = probe_summary(plan)
+    summary = probe_summary(plan).to_json()
     sdpa_split = [c for c in overload(plan, "scaled_dot_product_attention").conflicts if c.kind == SPLIT]
     assert len(sdpa_split) == 1 and "attn_mask" in sdpa_split[0].slots
     assert summary["variables_split"] == sum(1 for o in plan.overloads for c in o.conflicts if c.kind == SPLIT) >= 2
     assert summary["variables_joined"] == sum(1 for o in plan.overloads for c in o.conflicts if c.kind == JOINED)
     assert summary["slots_widened"] >= 2  # the bool mask, the uint8 condition at least
-    assert probe_summary(Plan.from_json(plan.to_json())) == summary
+    assert probe_summary(Plan.from_json(plan.to_json())).to_json() == summary
 
 
 def test_probing_is_cached_with_the_sweep(cache, result):

@@ -17,7 +17,7 @@ from migrate.runtime.runs import PROBE_CRASH, PROBE_TIMEOUT, Observation, OpInfo
 from migrate.runtime.processes import Job, run_in_workers
 from migrate.torchlib_source.resolve import body_evidence
 from migrate.torchlib_source.scan import scan_module
-from migrate.infer import merge_overload
+from migrate.infer.merge import merge_overload
 from migrate.model.dtypes import DType, named
 from migrate.model.plan import OPINFO, PROBE, TORCHLIB, Plan
 from migrate.runtime.torch_private import OverloadSlots
@@ -194,14 +194,14 @@ def test_slots_probing_shows_tied_are_joined_first():
     assert [v.binds for v in merged.variables] == [("a", "c"), ("b",)]
     assert sorted(c.kind for c in merged.conflicts) == [JOINED, SPLIT]
     # c, observed at float64 only, was accepted at float32 together with a: widened.
-    assert probe_summary(Plan((), (merged,))) == {"slots_widened": 1, "variables_split": 1, "variables_joined": 1, "overloads_from_built_calls": 0}
+    assert probe_summary(Plan((), (merged,))).to_json() == {"slots_widened": 1, "variables_split": 1, "variables_joined": 1, "overloads_from_built_calls": 0}
 
 
 def test_slots_widened_count_slots_with_accepted_dtypes_never_observed():
     observations = [observed("aten::h", (("self", F32), ("return.0", F32)))]
     call = probed("aten::h", observations[0].slots, Probe(("self",), ((F64, (F64,)),), ((BOOL, "RuntimeError: no"),)))
     merged = merge_overload("h", None, plans_from_observations(observations)["h"], probe_plans([call], observations)["h"])
-    assert probe_summary(Plan((), (merged,)))["slots_widened"] == 2  # self, and the return it widened too
+    assert probe_summary(Plan((), (merged,))).slots_widened == 2  # self, and the return it widened too
     assert all(PROBE in v.sources for v in merged.variables)
 
 

@@ -88,13 +88,17 @@ def test_the_comparison_finds_every_rule_of_the_table_or_says_why_not(synthetic)
 
 @pytest.fixture(scope="module")
 def edited(synthetic, tmp_path_factory) -> Path:
-    """The synthetic yaml with lines that disagree with torch.onnx: add's kind, mm promoted, lerp and where edited, mul.Scalar alone."""
+    """The synthetic yaml with lines that disagree with torch.onnx: add's and addcdiv's kinds, mm and __lshift__ promoted,
+lerp, add_ and dot not, mul.Scalar alone."""
     path = tmp_path_factory.mktemp("edited") / "native_functions.yaml"
     shutil.copyfile(synthetic, path)
     int_to_float = Promotion("int_to_float", ("self", "other"))
     plans = [OverloadPlan(name, (), promotion=int_to_float) for name in ("add.Tensor", "add.Scalar", "add.out")]
     plans += [OverloadPlan("mm", (), promotion=Promotion("default", ("self", "mat2"))), OverloadPlan("mul.Scalar", (), promotion=Promotion("default", ("self",)))]
-    plans += [OverloadPlan(name, (Variable("T", TENSOR_DTYPES, ("self",)),)) for name in ("lerp.Scalar", "lerp.Tensor", "lerp.Scalar_out", "lerp.Tensor_out")]
+    unpromoted = ("lerp.Scalar", "lerp.Tensor", "lerp.Scalar_out", "lerp.Tensor_out", "add_.Tensor", "add_.Scalar", "dot", "dot.out")
+    plans += [OverloadPlan(name, (Variable("T", TENSOR_DTYPES, ("self",)),)) for name in unpromoted]
+    plans += [OverloadPlan(name, (), promotion=Promotion("default", ("self", "tensor1", "tensor2"))) for name in ("addcdiv", "addcdiv.out")]
+    plans += [OverloadPlan("__lshift__.Scalar", (), promotion=Promotion("default", ("self", "other")))]
     _write(path, plans, overwrite=True)
     return path
 
@@ -111,6 +115,11 @@ def test_each_difference_is_explained_by_the_call_that_shows_atens_side(edited):
     assert lerp.status == ONLY_ONNX and "the yaml has no type_promotion line for lerp" in lerp.explanation
     assert "lerp.Scalar(self=float32, end=float64, weight=2) raises (RuntimeError: expected dtype float for `end` but got dtype double): ATen does not promote end" in lerp.explanation
     assert "no observation for weight" in lerp.explanation  # lerp refuses int64 inputs: that says nothing of promotion
+    assert found["add_"].explanation.endswith("an in-place name: its result is written into self whatever the promotion; the yaml's rule for add is [0, 1] int_to_float")
+    assert found["addcdiv"].explanation.startswith("addcdiv(self=int64, tensor1=int64, tensor2=int64) raises (RuntimeError: Integer division with addcdiv is no longer supported")
+    assert found["addcdiv"].explanation.endswith(": ATen refuses the inputs the two kinds differ on, so the kind changes no call it runs")
+    assert "dot(self=float32, tensor=float64) raises (RuntimeError: dot : expected both vectors to have same dtype, but found Float and Double): ATen does not promote tensor" in found["dot"].explanation  # 1-D calls
+    assert found["__lshift__"].explanation.endswith("""raises (NotImplementedError: "lshift_cpu" not implemented for 'Float'), as the call at float32 alone does: no observation for other""")
     mul = found["mul"]
     assert mul.status == EQUAL and mul.explanation == "its overloads disagree: mul.Tensor [0, 1] default; mul.out [0, 1] default; mul.Scalar [0] default"
 
@@ -135,6 +144,6 @@ def test_the_command_writes_the_rules_says_where_overloads_disagree_and_compares
     text = out.read_text()
     assert "    # mul: its overloads disagree (" in text and '"aten", "mm", [0, 1], [], ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT' in text
     code, stdout, _ = run_cli(capfd, "promotion-gen", edited, "--compare")
-    assert code == 0 and re.match(r"promotion rules against torch \S+'s torch.onnx table: \d+ equal, 1 different, 1 only in the yaml, 5 only in torch.onnx\n", stdout)
+    assert code == 0 and re.match(r"promotion rules against torch \S+'s torch.onnx table: \d+ equal, 2 different, 2 only in the yaml, 7 only in torch.onnx\n", stdout)
     assert "\n  add: yaml [0, 1] int_to_float vs torch.onnx [0, 1] default: add.Tensor(self=int64, other=int64) returns int64: ATen agrees with torch.onnx\n" in stdout
     assert len(name_rules(NativeFunctions.load(edited))) == len(_items(text))

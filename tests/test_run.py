@@ -61,10 +61,17 @@ def _element_dtypes(dtypes) -> set[str]:
 
 
 def test_every_declared_variable_accepts_every_observed_dtype(migrated):
-    """Soundness over the whole cached sweep: zero violations."""
+    """Soundness over the whole cached sweep: zero violations. A promoted variable binds the call's computation
+    dtype, which an observation (no 0-dim or Python number recorded) cannot give: ``verify`` judges those slots
+    through the entry's type_promotion line, by running the calls (issue 31)."""
     native = NativeFunctions.load(migrated / "native_functions.yaml")
     sets = GlobalSetsFile.load(sibling_constraints_path(migrated / "native_functions.yaml")).by_name
     declared = {e.name: {s: v for v in declared_variables(native, e, sets) for s in v.binds} for e in native.entries}
+    for entry in native.entries:
+        promotion = native.fields(entry).get("type_promotion")
+        if promotion:
+            promoted = {declared[entry.name][a].name for a in promotion["args"] if a in declared[entry.name]}
+            declared[entry.name] = {s: v for s, v in declared[entry.name].items() if v.name not in promoted}
     sweep = run_sweep(SweepCache.of(StageCache.at()), progress=False)
     violations, checked = [], 0
     for observation in sweep.observations:
@@ -102,7 +109,9 @@ def test_written_entries_of_the_must_show_ops(migrated):
     native = NativeFunctions.load(migrated / "native_functions.yaml")
     sets = GlobalSetsFile.load(sibling_constraints_path(migrated / "native_functions.yaml")).by_name
     by_slot = {e: {s: v for v in declared_variables(native, native.by_name[e], sets) for s in v.binds} for e in ("add.Tensor", "where.self", "scaled_dot_product_attention")}
-    assert by_slot["add.Tensor"]["self"] is not by_slot["add.Tensor"]["other"]
+    assert by_slot["add.Tensor"]["self"] is by_slot["add.Tensor"]["other"] is by_slot["add.Tensor"]["return.0"]  # issue 31: promoted
+    assert native.fields(native.by_name["add.Tensor"])["type_promotion"] == {"kind": "default", "args": ["self", "other"]}
+    assert "uint16" not in {d.name for d in by_slot["add.Tensor"]["self"].dtypes}  # add_stub has no UInt16 kernel
     assert [d.name for d in by_slot["where.self"]["condition"].dtypes][0] == "bool"
     sdpa = by_slot["scaled_dot_product_attention"]
     assert sdpa["query"] is sdpa["key"] is sdpa["value"] is sdpa["return.0"]
@@ -204,7 +213,7 @@ def test_the_written_yaml_speaks_the_named_vocabulary(migrated):
     growth = (migrated / "native_functions.yaml").stat().st_size / REAL_NATIVE_FUNCTIONS.stat().st_size - 1
     assert named / variables >= 0.95
     assert lines and max(lines) <= 200
-    assert growth <= 0.15
+    assert growth <= 0.18  # issue 31: with the type_promotion lines
     spelling = json.loads((migrated / "report.json").read_text())["summary"]["spelling"]
     assert (spelling["variables_written"], spelling["variables_named"]) == (variables, named)
     assert (spelling["constraints_lines"], spelling["longest_constraints_line"]) == (len(lines), max(lines))
@@ -275,13 +284,17 @@ def test_torchlib_gets_no_typevar_outside_tensor_typing_and_none_of_one_type(mig
 def test_truth_score_on_full_run(migrated):
     """The written sets against the truth suite (tests/truth): what ATen does on non-empty CPU tensors.
 
-    Issue 23 asks for agreement >= 99% and no miss.
+    Issue 31 asks for agreement >= 99.5% and no miss, diagonal cases and mixed calls together; the mixed
+    calls judged by the computation dtype of the entries' type_promotion lines.
     """
-    from bench.bench_truth import ISSUE_ROWS, other_device_dtypes, report, score, truth_verdicts
+    from bench.bench_truth import ISSUE_ROWS, mixed_verdicts, other_device_dtypes, report, score, truth_verdicts
 
-    result = score(migrated / "native_functions.yaml", truth_verdicts(StageCache.at()), other_device=other_device_dtypes(migrated / "report.json"))
+    cache = StageCache.at()
+    other_device = other_device_dtypes(migrated / "report.json")
+    result = score(migrated / "native_functions.yaml", truth_verdicts(cache), other_device=other_device, mixed=mixed_verdicts(cache))
     summary = report(result, 15)
     assert result.absent == (), summary
     assert [(key, dtype) for key, dtype in ISSUE_ROWS if not result.row(key, dtype).agrees] == [], summary  # type: ignore[union-attr]
-    assert result.misses == (), summary
-    assert result.agreement >= 0.99, summary
+    assert result.misses == () and result.mixed_misses == (), summary
+    assert len(result.mixed) >= 60 and len({r.call.overload for r in result.mixed}) >= 25, summary
+    assert result.agreement >= 0.995, summary

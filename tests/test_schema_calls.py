@@ -12,7 +12,8 @@ from migrate.evidence.probe.schema_calls import probe_built_calls, schema_call_p
 from migrate.evidence.probe.prober import dtype_universe
 from migrate.runtime.recorders import dtype_name
 from migrate.runtime.runs import SCHEMA_CALL, ProbedCall
-from migrate.infer import Sources, infer_plan
+from migrate.evidence.gather import Sources
+from migrate.infer import infer_plan
 from migrate.model.dtypes import DType, canonical, named
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GROUPS, OPINFO, PROBE, TORCHLIB, Evidence, OverloadPlan, Variable

@@ -198,3 +198,19 @@ def test_show_names_sets_without_v(capsys, tmp_path):
     assert show(*args) == 0
     out = capsys.readouterr().out
     assert "BOOL_or_TFloat TFloatingAndBoolHalfBFloat16: attn_mask" in out and "[torch." not in out
+
+
+@pytest.mark.slow  # show reads the run's evidence (the default cache: cold, it fills it)
+def test_show_names_a_set_as_the_run_writes_it_when_the_file_gives_torchlibs_name_another_set(capsys, tmp_path):
+    """The target's type_constraints.yaml names TFloat another set: torchlib's TFloat no longer names its own set,
+    in show as in the written yaml (the run composes the set's name, with Set added while it is taken)."""
+    native = tmp_path / "native_functions.yaml"
+    native.write_bytes(NATIVE.read_bytes())
+    (tmp_path / "type_constraints.yaml").write_text("- name: TFloat\n  dtypes: [torch.int8]\n  desc: Another set of that name.\n")
+    session = Session(Options(native_functions=native, torchlib=VARIANTS, evidence=("torchlib", "groups")))
+    assert show(session, "aten::scaled_dot_product_attention", False) == 0
+    out = capsys.readouterr().out
+    floats = session.torchlib.overloads["scaled_dot_product_attention"].variable_of("query").dtypes
+    assert session.set_name(floats) != "TFloat" and session.set_name(canonical(named("int8"))) == "TFloat"
+    assert f"TFloat {session.set_name(floats)}: query, key, value" in out
+    assert "TFloat: query" not in out  # what show printed before: the file's TFloat is int8

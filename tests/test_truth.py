@@ -176,3 +176,46 @@ def test_the_original_yaml_claims_every_dtype(verdicts, tmp_path):
     text = report(result, 5)
     for key, dtype in ISSUE_ROWS:
         assert f"{key} {dtype}: declared yes" in text
+
+
+# Mixed calls (issue 31): judged by the computation dtype the entry's type_promotion gives them.
+_PROMOTING = """\
+- func: add.Tensor(T self, T other, *, Scalar alpha=1) -> T
+  type_constraints: {T: [torch.int64, torch.float32]}
+  type_promotion: {kind: default, args: [self, other]}
+
+- func: mm(T self, T mat2) -> T
+  type_constraints: {T: [torch.float32, torch.float64]}
+"""
+
+
+def test_mixed_calls_cover_the_issue(verdicts):
+    from tests.truth.cases import MIXED
+    from tests.truth.runner import run_mixed
+
+    found = run_mixed()
+    assert len(MIXED) >= 60 and len({m.overload for m in MIXED}) >= 25
+    for key in ("add.Tensor(int64, float32)", "where.self(int32, float64)", "eq.Tensor(int8, float32)", "div.Tensor(int64, int64)", "cat(float32, int64)"):
+        assert found[key].accepted, key
+    for key in ("add.Tensor(uint16, uint16:0)", "mm(float32, float64)", "addcdiv(int64, int64, int64)"):
+        assert not found[key].accepted, key
+
+
+def test_a_mixed_call_is_declared_by_its_computation_dtype(tmp_path):
+    from bench.bench_truth import declared_mixed
+    from migrate.model.promotion import Promotion
+    from tests.truth.cases import MIXED
+
+    (tmp_path / "native_functions.yaml").write_text(_PROMOTING)
+    (tmp_path / "type_constraints.yaml").write_text(_SETS)
+    native = NativeFunctions.load(tmp_path / "native_functions.yaml")
+    sets = GlobalSetsFile.load(tmp_path / "type_constraints.yaml").by_name
+    by_key = {m.key: m for m in MIXED}
+    add = declared_variables(native, native.by_name["add.Tensor"], sets)
+    promotion = Promotion("default", ("self", "other"))
+    assert declared_mixed(by_key["add.Tensor(int64, float32)"], add, promotion)  # computes in float32
+    assert declared_mixed(by_key["add.Tensor(int64, int64)"], add, promotion)
+    assert not declared_mixed(by_key["add.Tensor(uint16, uint16:0)"], add, promotion)  # computes in uint16
+    assert not declared_mixed(by_key["add.Tensor(int64, float32)"], add, None)  # without the line, T binds one dtype
+    mm = declared_variables(native, native.by_name["mm"], sets)
+    assert not declared_mixed(by_key["mm(float32, float64)"], mm, None)

@@ -17,7 +17,7 @@ from migrate.evidence.probe.merge import probe_plans
 from migrate.runtime import recorders
 from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, Probe, ProbedCall
 from migrate.evidence.verdicts import dtype_verdict_summary, verdicts_of, with_verdicts
-from migrate.infer import merge_overload
+from migrate.infer.merge import merge_overload
 from migrate.model.dtypes import TENSOR_DTYPES, DType
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import ACCEPTED, DECLARED, EMPTY, OTHER_DEVICE, PROBE, REJECTED, UNKNOWN, Evidence, OverloadPlan, Plan, Variable, Verdicts
@@ -126,7 +126,7 @@ def test_the_summary_counts_unknown_verdicts_by_overload_kind():
             OverloadPlan("relu_", (Variable("T", (F32,), ("self",), verdicts=Verdicts((F32,), (), ((BOOL, "no"),))),)),
         ),
     )
-    summary = dtype_verdict_summary(native, plan)
+    summary = dtype_verdict_summary(native, plan).to_json()
     assert summary["unknown_by_kind"] == {"functional": len(TENSOR_DTYPES) - 1, "inplace": len(TENSOR_DTYPES) - 2}
     assert summary["incomplete_variables"] == 2 and summary["by_verdict"][REJECTED] == 1
 

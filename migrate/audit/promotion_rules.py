@@ -58,7 +58,7 @@ def compare(native: NativeFunctions, theirs: dict[str, Rule] | None = None, obse
         elif status == ONLY_YAML:
             notes.append("no ref declares it")
         if observe and name in operators:
-            notes.append(_observed(name, operators[name], mine.rule if mine else None, other))
+            notes.append(_observed(name, operators[name], mine.rule if mine else None, other, ours))
         found.append(Comparison(name, status, mine.rule if mine else None, other, "; ".join(n for n in notes if n)))
     return found
 
@@ -87,19 +87,25 @@ def report(comparisons: list[Comparison]) -> str:
 
 # --- the calls that show which side ATen agrees with --------------------------------------------
 
+SHAPES = ((2, 2), (4,))  # tensors of the calls: 2-D first (matrices, elementwise ops), then 1-D (dot, addr's vectors)
+MESSAGE_LENGTH = 160
 
-def _observed(name: str, overloads: list[str], ours: Rule | None, theirs: Rule | None) -> str:
+
+def _observed(name: str, overloads: list[str], ours: Rule | None, theirs: Rule | None, functional: dict[str, NameRule]) -> str:
     """What ATen does on the calls that separate the two rules, on a functional overload of the name."""
     import torch
 
     func = _functional_overload(name, overloads, ours or theirs)
     if func is None:
+        base = functional.get(name.rstrip("_"))
+        if name.endswith("_") and base is not None:
+            return f"an in-place name: its result is written into self whatever the promotion; the yaml's rule for {base.rule.op_name} is {base.rule.brief()}"
         return "no functional overload to call"
     arguments = list(torch_private.overload_schema(func).arguments)
     order = [a.name for a in arguments]
     mine, other = _promoted(arguments, ours), _promoted(arguments, theirs)
     if ours is None or theirs is None:
-        return _promotes_all(func, arguments, mine | other, torch)
+        return "; ".join(_promotes(func, arguments, a, torch) for a in sorted(mine | other, key=order.index))
     notes = [_promotes(func, arguments, a, torch) for a in sorted(mine ^ other, key=order.index)]
     if ours.kind != theirs.kind and mine & other:
         notes.append(_which_kind(func, arguments, sorted(mine & other, key=order.index), ours.kind, theirs.kind, torch))
@@ -148,21 +154,26 @@ def _call(func: Any, arguments: list, values: dict[str, Any]) -> tuple[Any, str]
     try:
         return func(*args, **kwargs), ""
     except Exception as exc:  # ATen's refusal is the observation
-        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        message = str(exc).splitlines()[0] if str(exc) else ""
+        message = message if len(message) <= MESSAGE_LENGTH else message[: MESSAGE_LENGTH - 1] + "…"
+        return None, f"{type(exc).__name__}: {message}"
 
 
-def _values(arguments: list, tensor: Any, number: Any, given: set[str]) -> dict[str, Any]:
-    """A value for every tensor and number argument without a default, and for the ``given`` ones."""
+def _values(arguments: list, dtype_of: Any, number: Any, given: set[str], shape: tuple[int, ...]) -> dict[str, Any]:
+    """A value for every tensor and number argument without a default, and for the ``given`` ones: a tensor
+    of ``shape`` at ``dtype_of(name)``, a list of two such tensors, ``number(name)``."""
+    import torch
+
     values = {}
     for argument in arguments:
         if argument.has_default_value() and argument.name not in given:
             continue
         if _is_tensor(argument):
-            values[argument.name] = tensor(argument.name)
+            values[argument.name] = torch.ones(shape, dtype=dtype_of(argument.name))
         elif _is_number(argument):
             values[argument.name] = number(argument.name)
         elif str(argument.type) == "List[Tensor]":
-            values[argument.name] = [tensor(argument.name), tensor(argument.name)]
+            values[argument.name] = [torch.ones(shape, dtype=dtype_of(argument.name)) for _ in range(2)]
     return values
 
 
@@ -177,42 +188,57 @@ def _spell(func: Any, values: dict[str, Any]) -> str:
     return f"{func.__name__.replace('.default', '')}({', '.join(f'{k}={one(v)}' for k, v in values.items())})"
 
 
+def _diagonal_shape(func: Any, arguments: list, dtype: Any, number: Any, given: set[str]) -> tuple[tuple[int, ...] | None, str]:
+    """The first shape at which the call with every tensor at ``dtype`` runs; None and the last call's refusal."""
+    refusal = ""
+    for shape in SHAPES:
+        values = _values(arguments, lambda _: dtype, number, given, shape)
+        out, why = _call(func, arguments, values)
+        if out is not None:
+            return shape, ""
+        refusal = f"{_spell(func, values)} raises ({why})"
+    return None, refusal
+
+
 def _promotes(func: Any, arguments: list, argument: str, torch: Any) -> str:
-    """Whether ATen lets one argument's dtype reach the result: the call with it wider than the rest, after the
-    call with every argument at one dtype ran (else a refusal says nothing of promotion)."""
+    """Whether ATen lets one argument's dtype reach the result.
+
+    Judged only where the call with every argument at one dtype runs (else a refusal says nothing of
+    promotion); a refused mixed call means no promotion only where the call at the wider dtype alone runs.
+    """
     target = next(a for a in arguments if a.name == argument)
-    if _is_number(target):
-        base, widened, wide = (lambda _: torch.arange(1, 5).reshape(2, 2)), torch.get_default_dtype(), 2.5
-        values = _values(arguments, base, lambda n: wide if n == argument else 2, {argument})
-        diagonal = _values(arguments, base, lambda _: 2, {argument})
-    else:
-        widened = torch.float64
-        values = _values(arguments, lambda n: torch.ones(2, 2, dtype=widened if n == argument else torch.float32), lambda _: 2, {argument})
-        diagonal = _values(arguments, lambda _: torch.ones(2, 2), lambda _: 2, {argument})
+    if _is_number(target):  # int64 tensors beside a float
+        base, widened = torch.int64, torch.get_default_dtype()
+        narrow, wide = (lambda _: 2), (lambda n: 2.5 if n == argument else 2)
+        mixed_dtype, wide_dtype, wide_number = (lambda _: base), widened, (lambda _: 2.5)
+    else:  # one tensor at float64 beside float32 ones
+        base, widened = torch.float32, torch.float64
+        narrow = wide = wide_number = lambda _: 2
+        mixed_dtype, wide_dtype = (lambda n: widened if n == argument else base), widened
+    shape, refusal = _diagonal_shape(func, arguments, base, narrow, {argument})
+    if shape is None:
+        return f"{refusal}: no observation for {argument}"
+    values = _values(arguments, mixed_dtype, wide, {argument}, shape)
     if argument not in values:
         return f"{argument}: no call built ({target.type})"
-    out, why = _call(func, arguments, diagonal)
-    if out is None:
-        return f"{_spell(func, diagonal)} raises ({why}): no observation for {argument}"
     out, why = _call(func, arguments, values)
     call = _spell(func, values)
     if out is None:
+        alone, _ = _call(func, arguments, _values(arguments, lambda _: wide_dtype, wide_number, {argument}, shape))
+        if alone is None:
+            return f"{call} raises ({why}), as the call at {str(wide_dtype).removeprefix('torch.')} alone does: no observation for {argument}"
         return f"{call} raises ({why}): ATen does not promote {argument}"
     dtype = _dtype(out)
     verdict = "promotes" if dtype == widened else "does not promote"
     return f"{call} returns {str(dtype).removeprefix('torch.')}: ATen {verdict} {argument}"
 
 
-def _promotes_all(func: Any, arguments: list, promoted: set[str], torch: Any) -> str:
-    """For a rule only one side has: whether ATen promotes each of its arguments."""
-    order = [a.name for a in arguments]
-    return "; ".join(_promotes(func, arguments, a, torch) for a in sorted(promoted, key=order.index))
-
-
 def _which_kind(func: Any, arguments: list, promoted: list[str], ours: str, theirs: str, torch: Any) -> str:
-    """Which kind's result ATen returns, on the first of int64, bool, complex64 tensors where the kinds differ."""
+    """Which kind's result ATen returns, on the first of int64, bool, complex64 tensors where the kinds differ and ATen runs."""
+    refusals = []
     for dtype in (torch.int64, torch.bool, torch.complex64):
-        values = _values(arguments, lambda _: torch.ones(2, 2, dtype=dtype), lambda _: 2, set(promoted))
+        shape, refusal = _diagonal_shape(func, arguments, dtype, lambda _: 2, set(promoted))
+        values = _values(arguments, lambda _: dtype, lambda _: 2, set(promoted), shape or SHAPES[0])
         given = [values[a] for a in promoted if a in values]
         try:
             predicted = {kind: result_dtype(computation_dtype(given, kind), kind) for kind in (ours, theirs)}
@@ -220,13 +246,14 @@ def _which_kind(func: Any, arguments: list, promoted: list[str], ours: str, thei
             continue
         if predicted[ours] == predicted[theirs]:
             continue
-        out, why = _call(func, arguments, values)
-        call = _spell(func, values)
-        if out is None:
-            return f"{call} raises ({why})"
-        got = _dtype(out)
+        if shape is None:
+            refusals.append(refusal)
+            continue
+        got = _dtype(_call(func, arguments, values)[0])
         agrees = [side for side, kind in (("the yaml", ours), ("torch.onnx", theirs)) if predicted[kind] == got]
-        return f"{call} returns {str(got).removeprefix('torch.')}: ATen agrees with " + (" and ".join(agrees) if agrees else "neither kind")
+        return f"{_spell(func, values)} returns {str(got).removeprefix('torch.')}: ATen agrees with " + (" and ".join(agrees) if agrees else "neither kind")
+    if refusals:
+        return f"{refusals[0]}: ATen refuses the inputs the two kinds differ on, so the kind changes no call it runs"
     return "no input dtype separates the two kinds"
 
 

@@ -28,6 +28,7 @@ empty tensor (an argument or a return with no element) is not judged: ATen retur
 before its dtype dispatch there (``mm`` of (0, 2) and (2, 3) bool tensors runs), so
 such a call says nothing of the dtypes it accepts, and the evidence never counts it.
 
+``judge`` is the decision itself, for the checker and for ``migrate.api`` alike.
 Per overload, the check is compiled on its first call (tensor slot positions mapped
 to variable indices, each set a frozenset of torch dtypes) and then costs a pass
 over the tensor arguments; an overload with no declaration costs one dict lookup.
@@ -327,6 +328,11 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
     )
 
 
+def call_check(declarations: Declarations, func: Any) -> _Compiled | None:
+    """The check ``judge`` takes for an OpOverload (None: the yaml declares nothing for it), compiled as the checker compiles it."""
+    return _compile(declarations, func)
+
+
 def _depths(follows: tuple[tuple[int, ...], ...]) -> list[int]:
     """Per variable, how long its longest chain of followed variables is (the yaml reader refused cycles)."""
     depth: list[int | None] = [None] * len(follows)
@@ -422,6 +428,27 @@ def _violations(check: _Compiled, args: tuple, kwargs: dict, out: Any, with_retu
     return tuple(found)
 
 
+NOT_RUN = object()
+"""``judge``'s ``out`` for a call judged before its kernel ran: its arguments alone."""
+
+
+def judge(check: _Compiled, args: tuple, kwargs: dict, out: Any = NOT_RUN, *, seen: list[Any] | None = None, arguments_fit: bool = False) -> tuple[Violation, ...]:
+    """The decision: how a call breaks its overload's declaration (``()``: the call is declared).
+
+    The checker judges every call through it, and so does ``migrate.api`` (on meta tensors of the
+    dtypes asked about): one implementation. The fast path walks the bound tensors once; only a call
+    that does not fit, and has no empty tensor (such a call is never judged), is described in full.
+    ``seen`` is each variable's dtype so far, filled in; with ``arguments_fit`` (what judging the same
+    call's arguments found) only the returns are judged.
+    """
+    seen = [None] * len(check.allowed) if seen is None else seen
+    with_returns = out is not NOT_RUN
+    fits = (arguments_fit or _arguments_fit(check, args, kwargs, seen)) and (not with_returns or _returns_fit(check, out, seen))
+    if fits or not _has_elements(args, kwargs, *((out,) if with_returns else ())):
+        return ()
+    return _violations(check, args, kwargs, out if with_returns else None, with_returns)
+
+
 def _violation(check: _Compiled, kind: str, index: int, slot: str, dtype: DType, seen: tuple = (), follows: tuple = (), promotion: str = "") -> Violation:
     variable = check.declared.variables[index]
     return Violation(kind, check.overload, variable.name, variable.dtypes, check.where, slot, dtype, seen, follows, promotion)
@@ -461,17 +488,18 @@ class Checker(TwoKeyObserver):
 
     def _call(self, check: _Compiled, func: Any, args: tuple, kwargs: dict, run: Any) -> Any:
         """Run ``run(func, args, kwargs)`` with the call's arguments checked before (raise mode) and all after."""
-        seen: list[Any] = [None] * len(check.allowed)
         if self.collect:
             out = run(func, args, kwargs)
-            if not (_arguments_fit(check, args, kwargs, seen) and _returns_fit(check, out, seen)) and _has_elements(args, kwargs, out):
-                self.counts.update(_violations(check, args, kwargs, out, with_returns=True))
+            self.counts.update(judge(check, args, kwargs, out))
             return out
-        if not _arguments_fit(check, args, kwargs, seen) and _has_elements(args, kwargs):
-            raise DtypeViolation(_violations(check, args, kwargs, None, with_returns=False))
+        seen: list[Any] = [None] * len(check.allowed)
+        found = judge(check, args, kwargs, seen=seen)
+        if found:
+            raise DtypeViolation(found)
         out = run(func, args, kwargs)
-        if not _returns_fit(check, out, seen) and _has_elements(args, kwargs, out):
-            raise DtypeViolation(_violations(check, args, kwargs, out, with_returns=True))
+        found = judge(check, args, kwargs, out, seen=seen, arguments_fit=True)
+        if found:
+            raise DtypeViolation(found)
         return out
 
     def direct_call(self, func: Any, args: tuple, kwargs: dict) -> Any:

@@ -19,7 +19,7 @@ In-place, out= and alias overloads that take another overload's constraints take
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from migrate.evidence.probe.merge import SCHEMA_CALL_WHERE
 from migrate.model.rejection import is_rejection, rejection_messages
@@ -85,7 +85,40 @@ def empty_only(variable: Variable) -> tuple[int, int]:
     return len(only), len({d for d in only if d in variable.dtypes and d not in other})
 
 
-def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> dict:
+@dataclass(frozen=True)
+class VerdictSummary:
+    """Verdicts counted over a plan's variables (the run summary's ``verdicts`` section)."""
+
+    variables: int
+    incomplete_variables: int
+    by_verdict: dict[str, int]
+    unknown_by_kind: dict[str, int]  # most unknown verdicts first
+    empty_call_dtypes: dict[str, int]  # before, now (``empty_only``)
+    observed_probed_on_built_calls: int
+
+    def to_json(self) -> dict:
+        return {
+            "variables": self.variables,
+            "incomplete_variables": self.incomplete_variables,
+            "by_verdict": dict(self.by_verdict),
+            "unknown_by_kind": dict(self.unknown_by_kind),
+            "empty_call_dtypes": dict(self.empty_call_dtypes),
+            "observed_probed_on_built_calls": self.observed_probed_on_built_calls,
+        }
+
+    def lines(self) -> list[str]:
+        by_verdict = ", ".join(f"{verdict} {count}" for verdict, count in self.by_verdict.items())
+        kinds = ", ".join(f"{kind} {count}" for kind, count in self.unknown_by_kind.items()) or "none"
+        empty = self.empty_call_dtypes
+        return [
+            f"verdicts: {by_verdict} (per variable and dtype); {self.incomplete_variables} of {self.variables} variables incomplete",
+            f"unknown verdicts by overload kind: {kinds}",
+            f"dtypes only calls on empty tensors showed: {empty['before']} counted as accepted before, {empty['now']} declared now; "
+            f"{self.observed_probed_on_built_calls} observed overloads also probed on a call built from the schema",
+        ]
+
+
+def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> VerdictSummary:
     """Verdicts counted over the plan's variables, unknown ones by overload kind, and the dtypes from empty calls."""
     counts: Counter[str] = Counter()
     unknown_by_kind: Counter[str] = Counter()
@@ -107,24 +140,11 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> dict:
             unknown_by_kind[overload_kind(native, overload.name)] += len(variable.verdicts.unknown)
             removed, kept = empty_only(variable)
             before, now = before + removed, now + kept
-    return {
-        "variables": variables,
-        "incomplete_variables": incomplete,
-        "by_verdict": {verdict: counts[verdict] for verdict in (ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN)},
-        "unknown_by_kind": dict(sorted(unknown_by_kind.items(), key=lambda item: (-item[1], item[0]))),
-        "empty_call_dtypes": {"before": before, "now": now},
-        "observed_probed_on_built_calls": observed_built,
-    }
-
-
-def dtype_verdict_lines(summary: dict) -> list[str]:
-    """The summary's lines about verdicts (``summary`` as ``dtype_verdict_summary`` gives it)."""
-    by_verdict = ", ".join(f"{verdict} {count}" for verdict, count in summary["by_verdict"].items())
-    kinds = ", ".join(f"{kind} {count}" for kind, count in summary["unknown_by_kind"].items()) or "none"
-    empty = summary["empty_call_dtypes"]
-    return [
-        f"verdicts: {by_verdict} (per variable and dtype); {summary['incomplete_variables']} of {summary['variables']} variables incomplete",
-        f"unknown verdicts by overload kind: {kinds}",
-        f"dtypes only calls on empty tensors showed: {empty['before']} counted as accepted before, {empty['now']} declared now; "
-        f"{summary['observed_probed_on_built_calls']} observed overloads also probed on a call built from the schema",
-    ]
+    return VerdictSummary(
+        variables,
+        incomplete,
+        {verdict: counts[verdict] for verdict in (ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN)},
+        dict(sorted(unknown_by_kind.items(), key=lambda item: (-item[1], item[0]))),
+        {"before": before, "now": now},
+        observed_built,
+    )

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from migrate.cache import StageCache
 from migrate.errors import InputError
 from migrate.model.names import OverloadName
 from migrate.model.schema import SchemaError, TypedSchema
@@ -126,6 +127,16 @@ def scan_entries(data: bytes, path: Path | str) -> list[Entry]:
     path = Path(path)
     lines = _lines(data, path)
     return [_read_entry(path, lines, index, start, stop) for index, (start, stop) in enumerate(top_level_items(lines, path, "'- func:' entries"))]
+
+
+def read_native(path: Path, cache: StageCache) -> NativeFunctions:
+    """The yaml at ``path``, its entries scanned once per content (the ``native`` stage)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path) from exc
+    entries = cache.stage("native", "migrate.model.native").get((data,), lambda: scan_entries(data, path), list)
+    return NativeFunctions.parse(data, path, entries)
 
 
 @dataclass

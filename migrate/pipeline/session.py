@@ -13,27 +13,27 @@ import functools
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from migrate.cache import StageCache, store
 from migrate.errors import InputError
+from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.names import OverloadName
-from migrate.model.native import NativeFunctions, installed_native_functions, scan_entries, sibling_constraints_path, source_tree_root
-from migrate.model.plan import Plan
-from migrate.pipeline.summary import codemod_summary, run_summary, summary_text
+from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, gather_overloads
+from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
+from migrate.model.plan import OverloadPlan, Plan
+from migrate.pipeline.summary import RunSummary, ValidationSummary, run_summary
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan
 from migrate.write.outputs import Output, is_installed_path
 
 if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.evidence.derived import SweepState
+    from migrate.infer import Inference
+    from migrate.write.torchlib.rewrite import TorchlibSummary
     from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
     from migrate.audit.export import ExportCheck
     from migrate.torchlib_source.resolve import TorchlibEvidence
-
-EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel", "autocast")
-_RUNTIME_EVIDENCE = frozenset({"opinfo", "probe", "aliases", "kernel"})
-
 
 @dataclass(frozen=True)
 class Options:
@@ -50,12 +50,36 @@ class Options:
 
 
 @dataclass(frozen=True)
+class RunRequest:
+    """What a run is asked to do with its inputs: which plan to apply, what to write and where, what to report."""
+
+    plan: Path | None = None  # apply this plan (JSON, as --report writes it) instead of inferring one
+    overwrite: bool = False  # replace hand-written constraints and global sets
+    yaml_only: bool = False  # leave torchlib as it is
+    out: Path | None = None  # write the outputs under this folder instead of in place
+    report: Path | None = None  # write the applied plan, its evidence and the summary here as JSON
+    export_check: bool = False  # check torchlib's exports first, for the rewrite
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What an audit command prints, and whether it found something that fails the command (verify's violations)."""
+
+    text: str
+    failed: bool = False
+
+
+@dataclass(frozen=True)
 class Migration:
     """What a run would write, and what it says about it."""
 
     outputs: tuple[Output, ...]
-    summary: dict
-    text: str  # the summary lines
+    summary: RunSummary
+
+    @property
+    def text(self) -> str:
+        """The summary lines."""
+        return self.summary.text()
 
     @property
     def changed(self) -> bool:
@@ -112,12 +136,7 @@ class Session:
         return self.load_native(self.native_path)
 
     def load_native(self, path: Path) -> NativeFunctions:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", path) from exc
-        entries = self.cache.stage("native", "migrate.model.native").get((data,), lambda: scan_entries(data, path), list)
-        return NativeFunctions.parse(data, path, entries)
+        return read_native(path, self.cache)
 
     @functools.cached_property
     def sets_file(self) -> GlobalSetsFile:
@@ -164,7 +183,7 @@ class Session:
     def sweep(self) -> SweepState | None:
         """The OpInfo sweep's cache, filled with what it lacks (for --op: the OpInfos reaching those overloads);
         None when no runtime evidence is asked for."""
-        if not _RUNTIME_EVIDENCE & set(self.options.evidence):
+        if not RUNTIME_EVIDENCE & set(self.options.evidence):
             return None
         from migrate.evidence.derived import sweep_state
 
@@ -192,148 +211,98 @@ class Session:
             e for e in catalogue if families & set(e.operator_names) or (e.opinfo in runs and runs[e.opinfo].overloads & recorded)
         )
 
+    @functools.cached_property
+    def sources(self) -> Sources:
+        """Every source's evidence the options ask for (the runtime ones gathered only when the plan is inferred)."""
+        options = self.options
+        return gather(self.native, self.sets_file, self.torchlib, self.sweep, self.cache, options.evidence, options.autocast_source, options.refresh)
+
+    def evidence_of(self, overloads: list[str]) -> dict[str, OverloadEvidence]:
+        """What each source says about each of these overloads, from the caches a run fills (``show``)."""
+        return gather_overloads(self.native, overloads, self.cache)
+
+    @functools.cached_property
+    def set_name(self) -> Callable[[tuple[DType, ...]], str]:
+        """A dtype set's name as the run writes it (``migrate.infer.naming.spelling``)."""
+        from migrate.infer.naming import spelling
+
+        return spelling(self.sets_file.sets, self.torchlib.global_sets)
+
     # --- inference ----------------------------------------------------------------------------------
 
     @functools.cached_property
-    def inferred(self) -> tuple[Plan, frozenset[str], dict]:
-        """The inferred plan of the selected overloads, the overloads some OpInfo sample reached (the untyped
-        rest's reasons need them), and what the sweep says for the summary (``plans`` stage)."""
-        from migrate.infer import Sources, cached_plan, infer_plan
+    def inference(self) -> Inference:
+        """The inferred plan of the selected overloads (``plans`` stage), with its autocast policies: the one entry into
+        ``migrate.infer`` of a run."""
+        from migrate.infer import infer
 
-        evidence = self.options.evidence
-        summary: dict = {}
-        state, observed = self.sweep, frozenset()
-        if state is not None:
-            from migrate.evidence.derived import sweep_summary
+        return infer(self.native, self.sources, self.cache.stage("plans"), self.selected)
 
-            swept = sweep_summary(state)
-            observed = swept.observed
-            summary["opinfo"] = {
-                "opinfos": state.opinfos,
-                "ran": state.ran,
-                "from_cache": state.present - state.ran,
-                "overloads_observed": len(swept.observed & self.native.by_name.keys()),
-                "failures": list(swept.failures),
-            }
-        torchlib = self.torchlib if "torchlib" in evidence else None
+    def verdicts_of(self, overload: str, evidence: OverloadEvidence) -> OverloadPlan:
+        """The overload's own runtime evidence merged, with each dtype's verdict (``show``)."""
+        from migrate.infer import verdict_plan
 
-        def sources() -> Sources:
-            # Every overload's evidence, also for --op: the global sets are named from the whole file's plan.
-            runtime = self._runtime_sources()
-            return Sources(
-                torchlib=torchlib.overloads if torchlib else {},
-                global_sets=torchlib.global_sets if torchlib else (),
-                torchlib_handled=torchlib.handled if torchlib else {},
-                groups="groups" in evidence,
-                existing_sets=self.sets_file.sets,
-                **runtime,
-            )
-
-        if self.torchlib.key:
-            inputs = (",".join(evidence), self.native.data, self.sets_file.data or b"", self.torchlib.key, state.key if state else "")
-            plan, alignment = cached_plan(self.native, sources, self.cache.stage("plans"), inputs, self.selected)
-        else:  # a torchlib file could not be read: infer without the cache
-            found = sources()
-            plan, alignment = infer_plan(self.native, found, self.selected), found.alignment
-        if alignment is not None:
-            from migrate.runtime.torch_private import torch_version
-
-            summary["runtime_evidence"] = {"torch": torch_version(), **alignment.to_json()}
-        return plan, observed, summary
-
-    def _runtime_sources(self) -> dict:
-        """The runtime sources' plans (OpInfo, probe, aliases, kernel, schema calls), aligned to the file's schemas."""
-        if self.sweep is None:
-            return {"opinfo": {}}
-        from migrate.evidence.derived import evidence_of
-        from migrate.infer import align_runtime_evidence
-
-        evidence, wanted = evidence_of(self.sweep), self.options.evidence
-        opinfo = evidence.opinfo if "opinfo" in wanted else {}
-        probe = evidence.probe if "probe" in wanted else {}
-        schema_calls = evidence.schema_calls if "probe" in wanted else {}
-        follows = evidence.follows if "probe" in wanted else {}
-        aliases, kernel = {}, {}
-        if "aliases" in wanted:
-            from migrate.evidence.opinfo.aliases import alias_overloads
-
-            aliases = alias_overloads(self.native, evidence.aliases, evidence.forwards)
-        if "kernel" in wanted:
-            from migrate.evidence.opinfo.forwards import kernel_plans
-
-            kernel = kernel_plans(self.native, evidence.kernels)
-        installed = installed_native_functions()
-        reference = self.native if installed.read_bytes() == self.native.data else self.load_native(installed)
-        (opinfo, probe, kernel, schema_calls), alignment = align_runtime_evidence(self.native, reference, opinfo, probe, kernel, schema_calls)
-        return {
-            "opinfo": opinfo,
-            "probe": probe,
-            "aliases": aliases,
-            "kernel": kernel,
-            "schema_calls": schema_calls,
-            "follows": follows,
-            "alignment": alignment,
-        }
+        return verdict_plan(overload, evidence.opinfo, evidence.probe)
 
     # --- the run ------------------------------------------------------------------------------------
 
-    def migrate(
-        self,
-        plan_path: Path | None = None,
-        overwrite: bool = False,
-        yaml_only: bool = False,
-        out: Path | None = None,
-        report: Path | None = None,
-        export_check: bool = False,
-    ) -> Migration:
-        """The outputs of applying the plan (``plan_path``, else the inferred one) to the yaml and torchlib, with
-        the summary; ``report`` receives the applied plan with its evidence and the summary as JSON."""
+    def migrate(self, request: RunRequest = RunRequest()) -> Migration:
+        """The outputs of applying the plan (the request's, else the inferred one) to the yaml and torchlib, with
+        the summary; the request's ``report`` receives the applied plan with its evidence and the summary as JSON."""
         from migrate.evidence.probe.merge import probe_summary
         from migrate.evidence.verdicts import dtype_verdict_summary
 
+        plan_path = request.plan
         self.validate()
         self.torchlib  # scanned (and its warnings printed) before any evidence is gathered
         if plan_path is not None:
             plan, observed, evidence_summary = Plan.read(plan_path), frozenset(), {}
         else:
-            plan, observed, evidence_summary = self.inferred
-            if "autocast" in self.options.evidence:
-                plan, evidence_summary = self._with_autocast(plan, evidence_summary)
+            plan, observed, evidence_summary = self.inference.plan, self.sources.observed, self._evidence_summary()
         selected = self.selected
         if selected is not None:
             plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
         scope = len(selected) if selected is not None else len(self.native.entries)
-        result = apply_plan(self.native, self.sets_file, plan, overwrite=overwrite, plan_path=plan_path)
-        targets = Targets(out)
+        result = apply_plan(self.native, self.sets_file, plan, overwrite=request.overwrite, plan_path=plan_path)
+        targets = Targets(request.out)
         outputs = [targets.output(self.native_path, self.native.data, result.native_functions)]
         if result.type_constraints is not None:
             outputs.append(targets.output(sibling_constraints_path(self.native_path), self.sets_file.data, result.type_constraints))
-        summary = {
+        summary = RunSummary(
             **run_summary(self.native, plan, result, scope, observed),
             **evidence_summary,
-            "probe": probe_summary(plan),
-            "verdicts": dtype_verdict_summary(self.native, plan),
-        }
-        if "autocast" in summary:
+            probe=probe_summary(plan),
+            verdicts=dtype_verdict_summary(self.native, plan),
+        )
+        if summary.autocast is not None:
             from migrate.model.autocast import annotated_counts
 
-            summary["autocast"]["annotated"] = annotated_counts(result.native_functions)
+            summary = replace(summary, autocast=replace(summary.autocast, annotated=annotated_counts(result.native_functions)))
         if self.source_tree is not None:
-            summary["validation"] = {"torchgen": str(self.source_tree / "torchgen"), "schemas_unchecked": []}
-        if not yaml_only:
-            outputs += self._torchlib_outputs(plan, result, targets, summary, export_check)
-        if report is not None:
-            store(report, self._report(plan, result, summary).dumps().encode())
-        return Migration(tuple(outputs), summary, summary_text(summary, result))
+            summary = replace(summary, validation=ValidationSummary(str(self.source_tree / "torchgen"), ()))
+        if not request.yaml_only:
+            rewritten, rewrite_summary = self._torchlib_outputs(plan, result, targets, request.export_check)
+            outputs += rewritten
+            summary = replace(summary, torchlib=rewrite_summary)
+        if request.report is not None:
+            store(request.report, self._report(plan, result, summary.to_json()).dumps().encode())
+        return Migration(tuple(outputs), summary)
 
-    def _with_autocast(self, plan: Plan, evidence_summary: dict) -> tuple[Plan, dict]:
-        """The plan with each overload's autocast policy per key (``migrate.evidence.autocast``)."""
-        from migrate.evidence.autocast.policies import autocast_policies
-        from migrate.infer import with_autocast
+    def _evidence_summary(self) -> dict:
+        """What the sources and the inference say about themselves: the sweep, the runtime evidence's alignment, autocast
+        (``RunSummary``'s fields of those names)."""
+        sources, summary = self.sources, {}
+        if sources.opinfo_summary is not None:
+            summary["opinfo"] = sources.opinfo_summary
+        alignment = self.inference.alignment
+        if alignment is not None:
+            from migrate.evidence.align import RuntimeEvidenceSummary
+            from migrate.runtime.torch_private import torch_version
 
-        autocast = autocast_policies(self.native.by_name, self.cache, self.options.autocast_source, self.options.refresh)
-        plan = with_autocast(plan, {name: autocast.of(name) for name in autocast.policies}, self.selected)
-        return plan, {**evidence_summary, "autocast": autocast.summary()}
+            summary["runtime_evidence"] = RuntimeEvidenceSummary(torch_version(), alignment)
+        if sources.autocast is not None:
+            summary["autocast"] = sources.autocast.summary()
+        return summary
 
     def autocast_dtypes(self) -> dict[str, str]:
         """Each autocast key's lower dtype as the installed torch sets it."""
@@ -341,7 +310,7 @@ class Session:
 
         return autocast_dtypes(self.cache)
 
-    def _torchlib_outputs(self, plan: Plan, result: YamlResult, targets: Targets, summary: dict, export_check: bool) -> list[Output]:
+    def _torchlib_outputs(self, plan: Plan, result: YamlResult, targets: Targets, export_check: bool) -> tuple[list[Output], TorchlibSummary]:
         """torchlib rewritten to what the yaml says (hand-written constraints the run kept are not pushed into it), and to
         what export-check's results (cached for this torch_lib, or computed first with ``export_check``) prove."""
         from migrate.audit.export import rewrite_verdicts
@@ -352,9 +321,8 @@ class Session:
         declared = {o.name: o.variables for o in written_plan.overloads if self.selected is None or o.name in self.selected}
         exported = rewrite_verdicts(declared, self.real_functions(), self.torchlib_root, self.cache, export_check, self.options.jobs)
         rewrite = rewrite_torchlib(self.torchlib, written_plan, self.native, self.cache, only=self.selected, exported=exported)
-        summary["torchlib"] = codemod_summary(rewrite)
         mirrored = torchlib_outputs(rewrite, self.torchlib.root, targets.out, mirror=targets.out is not None)
-        return [replace(output, display=targets.display(output.source, output.display)) for output in mirrored]
+        return [replace(output, display=targets.display(output.source, output.display)) for output in mirrored], rewrite.summary()
 
     def _report(self, plan: Plan, result: YamlResult, summary: dict) -> Plan:
         """The applied plan with the writer's conflicts added to each overload, and the summary.
@@ -377,7 +345,7 @@ class Session:
         """Per overload the torchlib registers, its functions for real-valued inputs (those an annotation of it is on)."""
         return {o: tuple(r.function for r in registrations if not r.complex) for o, registrations in self.torchlib.by_overload.items()}
 
-    def export_check(self, refresh: bool = False) -> tuple[ExportCheck, dict[str, int] | None, dict]:
+    def _export_check(self, refresh: bool = False) -> tuple[ExportCheck, dict[str, int] | None, dict]:
         """Real exports of every torchlib-registered overload (those selected) at each declared dtype.
 
         Declarations come from the yaml when it has any, else from the plan a run infers, whose
@@ -395,13 +363,45 @@ class Session:
             by_name = self.sets_file.by_name
             declared = {name: declared_variables(native, native.by_name[name], by_name) for name in registered if name in native.by_name}
         else:
-            plan = self.inferred[0]
-            declared = {o.name: o.variables for o in plan.overloads}
+            plan = self.inference.plan
+            declared = {o.name: o.variables for o in plan.overloads if o.variables}  # not the overloads of an autocast policy alone
         result = run_export_check(declared, registered, self.torchlib_root, self.cache, self.options.jobs, refresh, functions=self.real_functions())
         if plan is None:
             return result, None, declared
-        listed = {o.name: o.conflicts for o in plan.overloads if o.name in registered}
+        listed = {o.name: o.conflicts for o in plan.overloads if o.name in registered and o.variables}
         return result, verdict_summary(listed, verdicts(listed, self.torchlib_root, self.cache)), declared
+
+    def export_check(self, refresh: bool = False, missing: bool = False, report: Path | None = None) -> Finding:
+        """``export-check``: the table of every case (or, with ``missing``, the provisioning list: declared dtypes no
+        torchlib function exports), the export coverage gaps the cases judged, and ``report`` as JSON."""
+        from migrate.audit.export import missing as provisioning_list
+        from migrate.audit.export import missing_text, reached_calls, report_json, table
+
+        result, conflicts, declared = self._export_check(refresh)
+        provisioning = provisioning_list(result, declared, reached_calls(declared, self.cache)) if missing else None
+        text = table(result) if provisioning is None else missing_text(provisioning)
+        if conflicts is not None:
+            gaps = ", ".join(f"{conflicts[k]} {k}" for k in ("confirmed", "refuted", "unchecked"))
+            text += f"export coverage gaps: {gaps} (of {conflicts['conflicts']})\n"
+        if report is not None:
+            store(report, report_json(result, conflicts, provisioning).encode())
+        return Finding(text)
+
+    def verify(self) -> Finding:
+        """``verify``: the OpInfo samples reaching the selected overloads run under the checker the yaml declares."""
+        from migrate.audit.verify import report, verify_declarations
+
+        result = verify_declarations(self.native, self.selected, self.opinfos_reaching(self.selected), self.options.jobs)
+        if result is None:
+            selected = " for the selected overloads" if self.options.ops else ""
+            return Finding(f"verify: {self.native_path} declares no type variable{selected}: nothing to check\n")
+        return Finding(report(result, self.native_path), bool(result.found))
+
+    def autocast_contradictions(self) -> Finding:
+        """``verify --autocast``: where an entry's autocast policy contradicts its declared dtypes (findings, not failures)."""
+        from migrate.audit.autocast import report
+
+        return Finding(report(self.native, self.sets_file.by_name, self.autocast_dtypes(), self.selected))
 
     def refuse_installed(self, yaml_only: bool) -> None:
         """Installed files are never written: a run that writes them needs --out."""

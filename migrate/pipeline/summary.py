@@ -1,29 +1,124 @@
-"""The run in numbers: the summary's fields (what ``--report`` keeps under ``summary``) and its lines on stderr."""
+"""The run in numbers: one frozen section per part of the summary, each next to what produces it (the sweep's in
+``migrate.evidence.gather``, the alignment's in ``migrate.evidence.align``, autocast's, the probe's, the
+verdicts', the torchlib rewrite's; the written yaml's here), each with ``to_json()`` (what ``--report`` keeps
+under ``summary``) and ``lines()`` (what the run prints on stderr), gathered in one ``RunSummary``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from migrate.model.global_sets import constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions
 from migrate.model.plan import SOURCES, Plan
 from migrate.model.promotion import counts_by_kind
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult
-from migrate.write.torchlib.parameter_names import RENAMED
 
 if TYPE_CHECKING:
-    from migrate.write.torchlib.rewrite import TorchlibRewrite
+    from migrate.evidence.align import RuntimeEvidenceSummary
+    from migrate.evidence.autocast.policies import AutocastSummary
+    from migrate.evidence.gather import OpInfoSummary
+    from migrate.evidence.probe.merge import ProbeSummary
+    from migrate.evidence.verdicts import VerdictSummary
+    from migrate.write.torchlib.rewrite import TorchlibSummary
 
 
-def coverage_summary(native: NativeFunctions, plan: Plan, result: YamlResult, observed: frozenset[str]) -> dict:
-    """How much of the written yaml is typed: entries with a tensor slot, and tensor slots; the untyped
-    entries by reason (``migrate.infer.untyped_reasons``; without samples, as when a --plan is applied,
-    none counts as observed).
+# Why an entry with a tensor slot is left untyped, in the order they are decided.
+NO_CPU_KERNEL = "no-cpu-kernel"  # only CUDA, MPS, quantized, sparse, nested... kernels: CPU samples cannot reach it
+OBSERVED_UNTYPED = "observed-but-untyped"  # samples reached it, yet no variable came of it
+NO_STRUCTURE = "no-structure-ties-it"  # another overload of its operator is typed, but no group or alias ties this one to it
+NO_SAMPLE = "no-sample-reaches-it"  # no sample reached it nor anything tied to it, and ATen accepted no call built from its schema
+UNTYPED_REASONS = (NO_CPU_KERNEL, OBSERVED_UNTYPED, NO_STRUCTURE, NO_SAMPLE)
+
+
+def untyped_reasons(native: NativeFunctions, typed: set[str], observed: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Each untyped entry with a tensor slot under its reason (``UNTYPED_REASONS``), in file order."""
+    typed_operators = {name.split(".")[0] for name in typed}
+    reasons: dict[str, list[str]] = {reason: [] for reason in UNTYPED_REASONS}
+    for entry in native.entries:
+        if not entry.schema.tensor_slots or entry.name in typed:
+            continue
+        if not native.has_cpu_kernel(entry):
+            reason = NO_CPU_KERNEL
+        elif entry.name in observed:
+            reason = OBSERVED_UNTYPED
+        elif entry.name.split(".")[0] in typed_operators:
+            reason = NO_STRUCTURE
+        else:
+            reason = NO_SAMPLE
+        reasons[reason].append(entry.name)
+    return {reason: tuple(names) for reason, names in reasons.items()}
+
+
+@dataclass(frozen=True)
+class OverloadsSummary:
+    """The overloads in scope, and what the writer did with them."""
+
+    in_scope: int
+    constrained: int
+    unchanged: int
+    with_conflicts: int
+
+    def to_json(self) -> dict[str, int]:
+        skipped = self.in_scope - self.constrained - self.unchanged
+        return {"in_scope": self.in_scope, "constrained": self.constrained, "unchanged": self.unchanged, "skipped": skipped, "with_conflicts": self.with_conflicts}
+
+    def lines(self) -> list[str]:
+        o = self.to_json()
+        return [f"overloads: {o['constrained']} constrained, {o['unchanged']} unchanged, {o['skipped']} skipped, {o['with_conflicts']} with conflicts (of {o['in_scope']})"]
+
+
+@dataclass(frozen=True)
+class SourcesSummary:
+    """Per source, the planned overloads one of whose variables it speaks for (the summary's ``by_source``)."""
+
+    overloads: dict[str, int]
+
+    def to_json(self) -> dict[str, int]:
+        return dict(self.overloads)
+
+    def lines(self) -> list[str]:
+        return ["by source: " + (", ".join(f"{s} {n}" for s, n in self.overloads.items()) or "none")]
+
+
+@dataclass(frozen=True)
+class CoverageSummary:
+    """How much of the written yaml is typed: entries with a tensor slot, and tensor slots; the untyped entries by reason."""
+
+    entries_with_tensor_slots: int
+    entries_typed: int
+    tensor_slots: int
+    tensor_slots_typed: int
+    untyped: dict[str, tuple[str, ...]]  # per reason (UNTYPED_REASONS), in file order
+
+    def to_json(self) -> dict[str, Any]:
+        entries, slots = self.entries_with_tensor_slots, self.tensor_slots
+        return {
+            "entries_with_tensor_slots": entries,
+            "entries_typed": self.entries_typed,
+            "entry_share": round(self.entries_typed / entries, 4) if entries else 0.0,
+            "tensor_slots": slots,
+            "tensor_slots_typed": self.tensor_slots_typed,
+            "slot_share": round(self.tensor_slots_typed / slots, 4) if slots else 0.0,
+            "untyped_by_reason": {reason: len(names) for reason, names in self.untyped.items()},
+            "untyped": {reason: list(names) for reason, names in self.untyped.items()},
+        }
+
+    def lines(self) -> list[str]:
+        c = self.to_json()
+        return [
+            f"coverage of the written yaml: {c['entries_typed']} of {c['entries_with_tensor_slots']} entries with tensor slots "
+            f"({c['entry_share']:.1%}), {c['tensor_slots_typed']} of {c['tensor_slots']} tensor slots ({c['slot_share']:.1%})",
+            "untyped entries by reason: " + ", ".join(f"{reason} {n}" for reason, n in c["untyped_by_reason"].items()) + " (each listed in --report)",
+        ]
+
+
+def coverage_summary(native: NativeFunctions, plan: Plan, result: YamlResult, observed: frozenset[str]) -> CoverageSummary:
+    """How much of the written yaml is typed; the untyped entries by reason (``untyped_reasons``; without samples,
+    as when a --plan is applied, none counts as observed).
 
     Computed from the input and what the writer did to it, without reading the output again.
     """
-    from migrate.infer import untyped_reasons
-
     written = {o.name for o in result.outcomes if o.status == WRITTEN}
     planned = {o.name: o for o in plan.overloads if o.name in written}
     with_slots = [e for e in native.entries if e.schema.tensor_slots]
@@ -35,22 +130,43 @@ def coverage_summary(native: NativeFunctions, plan: Plan, result: YamlResult, ob
         typed_slots += sum(len(b) for b in binds)
         if binds:
             typed.add(entry.name)
-    untyped = untyped_reasons(native, typed, observed)
     slots = sum(len(e.schema.tensor_slots) for e in with_slots)
-    return {
-        "entries_with_tensor_slots": len(with_slots),
-        "entries_typed": typed_entries,
-        "entry_share": round(typed_entries / len(with_slots), 4) if with_slots else 0.0,
-        "tensor_slots": slots,
-        "tensor_slots_typed": typed_slots,
-        "slot_share": round(typed_slots / slots, 4) if slots else 0.0,
-        "untyped_by_reason": {reason: len(names) for reason, names in untyped.items()},
-        "untyped": {reason: list(names) for reason, names in untyped.items()},
-    }
+    return CoverageSummary(len(with_slots), typed_entries, slots, typed_slots, untyped_reasons(native, typed, observed))
 
 
-def spelling_summary(native: NativeFunctions, plan: Plan, result: YamlResult) -> dict[str, int | float]:
+@dataclass(frozen=True)
+class SpellingSummary:
     """How the written yaml spells its variables: by a set's name or as an inline list; line lengths; the file's growth."""
+
+    variables_written: int
+    variables_named: int
+    global_sets_used: int
+    constraints_lines: int
+    longest_constraints_line: int
+    yaml_growth: float
+
+    def to_json(self) -> dict[str, int | float]:
+        return {
+            "variables_written": self.variables_written,
+            "variables_named": self.variables_named,
+            "named_share": round(self.variables_named / self.variables_written, 4) if self.variables_written else 0.0,
+            "global_sets_used": self.global_sets_used,
+            "constraints_lines": self.constraints_lines,
+            "longest_constraints_line": self.longest_constraints_line,
+            "yaml_growth": self.yaml_growth,
+        }
+
+    def lines(self) -> list[str]:
+        s = self.to_json()
+        return [
+            f"spelling: {s['variables_named']} of {s['variables_written']} variables by a set name "
+            f"({s['named_share']:.1%}), {s['global_sets_used']} global sets; {s['constraints_lines']} "
+            f"type_constraints lines, the longest {s['longest_constraints_line']} characters; yaml {s['yaml_growth']:+.1%}"
+        ]
+
+
+def spelling_summary(native: NativeFunctions, plan: Plan, result: YamlResult) -> SpellingSummary:
+    """How the written yaml spells its variables, read from the plan and what the writer wrote."""
     written = {o.name for o in result.outcomes if o.status == WRITTEN}
     set_names = []  # per written variable: the global set it is spelled by, or None for an inline list
     for overload in plan.overloads:
@@ -59,139 +175,106 @@ def spelling_summary(native: NativeFunctions, plan: Plan, result: YamlResult) ->
             set_names.append(variable.name if value is None else None if value.startswith("[") else value)
     named = [n for n in set_names if n is not None]
     lines = [len(line) for line in result.native_functions.decode().splitlines() if line.lstrip().startswith(CONSTRAINTS_KEY + ":")]
-    return {
-        "variables_written": len(set_names),
-        "variables_named": len(named),
-        "named_share": round(len(named) / len(set_names), 4) if set_names else 0.0,
-        "global_sets_used": len(set(named)),
-        "constraints_lines": len(lines),
-        "longest_constraints_line": max(lines, default=0),
-        "yaml_growth": round((len(result.native_functions) - len(native.data)) / len(native.data), 4),
-    }
+    growth = round((len(result.native_functions) - len(native.data)) / len(native.data), 4)
+    return SpellingSummary(len(set_names), len(named), len(set(named)), len(lines), max(lines, default=0), growth)
 
 
-def run_summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int, observed: frozenset[str]) -> dict:
-    """The run in numbers, for the summary lines and the report."""
+@dataclass(frozen=True)
+class PromotionSummary:
+    """The written yaml's ``type_promotion:`` lines by kind, and how many the run wrote or kept hand-written."""
+
+    lines_by_kind: dict[str, int]
+    written: int
+    kept: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lines_by_kind": dict(self.lines_by_kind), "written": self.written, "kept": self.kept}
+
+    def lines(self) -> list[str]:
+        by_kind = ", ".join(f"{kind} {n}" for kind, n in self.lines_by_kind.items()) or "none"
+        return [f"type_promotion: {sum(self.lines_by_kind.values())} lines ({by_kind}); {self.written} written, {self.kept} hand-written kept"]
+
+
+@dataclass(frozen=True)
+class ValidationSummary:
+    """Which torchgen checked the schemas ("installed", or a source tree's), and those with type words it does not know."""
+
+    torchgen: str
+    schemas_unchecked: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"torchgen": self.torchgen, "schemas_unchecked": list(self.schemas_unchecked)}
+
+    def lines(self) -> list[str]:
+        by = "the installed torchgen" if self.torchgen == "installed" else f"the source tree's {self.torchgen}"
+        return [f"validation: {by}; {len(self.schemas_unchecked)} schemas with type words it does not know were not checked"]
+
+
+@dataclass(frozen=True)
+class ConflictsSummary:
+    """Conflicts by kind over the written overloads and global sets, and the lines of those the run must show."""
+
+    kinds: dict[str, int]
+    messages: tuple[str, ...]  # the global sets', and the last of each kept overload's
+
+    def to_json(self) -> dict[str, int]:
+        return dict(self.kinds)
+
+    def lines(self) -> list[str]:
+        counted = ["conflicts: " + ", ".join(f"{k} {n}" for k, n in self.kinds.items()) + " (each listed in --report)"] if self.kinds else []
+        return counted + [f"conflict: {message}" for message in self.messages]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The run in numbers: every section, in the report's order; printed in the order a reader wants them."""
+
+    overloads: OverloadsSummary
+    by_source: SourcesSummary
+    conflicts: ConflictsSummary
+    coverage: CoverageSummary
+    spelling: SpellingSummary
+    promotion: PromotionSummary
+    validation: ValidationSummary
+    probe: ProbeSummary
+    verdicts: VerdictSummary
+    opinfo: OpInfoSummary | None = None
+    runtime_evidence: RuntimeEvidenceSummary | None = None
+    autocast: AutocastSummary | None = None
+    torchlib: TorchlibSummary | None = None
+
+    _REPORTED = ("overloads", "by_source", "conflicts", "coverage", "spelling", "promotion", "validation", "opinfo", "runtime_evidence", "autocast", "probe", "verdicts", "torchlib")
+    _PRINTED = ("overloads", "by_source", "coverage", "spelling", "promotion", "validation", "probe", "verdicts", "opinfo", "runtime_evidence", "autocast", "torchlib", "conflicts")
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: section.to_json() for name in self._REPORTED if (section := getattr(self, name)) is not None}
+
+    def lines(self) -> list[str]:
+        return [line for name in self._PRINTED if (section := getattr(self, name)) is not None for line in section.lines()]
+
+    def text(self) -> str:
+        return "\n".join(self.lines()) + "\n"
+
+
+def run_summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int, observed: frozenset[str]) -> dict[str, Any]:
+    """The sections of the summary the written yaml gives (``RunSummary``'s fields of that name)."""
     statuses = [o.status for o in result.outcomes]
-    constrained, unchanged = statuses.count(WRITTEN), statuses.count(UNCHANGED)
     kinds: dict[str, int] = {}
     for conflict in [c for o in result.outcomes for c in o.conflicts] + list(result.global_conflicts):
         kinds[conflict.kind] = kinds.get(conflict.kind, 0) + 1
+    messages = [c.message for c in result.global_conflicts]
+    messages += [f"{o.name}: {c.message}" for o in result.outcomes if o.status == KEPT for c in o.conflicts[-1:]]
     sources = [{s for v in o.variables for s in v.sources} for o in plan.overloads]  # each variable's sources read once
     return {
-        "overloads": {
-            "in_scope": scope,
-            "constrained": constrained,
-            "unchanged": unchanged,
-            "skipped": scope - constrained - unchanged,
-            "with_conflicts": sum(1 for o in result.outcomes if o.conflicts),
-        },
-        "by_source": {s: n for s in SOURCES if (n := sum(1 for found in sources if s in found))},
-        "conflicts": dict(sorted(kinds.items())),
+        "overloads": OverloadsSummary(scope, statuses.count(WRITTEN), statuses.count(UNCHANGED), sum(1 for o in result.outcomes if o.conflicts)),
+        "by_source": SourcesSummary({s: n for s in SOURCES if (n := sum(1 for found in sources if s in found))}),
+        "conflicts": ConflictsSummary(dict(sorted(kinds.items())), tuple(messages)),
         "coverage": coverage_summary(native, plan, result, observed),
         "spelling": spelling_summary(native, plan, result),
-        "promotion": {
-            "lines_by_kind": counts_by_kind(result.native_functions),
-            "written": sum(1 for o in result.outcomes if o.promotion == WRITTEN),
-            "kept": sum(1 for o in result.outcomes if o.promotion == KEPT),
-        },
-        "validation": {"torchgen": "installed", "schemas_unchecked": sorted(native.groups.unchecked)},
-    }
-
-
-def summary_text(summary: dict, result: YamlResult) -> str:
-    o, c = summary["overloads"], summary["coverage"]
-    lines = [
-        f"overloads: {o['constrained']} constrained, {o['unchanged']} unchanged, {o['skipped']} skipped, "
-        f"{o['with_conflicts']} with conflicts (of {o['in_scope']})",
-        "by source: " + (", ".join(f"{s} {n}" for s, n in summary["by_source"].items()) or "none"),
-        f"coverage of the written yaml: {c['entries_typed']} of {c['entries_with_tensor_slots']} entries with tensor slots "
-        f"({c['entry_share']:.1%}), {c['tensor_slots_typed']} of {c['tensor_slots']} tensor slots ({c['slot_share']:.1%})",
-        "untyped entries by reason: " + ", ".join(f"{reason} {n}" for reason, n in c["untyped_by_reason"].items()) + " (each listed in --report)",
-    ]
-    spelling = summary["spelling"]
-    lines.append(
-        f"spelling: {spelling['variables_named']} of {spelling['variables_written']} variables by a set name "
-        f"({spelling['named_share']:.1%}), {spelling['global_sets_used']} global sets; {spelling['constraints_lines']} "
-        f"type_constraints lines, the longest {spelling['longest_constraints_line']} characters; yaml {spelling['yaml_growth']:+.1%}"
-    )
-    promotion = summary["promotion"]
-    by_kind = ", ".join(f"{kind} {n}" for kind, n in promotion["lines_by_kind"].items()) or "none"
-    lines.append(f"type_promotion: {sum(promotion['lines_by_kind'].values())} lines ({by_kind}); {promotion['written']} written, {promotion['kept']} hand-written kept")
-    unchecked = summary["validation"]["schemas_unchecked"]
-    by = "the installed torchgen" if summary["validation"]["torchgen"] == "installed" else f"the source tree's {summary['validation']['torchgen']}"
-    lines.append(f"validation: {by}; {len(unchecked)} schemas with type words it does not know were not checked")
-    probe = summary["probe"]
-    lines.append(
-        f"probe: {probe['slots_widened']} slots widened, {probe['variables_split']} variables split, {probe['variables_joined']} joined; "
-        f"{probe['overloads_from_built_calls']} overloads no sample reaches typed by a call built from the schema"
-    )
-    if "verdicts" in summary:
-        from migrate.evidence.verdicts import dtype_verdict_lines
-
-        lines += dtype_verdict_lines(summary["verdicts"])
-    if "opinfo" in summary:
-        sweep = summary["opinfo"]
-        lines.append(
-            f"opinfo: {sweep['opinfos']} OpInfos ({sweep['ran']} run, {sweep['from_cache']} from the cache), "
-            f"{sweep['overloads_observed']} overloads of the yaml observed, {len(sweep['failures'])} failures (listed in --report)"
-        )
-    aligned = summary.get("runtime_evidence", {})
-    if aligned.get("overloads_skipped") or aligned.get("overloads_remapped"):
-        lines.append(
-            f"runtime evidence of torch {aligned['torch']}: {aligned['overloads_skipped']} overloads with runtime evidence the yaml lacks skipped, "
-            f"{aligned['overloads_remapped']} whose schema differs keep the evidence that maps by argument name (listed in --report)"
-        )
-    if "autocast" in summary:
-        from migrate.evidence.autocast.policies import summary_lines
-
-        lines += summary_lines(summary["autocast"])
-    if "torchlib" in summary:
-        t = summary["torchlib"]
-        notes = ", ".join(f"{k} {n}" for k, n in t["notes"].items())
-        lines.append(
-            f"torchlib: {t['functions_changed']} functions rewritten in {t['modules_changed']} modules; "
-            f"{t['annotations_narrowed']} annotations narrowed, {t['annotations_widened']} widened" + (f"; notes: {notes}" if notes else "")
-        )
-        names = t["parameters"]
-        left = ", ".join(f"{why} {n}" for why, n in names["left_alone"].items())
-        lines.append(
-            f"torchlib parameter names: {names['renamed']} renamed to the yaml's in {names['functions_renamed']} functions; "
-            f"{sum(names['left_alone'].values())} left alone" + (f": {left}" if left else "") + " (each listed in --report)"
-        )
-    if summary["conflicts"]:
-        lines.append("conflicts: " + ", ".join(f"{k} {n}" for k, n in summary["conflicts"].items()) + " (each listed in --report)")
-    lines += [f"conflict: {c.message}" for c in result.global_conflicts]
-    lines += [f"conflict: {o.name}: {c.message}" for o in result.outcomes if o.status == KEPT for c in o.conflicts[-1:]]
-    return "\n".join(lines) + "\n"
-
-
-def codemod_summary(rewrite: TorchlibRewrite) -> dict:
-    notes: dict[str, int] = {}
-    for note in rewrite.notes:
-        kind = note.split(":", 1)[0]
-        notes[kind] = notes.get(kind, 0) + 1
-    return {
-        "modules_changed": len(rewrite.files),
-        "functions_changed": sum(1 for f in rewrite.functions if f.changed),
-        "annotations_narrowed": rewrite.narrowed,
-        "annotations_widened": rewrite.widened,
-        "notes": notes,
-        "note_lines": list(rewrite.notes),
-        "parameters": parameter_summary(rewrite),
-    }
-
-
-def parameter_summary(rewrite: TorchlibRewrite) -> dict:
-    """Parameters the yaml names otherwise: how many were renamed, how many left alone by why, and each as a line."""
-    renamed = [p for p in rewrite.parameters if p.outcome == RENAMED]
-    left: dict[str, int] = {}
-    for p in rewrite.parameters:
-        if p.outcome != RENAMED:
-            left[p.outcome] = left.get(p.outcome, 0) + 1
-    return {
-        "renamed": len(renamed),
-        "functions_renamed": len({(p.path, p.line, p.function) for p in renamed}),
-        "left_alone": dict(sorted(left.items())),
-        "lines": [str(p) for p in rewrite.parameters],
+        "promotion": PromotionSummary(
+            counts_by_kind(result.native_functions),
+            sum(1 for o in result.outcomes if o.promotion == WRITTEN),
+            sum(1 for o in result.outcomes if o.promotion == KEPT),
+        ),
+        "validation": ValidationSummary("installed", tuple(sorted(native.groups.unchecked))),
     }

@@ -536,3 +536,54 @@ def onnx_symbolic_input(opset: Any, name: str, dtype: Any, shape: tuple[int, ...
 def onnx_ir_version() -> int:
     """The IR version of the models the exporter writes."""
     return _private("torch.onnx._internal.exporter._constants.ONNX_IR_VERSION")
+
+
+# --- type promotion -----------------------------------------------------------------------------
+
+_REFS_MODULES = {"torch._refs": "", "torch._refs.nn": "", "torch._refs.linalg": "linalg_", "torch._refs.special": "special_", "torch._refs.nn.functional": ""}
+"""The ref modules torch.onnx's generator reads, with the prefix their operators have in ATen (``special_i1e``)."""
+
+
+def refs_type_promotions() -> list[tuple[str, tuple[int, ...], str]]:
+    """(ATen operator name, positions of the promoting arguments, kind in lower case) per ref that
+    ``elementwise_type_promotion_wrapper`` wraps: the source torch.onnx's table is generated from
+    (``torch/onnx/_internal/fx/passes/type_promotion.py``, whose generator walks the closures the same way).
+    Positions count the ref's parameters, which follow the ATen schema's positional arguments."""
+    import inspect
+
+    wrapper = _private("torch._prims_common.wrappers.elementwise_type_promotion_wrapper")
+    found = []
+    for module_name, prefix in _REFS_MODULES.items():
+        module = _private(module_name)
+        for name in _attribute(module, "__all__", f"{module_name}.__all__"):
+            op, fn, promotion = getattr(module, name), getattr(module, name), None
+            while callable(fn):
+                try:
+                    closure = inspect.getclosurevars(fn)
+                except TypeError:
+                    break
+                if isinstance(closure.nonlocals.get("self"), wrapper):
+                    promotion = closure.nonlocals["self"]
+                    break
+                if "fn" not in closure.nonlocals:
+                    break
+                fn = closure.nonlocals["fn"]
+            if promotion is None:
+                continue
+            names = _attribute(promotion, "type_promoting_arg_names", "elementwise_type_promotion_wrapper.type_promoting_arg_names") or ()
+            kind = _attribute(promotion, "type_promotion_kind", "elementwise_type_promotion_wrapper.type_promotion_kind")
+            parameters = list(inspect.signature(op).parameters.values())
+            positions = tuple(
+                i for i, p in enumerate(parameters) if p.name in names and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            )
+            if positions:
+                operator = op.__name__ if op.__name__.startswith(prefix) else prefix + op.__name__
+                found.append((operator, positions, kind.name.lower()))
+    return sorted(set(found))
+
+
+def promoted_dtypes(values: list[Any], kind: str) -> tuple[Any, Any]:
+    """(computation, result) dtypes torch's elementwise rules give these values under a promotion kind
+    (``torch._prims_common.elementwise_dtypes``); raises where torch refuses to promote them."""
+    kinds = _private("torch._prims_common.ELEMENTWISE_TYPE_PROMOTION_KIND")
+    return _private("torch._prims_common.elementwise_dtypes")(*values, type_promotion_kind=getattr(kinds, kind.upper()))

@@ -488,15 +488,16 @@ def scan_torchlib(torchlib_dir: Path | str | None, native: NativeFunctions, cach
     return evidence
 
 
-def _scan(
-    root: Path, paths: list[Path], contents: dict[Path, bytes], errors: list[InputError], native: NativeFunctions, facts: Stage
-) -> TorchlibEvidence:
+def _modules(
+    root: Path, contents: dict[Path, bytes], facts: Stage
+) -> tuple[dict[str, tuple[str, ModuleFacts]], frozenset[str], int, list[InputError]]:
+    """Each module's facts by dotted name (with its path under ``root``), the packages, how many facts the cache
+    held, and the problems the scan found."""
     # libcst loads only here, when the whole evidence is not cached
     from migrate.torchlib_source.scan import module_facts
 
     modules: dict[str, tuple[str, ModuleFacts]] = {}
-    packages, cached = set(), 0
-    errors = list(errors)
+    packages, cached, errors = set(), 0, []
     for path, data in contents.items():
         relative = path.relative_to(root)
         found, hit = module_facts(data, facts)
@@ -506,15 +507,14 @@ def _scan(
         if relative.name == "__init__.py":
             packages.add(module)
         errors.extend(InputError(p.message, path, p.line, p.op) for p in found.problems)
-    types = TypeResolver({m: f for m, (_, f) in modules.items()}, frozenset(packages))
-    global_sets, set_errors = _global_sets(root, modules, types)
+    return modules, frozenset(packages), cached, errors
 
-    registrations: list[tuple[str, Registration]] = []
-    for module, (relative_path, facts) in modules.items():
-        registrations.extend((module, replace(r, path=relative_path)) for r in facts.registrations)
-    registrations.sort(key=lambda item: (item[1].path, item[1].line))
 
-    index = OverloadIndex(native)
+def _resolved(
+    registrations: list[tuple[str, Registration]], index: OverloadIndex
+) -> tuple[dict[str, str], dict[str, set[str]], dict[str, list[tuple[str, Registration]]]]:
+    """Every registered name's overload, the names no overload of the file has (by category), and each overload's
+    registrations (with their modules)."""
     resolved: dict[str, str] = {}
     unresolved: dict[str, set[str]] = {}
     variants: dict[str, list[tuple[str, Registration]]] = {}
@@ -529,6 +529,24 @@ def _scan(
             overload = str(OverloadName.parse(name))
             resolved[name] = overload
             variants.setdefault(overload, []).append((module, registration))
+    return resolved, unresolved, variants
+
+
+def _scan(
+    root: Path, paths: list[Path], contents: dict[Path, bytes], errors: list[InputError], native: NativeFunctions, facts: Stage
+) -> TorchlibEvidence:
+    modules, packages, cached, problems = _modules(root, contents, facts)
+    errors = list(errors) + problems
+    types = TypeResolver({m: f for m, (_, f) in modules.items()}, packages)
+    global_sets, set_errors = _global_sets(root, modules, types)
+
+    registrations: list[tuple[str, Registration]] = []
+    for module, (relative_path, module_facts) in modules.items():
+        registrations.extend((module, replace(r, path=relative_path)) for r in module_facts.registrations)
+    registrations.sort(key=lambda item: (item[1].path, item[1].line))
+
+    index = OverloadIndex(native)
+    resolved, unresolved, variants = _resolved(registrations, index)
 
     universe = frozenset(d for s in global_sets for d in s.dtypes)
     overloads, unmatched, with_inputs, informative, handled = {}, {}, [], [], {}

@@ -103,7 +103,8 @@ def assigned_type(node: cst.Assign | cst.AnnAssign) -> tuple[str, TypeExpr] | No
     return None if isinstance(expr, Opaque) else (target.value, expr)
 
 
-def _string_value(node: cst.BaseExpression) -> str | None:
+def string_value(node: cst.BaseExpression) -> str | None:
+    """A string literal's value (implicitly concatenated ones too); None for anything else."""
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         value = node.evaluated_value
         return value if isinstance(value, str) else None
@@ -127,12 +128,12 @@ def type_expr(node: cst.BaseExpression) -> TypeExpr:
         return BitOr(tuple(members))
     if isinstance(node, cst.Call):
         func = _dotted(node.func)
-        name = _string_value(node.args[0].value) if node.args and node.args[0].keyword is None else None
+        name = string_value(node.args[0].value) if node.args and node.args[0].keyword is None else None
         if func is not None and func[-1] == "TypeVar" and name is not None:
             bound = next((type_expr(a.value) for a in node.args if a.keyword and a.keyword.value == "bound"), None)
             constraints = tuple(type_expr(a.value) for a in node.args[1:] if a.keyword is None and a.star == "")
             return TypeVarCall(name, bound, constraints)
-    text = _string_value(node)
+    text = string_value(node)
     if text is not None:  # a forward reference: "TFloat"
         try:
             return type_expr(cst.parse_expression(text))
@@ -282,11 +283,11 @@ class _BadDecorator(ValueError):
 
 def _literal_names(node: cst.BaseExpression) -> tuple[str, ...]:
     """The names of ``@torch_op("aten::x")`` or ``@torch_op(("aten::x", "aten::y"))``; anything else is an error."""
-    single = _string_value(node)
+    single = string_value(node)
     if single is not None:
         return (single,)
     if isinstance(node, (cst.Tuple, cst.List)):
-        names = tuple(_string_value(e.value) for e in node.elements)
+        names = tuple(string_value(e.value) for e in node.elements)
         if names and all(isinstance(n, str) for n in names):
             return names  # type: ignore[return-value]
     raise _BadDecorator(f"@torch_op name is not a string literal or a tuple of string literals: {_code(node)}")

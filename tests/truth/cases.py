@@ -2,15 +2,17 @@
 
 A case names the overload as native_functions.yaml does (``mm``, ``remainder.Scalar``),
 the tensor slots it casts to the dtype under test (schema argument names; slots that ATen
-needs of one dtype are cast together), the other tensor slots it holds at one dtype
-(``given``: the scorer compares with what the yaml declares for that combination), the
-slots ATen promotes with the cast ones (``promoted``: each call gives them the dtype it
-likes, the dtype under test, float32 or int64; a declaration claims a dtype per slot, "in
-some valid call", so a promoting op's slot is its own case), and one or more calls built
-from the dtype. The calls are alternatives: the dtype is accepted if
+needs of one dtype, or promotes to one, are cast together: a diagonal call), the other tensor
+slots it holds at one dtype (``given``: the scorer compares with what the yaml declares for that
+combination), and one or more calls built from the dtype. The calls are alternatives: the dtype is accepted if
 any of them runs (``mean(int64 tensor, dtype=torch.float32)`` is a valid call of ``mean``).
 The runner calls ``torch.ops.aten.<name>.<overload>`` itself, so a case never reaches
 another overload through a Python wrapper.
+
+``MIXED`` are single calls whose tensors differ in dtype, in both directions: where ATen promotes
+(``add(int64, float32)``, ``where(mask, int32, float64)``, ``cat([float32, int64])``) and where it
+refuses (``add(uint16 tensor, uint16 0-dim)``, ``mm(float32, float64)``, ``addcdiv`` of integers).
+The scorer judges each by the computation dtype the yaml's ``type_promotion:`` gives it.
 """
 
 from __future__ import annotations
@@ -30,14 +32,14 @@ class Case:
     slots: tuple[str, ...]  # cast together to the dtype under test
     calls: tuple[Callable[[torch.dtype], Call], ...]  # alternatives: accepted if any runs
     given: tuple[tuple[str, str], ...] = ()  # (slot, dtype name) held fixed in every call
-    promoted: tuple[str, ...] = ()  # slots each call gives a dtype of its own: companions, not judged
+    companions: tuple[str, ...] = ()  # slots each call gives a dtype of its own, not judged (``companions``)
 
     @property
     def key(self) -> str:
-        """Unique within the suite: ``gather[index | self=float32]``, ``add.Tensor[self ~ other]``."""
+        """Unique within the suite: ``gather[index | self=float32]``, ``add.Tensor[self other]``, ``searchsorted.Tensor[self ~ sorted_sequence]``."""
         held = ", ".join(f"{slot}={dtype}" for slot, dtype in self.given)
-        companions = " ~ " + " ".join(self.promoted) if self.promoted else ""
-        return f"{self.overload}[{' '.join(self.slots)}{companions}{' | ' + held if held else ''}]"
+        others = " ~ " + " ".join(self.companions) if self.companions else ""
+        return f"{self.overload}[{' '.join(self.slots)}{others}{' | ' + held if held else ''}]"
 
 
 def A(*args: Any, **kwargs: Any) -> Call:
@@ -85,10 +87,12 @@ def _zero_dim(overload: str, slot: str, call: Call) -> Call:
     return tuple(scalar(a) if i == index else a for i, a in enumerate(args)), kwargs
 
 
-def promoting(overload: str, slots: str, *builds: Callable[[list[torch.dtype]], Call], given: dict[str, str] | None = None) -> list[Case]:
-    """Slots ATen promotes to a common dtype (``add(uint16, float32)`` runs in float32): a case per slot, the
-    dtype accepted when some call with the other slots at it, at float32 or at int64 runs, or with the slot a
-    0-dim tensor beside them (ATen computes in the others' dtype then: ``x - torch.tensor(1, dtype=float8)``)."""
+def companions(overload: str, slots: str, *builds: Callable[[list[torch.dtype]], Call]) -> list[Case]:
+    """Slots an op combines by its own rule, not torch's elementwise promotion (``cosine_similarity`` and ``addr``
+    compute in float64 beside a 0-dim float64; ``huber_loss(int64, float32)`` cannot write its float result into
+    the input's dtype; ``searchsorted`` compares across dtypes): a case per slot, the dtype accepted
+    when some call with the other slots at it, at float32 or at int64 runs, or with the slot a 0-dim tensor
+    beside them. The yaml declares such slots apart, each with the dtypes some valid call accepts there."""
     names = slots.split()
 
     def call(build: Callable[[list[torch.dtype]], Call], index: int, companion: torch.dtype | None) -> Callable[[torch.dtype], Call]:
@@ -105,8 +109,16 @@ def promoting(overload: str, slots: str, *builds: Callable[[list[torch.dtype]], 
             + (zero_dim(build, index, F32), zero_dim(build, index, I64))
         )
 
-    held = tuple(sorted((given or {}).items()))
-    return [Case(overload, (name,), calls(i), held, tuple(n for n in names if n != name)) for i, name in enumerate(names)]
+    return [Case(overload, (name,), calls(i), (), tuple(n for n in names if n != name)) for i, name in enumerate(names)]
+
+
+def promoting(overload: str, slots: str, *builds: Callable[[list[torch.dtype]], Call], given: dict[str, str] | None = None) -> list[Case]:
+    """Slots ATen promotes to a common dtype before its kernel: one diagonal case, every slot cast to the dtype
+    under test (``add(uint16, float32)`` runs in float32 and says nothing of uint16; ``add(uint16, uint16)``
+    has no kernel). Mixed calls are in ``MIXED``."""
+    n = len(slots.split())
+    calls = tuple((lambda build: lambda d: build([d] * n))(build) for build in builds)
+    return [Case(overload, tuple(slots.split()), calls, tuple(sorted((given or {}).items())))]
 
 
 def _unary(*names: str) -> list[Case]:
@@ -141,7 +153,7 @@ CASES: tuple[Case, ...] = (
     c("linear", "input weight bias", lambda d: A(t(d, 2, 3), t(d, 4, 3), t(d, 4))),
     c("baddbmm", "self batch1 batch2", lambda d: A(t(d, 2, 2, 4), t(d, 2, 2, 3), t(d, 2, 3, 4))),
     c("addbmm", "self batch1 batch2", lambda d: A(t(d, 2, 4), t(d, 2, 2, 3), t(d, 2, 3, 4))),
-    *promoting("addr", "self vec1 vec2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2), t(ds[2], 3))),
+    *companions("addr", "self vec1 vec2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2), t(ds[2], 3))),
     c("addmv", "self mat vec", lambda d: A(t(d, 2), t(d, 2, 3), t(d, 3))),
     c("mv", "self vec", lambda d: A(t(d, 2, 3), t(d, 3))),
     c("dot", "self tensor", lambda d: A(t(d, 3), t(d, 3))),
@@ -207,6 +219,7 @@ CASES: tuple[Case, ...] = (
     *promoting("addcmul", "self tensor1 tensor2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), t(ds[2], 2, 3))),
     *promoting("addcdiv", "self tensor1 tensor2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), t(ds[2], 2, 3))),
     c("lerp.Scalar", "self end", lambda d: A(t(d, 2, 3), t(d, 2, 3), 0.5)),
+    c("lerp.Tensor", "self end weight", lambda d: A(t(d, 2, 3), t(d, 2, 3), p(d, 2, 3))),  # no promotion: one dtype
     c("clamp", "self", lambda d: A(t(d, 2, 3), 0, 3), lambda d: A(t(d, 2, 3), 0.5, 3.5)),
     *promoting("clamp.Tensor", "self min max", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), t(ds[2], 2, 3))),
     *promoting("where.self", "self other", lambda ds: A(mask(2, 3), t(ds[0], 2, 3), t(ds[1], 2, 3)), given={"condition": "bool"}),
@@ -305,13 +318,13 @@ CASES: tuple[Case, ...] = (
     *promoting("mse_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
     *promoting("l1_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
     *promoting("smooth_l1_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
-    *promoting("huber_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
+    *companions("huber_loss", "self target", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3)), lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3), 0)),
     c("kl_div", "self target", lambda d: A(t(d, 2, 3), p(d, 2, 3))),
     # joining, searching, shapes and copies
     c("cat", "tensors", lambda d: A([t(d, 2, 3), t(d, 1, 3)])),
     c("stack", "tensors", lambda d: A([t(d, 2, 3), t(d, 2, 3)])),
-    *promoting("searchsorted.Tensor", "sorted_sequence self", lambda ds: A(t(ds[0], 5), t(ds[1], 2, 3))),
-    *promoting("bucketize.Tensor", "self boundaries", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 5))),
+    *companions("searchsorted.Tensor", "sorted_sequence self", lambda ds: A(t(ds[0], 5), t(ds[1], 2, 3))),
+    *companions("bucketize.Tensor", "self boundaries", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 5))),
     c("flip", "self", lambda d: A(t(d, 2, 3), [1]), lambda d: A(t(d, 2, 3), [0])),  # whole rows move without a dtype kernel
     c("roll", "self", lambda d: A(t(d, 2, 3), [1], [1])),
     c("repeat", "self", lambda d: A(t(d, 2, 3), [2, 1])),
@@ -356,8 +369,8 @@ CASES: tuple[Case, ...] = (
     c("bincount", "self", lambda d: A(ix(d, 3, 5))),
     c("renorm", "self", lambda d: A(t(d, 2, 3), 2, 0, 1.0)),
     c("cdist", "x1 x2", lambda d: A(t(d, 2, 3), t(d, 4, 3))),
-    *promoting("cosine_similarity", "x1 x2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
-    *promoting("pairwise_distance", "x1 x2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
+    *companions("cosine_similarity", "x1 x2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
+    *companions("pairwise_distance", "x1 x2", lambda ds: A(t(ds[0], 2, 3), t(ds[1], 2, 3))),
     c("pixel_shuffle", "self", lambda d: A(t(d, 1, 4, 2, 2), 2)),
     c("upsample_bicubic2d.vec", "input", lambda d: A(t(d, 1, 2, 2, 2), [4, 4], False, None)),
     c("avg_pool3d", "self", lambda d: A(t(d, 1, 1, 4, 4, 4), [2, 2, 2])),
@@ -365,4 +378,55 @@ CASES: tuple[Case, ...] = (
     c("conv3d", "input weight bias", lambda d: A(t(d, 1, 2, 4, 4, 4), t(d, 3, 2, 2, 2, 2), t(d, 3))),
     c("bilinear", "input1 input2 weight bias", lambda d: A(t(d, 2, 3), t(d, 2, 4), t(d, 5, 3, 4), t(d, 5))),
     c("grid_sampler_2d", "input grid", lambda d: A(t(d, 1, 1, 3, 3), p(d, 1, 2, 2, 2), 0, 0, False)),
+)
+
+
+@dataclass(frozen=True)
+class Mixed:
+    """One call with tensors (or a Python number) of different dtypes; ``spelled`` names them in argument order."""
+
+    overload: str
+    spelled: str  # 'int64, float32:0' (':0' a 0-dim tensor)
+    call: Callable[[], Call]
+
+    @property
+    def key(self) -> str:
+        return f"{self.overload}({self.spelled})"
+
+
+def v(spec: str, *shape: int) -> Any:
+    """A value from its spelling: 'int64' a tensor of ``shape``, 'float64:0' a 0-dim tensor, '0.5' a Python float."""
+    if spec[0].isdigit():
+        return float(spec)
+    name, _, zero_dim = spec.partition(":")
+    return t(getattr(torch, name), *(() if zero_dim else shape))
+
+
+def mixed(overload: str, build: Callable[[list[str]], Call], *combinations: str) -> list[Mixed]:
+    """A mixed call per combination ('int64 float32'), ``build`` making the call from the values' spellings."""
+    return [Mixed(overload, ", ".join(specs.split()), (lambda specs: lambda: build(specs.split()))(specs)) for specs in combinations]
+
+
+_BOTH_WAYS = ("int64 float32", "float32 int64", "bool float16", "float16 bool", "float32 float64:0", "int8 float32", "uint16 uint16:0")
+
+
+def _binary_mixed(*names: str, combinations: tuple[str, ...] = _BOTH_WAYS) -> list[Mixed]:
+    return [m for name in names for m in mixed(name, lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3)), *combinations)]
+
+
+MIXED: tuple[Mixed, ...] = (
+    *_binary_mixed("add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "minimum", "atan2"),
+    *_binary_mixed("add.Tensor", "mul.Tensor", "div.Tensor", combinations=("int64 0.5", "int64 int64", "uint8 int8")),
+    *_binary_mixed("logical_and", "logical_or", "bitwise_and.Tensor", "floor_divide", "remainder.Tensor", "fmod.Tensor"),
+    *_binary_mixed("eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor", "gt.Tensor", "ge.Tensor"),
+    *_binary_mixed("pow.Tensor_Tensor", "hypot", "copysign.Tensor", "xlogy.Tensor"),
+    *mixed("div.Tensor_mode", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), rounding_mode="trunc"), *_BOTH_WAYS),
+    *mixed("where.self", lambda s: A(mask(2, 3), v(s[0], 2, 3), v(s[1], 2, 3)), "int32 float64", "float64 int32", "bool float16", "uint16 uint16:0"),
+    *mixed("cat", lambda s: A([v(s[0], 2, 3), v(s[1], 2, 3)]), "float32 int64", "int64 float32", "bool float16", "uint16 int8"),
+    *mixed("clamp.Tensor", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "int64 float32 float32", "float32 int64 int64", "uint16 uint16 uint16:0"),
+    *mixed("addcdiv", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "float32 int64 float32", "int64 int64 int64", "int32 int64 int32", "float16 float32 float32"),
+    *mixed("addcmul", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "float32 int64 float32", "int64 int32 int64", "bool float16 float16"),
+    *mixed("mse_loss", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3)), "float32 int64", "float16 float32", "int64 int64"),
+    *mixed("mm", lambda s: A(v(s[0], 2, 3), v(s[1], 3, 4)), "float32 float64", "int64 float32"),
+    *mixed("lerp.Tensor", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "float32 float64 float32", "float64 float32 float32"),
 )

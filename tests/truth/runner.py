@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from migrate.model.named_sets import ANY
-from tests.truth.cases import CASES, Case
+from tests.truth.cases import CASES, MIXED, Case, Mixed
 
 DTYPES: tuple[str, ...] = tuple(d.name for d in ANY)
 """The 21 dtypes of the project's vocabulary (``TAny``), in canonical order."""
@@ -59,7 +59,7 @@ def _check_arguments(case: Case, op: torch._ops.OpOverload, args: tuple, kwargs:
             raise CaseError(f"{case.key}: no tensor is passed as {slot}")
     for name, value in bound.items():
         for tensor in _tensors(value):
-            if name in case.promoted:  # a companion: any dtype, but never empty
+            if name in case.companions:  # any dtype, but never empty
                 if tensor.numel() == 0:
                     raise CaseError(f"{case.key}: {name} is empty; an empty tensor proves nothing")
                 continue
@@ -99,10 +99,37 @@ def run_cases(cases: tuple[Case, ...] = CASES) -> dict[str, dict[str, Verdict]]:
     return {case.key: {name: verdict(case, name) for name in DTYPES} for case in cases}
 
 
+def mixed_verdict(call: Mixed) -> Verdict:
+    """A mixed call's verdict: accepted when it ran with every input and output non-empty."""
+    op = aten_op(call.overload)
+    args, kwargs = call.call()
+    if len(args) > len(op._schema.arguments) or any(t.numel() == 0 for t in _tensors((args, kwargs))):
+        raise CaseError(f"{call.key}: arguments do not fit {op._schema} or a tensor is empty")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            result = op(*args, **kwargs)
+        except Exception as exc:
+            return Verdict(False, (str(exc).strip().splitlines() or [type(exc).__name__])[0])
+    if any(tensor.numel() == 0 for tensor in _tensors(result)):
+        raise CaseError(f"{call.key}: an output is empty; an empty result proves nothing")
+    return Verdict(True, "")
+
+
+def run_mixed(calls: tuple[Mixed, ...] = MIXED) -> dict[str, Verdict]:
+    """Every mixed call's verdict, keyed by its key."""
+    keys = [call.key for call in calls]
+    if len(set(keys)) != len(keys):
+        raise CaseError("two mixed calls share a key: " + ", ".join(sorted({k for k in keys if keys.count(k) > 1})))
+    return {call.key: mixed_verdict(call) for call in calls}
+
+
 def main() -> int:
     for key, verdicts in run_cases().items():
         accepted = [name for name, v in verdicts.items() if v.accepted]
         print(f"{key}: {', '.join(accepted) or '(none)'}")
+    for key, found in run_mixed().items():
+        print(f"{key}: {'accepted' if found.accepted else 'rejected: ' + found.message}")
     return 0
 
 

@@ -61,21 +61,69 @@ class AutocastEvidence:
     def of(self, overload: str) -> Policies:
         return ordered((p.key, p.policy) for p in self.policies.get(overload, ()))
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> AutocastSummary:
         counts: dict[str, dict[str, int]] = {}
         for found in self.policies.values():
             for policy in found:
                 counts.setdefault(policy.key, {}).setdefault(policy.policy, 0)
                 counts[policy.key][policy.policy] += 1
-        return {
+        return AutocastSummary(
+            self.torch,
+            {k: len(v) for k, v in self.registrations.items()},
+            {k: dict(sorted(counts.get(k, {}).items())) for k in self.registrations},
+            {k: sum(1 for f in self.policies.values() for p in f if p.key == k and p.observed) for k in self.registrations},
+            tuple(vars(u) for u in self.unresolved),
+            self.disagreements,
+            self.not_in_yaml,
+        )
+
+
+@dataclass(frozen=True)
+class AutocastSummary:
+    """What the run's summary says about autocast (its ``autocast`` section): per key the registrations, the policies
+    read, those an observed run confirms, what was left; and, once written, the entries annotated per policy."""
+
+    torch: str
+    registrations: dict[str, int]
+    policies: dict[str, dict[str, int]]
+    observed: dict[str, int]
+    unresolved: tuple[dict[str, str], ...]
+    disagreements: tuple[str, ...]
+    not_in_yaml: tuple[str, ...]
+    annotated: dict[str, dict[str, int]] | None = None  # per key and policy, in the written yaml (None: nothing written)
+
+    def to_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {
             "torch": self.torch,
-            "registrations": {k: len(v) for k, v in self.registrations.items()},
-            "policies": {k: dict(sorted(counts.get(k, {}).items())) for k in self.registrations},
-            "observed": {k: sum(1 for f in self.policies.values() for p in f if p.key == k and p.observed) for k in self.registrations},
-            "unresolved": [vars(u) for u in self.unresolved],
+            "registrations": dict(self.registrations),
+            "policies": dict(self.policies),
+            "observed": dict(self.observed),
+            "unresolved": list(self.unresolved),
             "disagreements": list(self.disagreements),
             "not_in_yaml": list(self.not_in_yaml),
         }
+        if self.annotated is not None:
+            found["annotated"] = dict(self.annotated)
+        return found
+
+    def lines(self) -> list[str]:
+        """The run's autocast lines: per key the registrations, the entries annotated per policy, and what was left."""
+        annotated = self.annotated or {}
+        lines = []
+        for key, registered in self.registrations.items():
+            written = annotated.get(key, {})
+            policies = ", ".join(f"{policy} {n}" for policy, n in written.items()) or "none"
+            lines.append(
+                f"autocast {key}: {sum(written.values())} of {registered} registrations annotated ({policies}); "
+                f"{self.observed.get(key, 0)} confirmed by an observed run"
+            )
+        unresolved: dict[str, int] = {}
+        for item in self.unresolved:
+            unresolved[item["key"]] = unresolved.get(item["key"], 0) + 1
+        if unresolved:
+            lines.append("autocast not settled (neither read nor observed, not written): " + ", ".join(f"{k} {n}" for k, n in unresolved.items()) + " (listed in --report)")
+        lines += [f"autocast disagreement: {d}" for d in self.disagreements]
+        return lines
 
 
 def observations(cache: StageCache, refresh: bool = False) -> dict[str, Any]:
@@ -207,23 +255,3 @@ def autocast_policies(
         tuple(disagreements),
         tuple(sorted(missing)),
     )
-
-
-def summary_lines(summary: dict[str, Any]) -> list[str]:
-    """The run's autocast lines: per key the registrations, the entries annotated per policy, and what was left."""
-    annotated = summary.get("annotated", {})
-    lines = []
-    for key, registered in summary["registrations"].items():
-        written = annotated.get(key, {})
-        policies = ", ".join(f"{policy} {n}" for policy, n in written.items()) or "none"
-        lines.append(
-            f"autocast {key}: {sum(written.values())} of {registered} registrations annotated ({policies}); "
-            f"{summary['observed'].get(key, 0)} confirmed by an observed run"
-        )
-    unresolved: dict[str, int] = {}
-    for item in summary["unresolved"]:
-        unresolved[item["key"]] = unresolved.get(item["key"], 0) + 1
-    if unresolved:
-        lines.append("autocast not settled (neither read nor observed, not written): " + ", ".join(f"{k} {n}" for k, n in unresolved.items()) + " (listed in --report)")
-    lines += [f"autocast disagreement: {d}" for d in summary["disagreements"]]
-    return lines

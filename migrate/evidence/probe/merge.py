@@ -239,7 +239,31 @@ def _made(gathered: _Gathered, where: str, order: dict[str, int]) -> Evidence:
     return Evidence(PROBE, where, canonical(gathered.dtypes), slots, len(gathered.calls))
 
 
-def probe_summary(plan: Plan) -> dict[str, int]:
+@dataclass(frozen=True)
+class ProbeSummary:
+    """What probing changed in a plan (the run summary's ``probe`` section)."""
+
+    slots_widened: int
+    variables_split: int
+    variables_joined: int
+    overloads_from_built_calls: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "slots_widened": self.slots_widened,
+            "variables_split": self.variables_split,
+            "variables_joined": self.variables_joined,
+            "overloads_from_built_calls": self.overloads_from_built_calls,
+        }
+
+    def lines(self) -> list[str]:
+        return [
+            f"probe: {self.slots_widened} slots widened, {self.variables_split} variables split, {self.variables_joined} joined; "
+            f"{self.overloads_from_built_calls} overloads no sample reaches typed by a call built from the schema"
+        ]
+
+
+def probe_summary(plan: Plan) -> ProbeSummary:
     """What probing changed in a plan, read from its evidence and conflicts (so a ``--report`` file gives the same).
 
     Slots widened: observed slots where ATen accepted dtypes that were neither observed
@@ -262,12 +286,7 @@ def probe_summary(plan: Plan) -> dict[str, int]:
         if any(SCHEMA_CALL_WHERE in e.where for v in o.variables for e in v.evidence if e.source == PROBE)
         and not any(e.source == OPINFO for v in o.variables for e in v.evidence)
     )
-    return {
-        "slots_widened": widened,
-        "variables_split": kinds.count(SPLIT),
-        "variables_joined": kinds.count(JOINED),
-        "overloads_from_built_calls": built,
-    }
+    return ProbeSummary(widened, kinds.count(SPLIT), kinds.count(JOINED), built)
 
 
 def split_and_joined(observed: tuple[Variable, ...], probed: tuple[Variable, ...]) -> list[Conflict]:

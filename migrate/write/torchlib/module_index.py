@@ -15,7 +15,7 @@ import libcst as cst
 from codemods.docstrings import docstring_node
 from codemods.toplevel import DefKey, TopLevelVisitor, callee_name
 from migrate.torchlib_source.facts import Definition, Import, ModuleFacts
-from migrate.torchlib_source.scan import assigned_type, imports_of
+from migrate.torchlib_source.scan import assigned_type, imports_of, string_value
 
 TORCH_OP = "torch_op"
 _FLAGS = ("complex", "private")
@@ -71,13 +71,6 @@ class ModuleIndex:
         return cls(ModuleFacts(tuple(visitor.imports), tuple(visitor.definitions), (), ()), tuple(visitor.defs))
 
 
-def _string(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
-
-
 def read_torch_op(decorator: cst.Decorator) -> TorchOp | None:
     """The decorator as a ``TorchOp``; None when it is not ``@torch_op(...)`` with literal names and flags."""
     call = decorator.decorator
@@ -88,11 +81,11 @@ def read_torch_op(decorator: cst.Decorator) -> TorchOp | None:
     name_node = positional[0] if positional else keywords.get("name")
     if name_node is None:
         return None
-    single = _string(name_node)
+    single = string_value(name_node)
     if single is not None:
         names: tuple[str | None, ...] = (single,)
     elif isinstance(name_node, (cst.Tuple, cst.List)):
-        names = tuple(_string(e.value) for e in name_node.elements)
+        names = tuple(string_value(e.value) for e in name_node.elements)
     else:
         return None
     if not names or any(n is None for n in names):

@@ -49,7 +49,7 @@ from migrate.model.dtypes import DType
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import Plan, Variable
 from migrate.write.outputs import Output
-from migrate.write.torchlib.parameter_names import ParameterName
+from migrate.write.torchlib.parameter_names import RENAMED, ParameterName
 
 if TYPE_CHECKING:  # libcst and the transformers load only when a rewrite is not in the cache
     from migrate.write.torchlib.narrowing import ExportVerdict
@@ -94,6 +94,59 @@ class TorchlibRewrite:
 
     def notes_of(self, kind: str) -> tuple[str, ...]:
         return tuple(n for n in self.notes if n.startswith(kind + ": "))
+
+    def summary(self) -> TorchlibSummary:
+        notes: dict[str, int] = {}
+        for note in self.notes:
+            kind = note.split(":", 1)[0]
+            notes[kind] = notes.get(kind, 0) + 1
+        renamed = [p for p in self.parameters if p.outcome == RENAMED]
+        left: dict[str, int] = {}
+        for p in self.parameters:
+            if p.outcome != RENAMED:
+                left[p.outcome] = left.get(p.outcome, 0) + 1
+        parameters = {  # parameters the yaml names otherwise: renamed, left alone by why, each as a line
+            "renamed": len(renamed),
+            "functions_renamed": len({(p.path, p.line, p.function) for p in renamed}),
+            "left_alone": dict(sorted(left.items())),
+            "lines": [str(p) for p in self.parameters],
+        }
+        return TorchlibSummary(len(self.files), sum(1 for f in self.functions if f.changed), self.narrowed, self.widened, notes, self.notes, parameters)
+
+
+@dataclass(frozen=True)
+class TorchlibSummary:
+    """What the run's summary says about the torchlib rewrite (its ``torchlib`` section)."""
+
+    modules_changed: int
+    functions_changed: int
+    annotations_narrowed: int
+    annotations_widened: int
+    notes: dict[str, int]  # per kind
+    note_lines: tuple[str, ...]
+    parameters: dict  # renamed, functions_renamed, left_alone (by why), lines
+
+    def to_json(self) -> dict:
+        return {
+            "modules_changed": self.modules_changed,
+            "functions_changed": self.functions_changed,
+            "annotations_narrowed": self.annotations_narrowed,
+            "annotations_widened": self.annotations_widened,
+            "notes": dict(self.notes),
+            "note_lines": list(self.note_lines),
+            "parameters": {**self.parameters, "left_alone": dict(self.parameters["left_alone"]), "lines": list(self.parameters["lines"])},
+        }
+
+    def lines(self) -> list[str]:
+        notes = ", ".join(f"{k} {n}" for k, n in self.notes.items())
+        names = self.parameters
+        left = ", ".join(f"{why} {n}" for why, n in names["left_alone"].items())
+        return [
+            f"torchlib: {self.functions_changed} functions rewritten in {self.modules_changed} modules; "
+            f"{self.annotations_narrowed} annotations narrowed, {self.annotations_widened} widened" + (f"; notes: {notes}" if notes else ""),
+            f"torchlib parameter names: {names['renamed']} renamed to the yaml's in {names['functions_renamed']} functions; "
+            f"{sum(names['left_alone'].values())} left alone" + (f": {left}" if left else "") + " (each listed in --report)",
+        ]
 
 
 def torchlib_outputs(rewrite: TorchlibRewrite, root: Path, out: Path | None, mirror: bool = False) -> list[Output]:

@@ -1,0 +1,158 @@
+"""Whether ATen promotes an overload's arguments, from what torch's refs declare and what its calls showed.
+
+- Declared: the refs' ``elementwise_type_promotion_wrapper`` (the source of torch.onnx's table).
+- Observed: the first candidate set of arguments whose mixed calls all ran and whose calls (mixed and
+  diagonal) agree with one promotion kind of torch's rules (``calls.consistent_kinds``).
+
+Both agree: the promotion is written. Observation alone also writes it. Where they disagree the
+observation settles it, and the disagreement is a ``type-promotion`` conflict in ``--report``:
+the refs declare ``lerp`` promoting, but ATen refuses ``lerp(float32, float64, float32)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from migrate.evidence.probe.merge import ACCEPTED, REJECTED
+from migrate.evidence.promotion.calls import consistent_kinds, own_dtype
+from migrate.runtime.runs import overload_key
+from migrate.model.dtypes import DType, canonical
+from migrate.model.plan import PROBE, Conflict, Evidence
+from migrate.model.promotion import KINDS, Promotion
+
+CONFLICT = "type-promotion"  # the refs and ATen's calls disagree on an overload's promotion
+_INTEGRAL = frozenset({"bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"})
+_REAL = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}
+_DEFAULT_FLOAT = "float32"  # torch's default dtype, which int_to_float gives integers
+WHERE = "a call built for promotion"  # in the ``where`` of the diagonal calls' evidence
+
+
+def computation_dtype(kind: str, dtype: DType) -> DType:
+    """The dtype the kernel computes in when every promoted tensor has ``dtype``."""
+    if kind == "int_to_float" and dtype.name in _INTEGRAL:
+        return DType(_DEFAULT_FLOAT)
+    if kind == "bool_to_long" and dtype.name == "bool":
+        return DType("int64")
+    return dtype
+
+
+def returns_possible(kind: str, dtype: DType) -> bool:
+    """Whether a call of this kind can return ``dtype`` (``int_to_float`` never returns an integer)."""
+    if kind == "int_to_float":
+        return dtype.name not in _INTEGRAL
+    if kind == "bool_to_long":
+        return dtype.name != "bool"
+    if kind == "always_bool":
+        return dtype.name == "bool"
+    if kind == "complex_to_float":
+        return dtype.name not in _REAL
+    return True
+
+
+def real_counterpart(dtype: DType) -> DType:
+    """What ``complex_to_float`` returns for a computation dtype."""
+    return DType(_REAL.get(dtype.name, dtype.name))
+
+
+@dataclass(frozen=True)
+class PromotionFinding:
+    """One overload's promotion as decided, the conflict if the sources disagree, and its diagonal calls' evidence."""
+
+    name: str  # 'add.Tensor'
+    promotion: Promotion | None  # None: ATen does not promote (whatever the refs declare)
+    tensors: tuple[str, ...] = ()  # the promoted tensor arguments (the promotion's args less its Scalars)
+    conflicts: tuple[Conflict, ...] = ()
+    diagonal: tuple[Evidence, ...] = ()  # the calls built for promotion with every promoted tensor at one dtype
+
+    def kept(self, arguments: set[str]) -> PromotionFinding | None:
+        """The finding for a file whose schema has these arguments; None when one of its arguments is missing."""
+        args = self.promotion.args if self.promotion else ()
+        return self if set(args) <= arguments else None
+
+
+def _call_text(name: str, call: list[Any]) -> str:
+    text, _, message, _ = call
+    return f"{name}({text}): {message}"
+
+
+def _contradicting(report: dict[str, Any], declared: Promotion) -> list[Any] | None:
+    """The first refused mixed call of the declared arguments where the kernel runs both its promoted arguments'
+    own dtype and its computation dtype (``consistent_kinds``' reason to rule promotion out), if any."""
+    for tried in report["tried"]:
+        if tried["args"] == list(declared.args):
+            ran = {dtype for dtype, returned, _, _ in tried["diagonal"] if returned is not None}
+            for call in tried["mixed"]:
+                predicted = call[3].get(declared.kind)
+                if call[1] is None and predicted and predicted[0] in ran and own_dtype(call[0]) in ran:
+                    return call
+    return None
+
+
+def finding_of(report: dict[str, Any]) -> PromotionFinding:
+    """The decision for one overload's report (``calls.promotion_reports``)."""
+    name = overload_key(report["overload"])
+    declared = Promotion(report["declared"]["kind"], tuple(report["declared"]["args"])) if report["declared"] else None
+    chosen, kinds = None, []
+    for tried in report["tried"]:
+        kinds = consistent_kinds(tried)
+        if kinds:
+            chosen = tried
+            break
+    promotion = None
+    if chosen is not None:
+        args = tuple(chosen["args"])
+        agreeing = declared is not None and declared.args == args and declared.kind in kinds
+        promotion = Promotion(declared.kind if agreeing else kinds[0], args)
+    conflicts = ()
+    if declared is not None and promotion != declared:
+        if promotion is None:
+            refused = _contradicting(report, declared)
+            why = (
+                f"ATen refused {_call_text(name, refused)}"
+                if refused
+                else "no promotion kind agrees with its calls (a promoted argument never ran promoted, or diagonal calls ran in one dtype)"
+            )
+            message = f"torch's refs declare {name} promoting {declared}; {why}: no promotion written"
+        else:
+            message = f"torch's refs declare {name} promoting {declared}; ATen's calls agree with {promotion}, which is written"
+        conflicts = (Conflict(CONFLICT, declared.args, (), message),)
+    if promotion is None:
+        return PromotionFinding(name, None, (), conflicts)
+    tensors = tuple(a for a in promotion.args if a in chosen["tensors"])
+    return PromotionFinding(name, promotion, tensors, conflicts, _diagonal(chosen, tensors))
+
+
+def _diagonal(tried: dict[str, Any], tensors: tuple[str, ...]) -> tuple[Evidence, ...]:
+    """The dtypes the diagonal calls ran in, and the refused ones by message (input dtypes: ``sets`` maps them to
+    computation dtypes by the kind it writes)."""
+    subject = f"{', '.join(tensors)} at one dtype, {WHERE}"
+    accepted, refused = set(), {}
+    for dtype, returned, message, _ in tried["diagonal"]:
+        if returned is not None:
+            accepted.add(DType(dtype))
+        else:
+            refused.setdefault(message, []).append(DType(dtype))
+    evidence = [Evidence(PROBE, f"{subject}{ACCEPTED}", canonical(accepted), tensors)] if accepted else []
+    evidence += [Evidence(PROBE, f"{subject}{REJECTED}{message}", canonical(dtypes), tensors) for message, dtypes in sorted(refused.items())]
+    return tuple(evidence)
+
+
+def findings(reports: Iterable[dict[str, Any]]) -> dict[str, PromotionFinding]:
+    """Per overload ('add.Tensor'), the finding of every overload the refs declare promoting or whose calls promote."""
+    found = {}
+    for report in reports:
+        finding = finding_of(report)
+        if finding.promotion is not None or finding.conflicts:
+            found[finding.name] = finding
+    return found
+
+
+def promotion_summary(promotions: Iterable[Promotion | None], conflicts: int) -> dict[str, Any]:
+    """The promotion lines planned, counted by kind, and the conflicts between the refs and ATen's calls."""
+    by_kind = dict.fromkeys(KINDS, 0)
+    for promotion in promotions:
+        if promotion is not None:
+            by_kind[promotion.kind] += 1
+    return {"lines": sum(by_kind.values()), "by_kind": by_kind, "conflicts": conflicts}

@@ -1,0 +1,186 @@
+"""Sets at the kernel: an overload's promoted tensors as one variable of the dtypes ATen computes in.
+
+Where ATen promotes (``add``, ``where``, ``cat``, comparisons), a slot-by-slot set is useless: a 0-dim
+or lower-category companion makes any dtype run at any slot, in the companion's dtype. So the
+promoted tensor arguments share one variable, whose set is judged only on **diagonal** calls, where
+every promoted tensor has one dtype and an element: the probes that cast all of them together, and
+the calls built for promotion (``migrate.evidence.promotion.calls``). A call with a 0-dim or
+lower-category companion (a probe casting one of them alone, an observation) proves promotion,
+never a dtype. A dtype such a call accepted is that of the kernel: integers under ``int_to_float``
+are computed in the default float (``computation_dtype``).
+
+The return takes the kind's rule: it is the promoted variable itself (``default``, ``no_opmath``,
+``int_to_float``, ``bool_to_long``), the real counterparts of its dtypes (``complex_to_float``), or
+stays as it was (``always_bool``: bool). Every other slot (indices, masks, ``dtype=``-gated inputs)
+keeps its variable, its verdicts and its dependent constraints. In-place and out= overloads take
+their functional overload's promotion (``sibling_promotions``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+
+from migrate.evidence.probe.merge import is_rejection
+from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, real_counterpart, returns_possible
+from migrate.model.dtypes import canonical
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
+from migrate.model.promotion import Promotion
+
+SHARED_RETURN = ("default", "no_opmath", "int_to_float", "bool_to_long")  # kinds whose return is the computation dtype
+PROMOTED = "TPromoted"  # the promoted variable's name until names are given
+_CAST = re.compile(r"^(.*?) cast (?:alone|together)\b")
+
+
+def _cast_slots(evidence: Evidence) -> set[str] | None:
+    """The slots a probe cast, read from its evidence ('self, other cast together ...'); None for other evidence."""
+    found = _CAST.match(evidence.where)
+    return set(found.group(1).split(", ")) if found else None
+
+
+def _diagonal_pieces(plan: OverloadPlan, finding: PromotionFinding) -> list[Evidence]:
+    """The plan's evidence that speaks of diagonal calls, at the promoted tensors, in computation dtypes."""
+    tensors, kind = set(finding.tensors), finding.promotion.kind
+    scalars = [a for a in finding.promotion.args if a not in tensors]
+    pieces, seen = [], set()
+    for variable in plan.variables:
+        for piece in variable.evidence:
+            if not tensors & set(piece.slots) or id(piece) in seen:
+                continue
+            seen.add(id(piece))
+            cast = _cast_slots(piece) if piece.source == PROBE else None
+            if piece.source == PROBE:
+                if cast is None or not tensors <= cast or any(f" and {s}=" in piece.where for s in scalars):
+                    continue  # not a diagonal call, or one whose promoting Scalar moved the computation dtype
+                if is_rejection(piece):
+                    if cast != tensors:
+                        continue  # another slot cast with them may be what ATen refused
+                    dtypes = tuple(d for d in piece.dtypes if computation_dtype(kind, d) == d)
+                    if dtypes:
+                        pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
+                    continue
+            elif piece.source not in (DECLARED, TORCHLIB):
+                continue  # observations mix dtypes per slot; the rest speaks of slots apart
+            dtypes = canonical({computation_dtype(kind, d) for d in piece.dtypes})
+            pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
+    return pieces
+
+
+def _remaining(variable: Variable, moved: set[str]) -> Variable | None:
+    """A variable without the moved slots (None if it binds no other); its dtypes from its evidence at the rest."""
+    rest = tuple(s for s in variable.binds if s not in moved)
+    if not rest or rest == variable.binds:
+        return variable if rest else None
+    evidence = tuple(e for e in variable.evidence if not e.slots or set(e.slots) & set(rest))
+    dtypes = {
+        d for e in evidence if e.source in (OPINFO, PROBE, KERNEL, DECLARED, TORCHLIB) and not is_rejection(e) and e.source != EMPTY for d in e.dtypes
+    }
+    return Variable(variable.name, canonical(dtypes or variable.dtypes), rest, evidence, variable.follows)
+
+
+def _mapped(finding: PromotionFinding) -> list[Evidence]:
+    """The diagonal calls' evidence in computation dtypes: a refusal only where the kernel would compute in the dtype."""
+    kind, found = finding.promotion.kind, []
+    for piece in finding.diagonal:
+        if is_rejection(piece):
+            dtypes = tuple(d for d in piece.dtypes if computation_dtype(kind, d) == d)
+        else:
+            dtypes = canonical({computation_dtype(kind, d) for d in piece.dtypes})
+        if dtypes:
+            found.append(replace(piece, dtypes=dtypes))
+    return found
+
+
+def _checked_by_returns(plan: OverloadPlan, finding: PromotionFinding) -> PromotionFinding:
+    """The finding, its kind ``default`` where calls seen here returned a dtype the kind never returns
+    (``div.Tensor_mode`` built with ``rounding_mode=None`` divides as ``int_to_float``; its samples floor
+    integers into integers), with a conflict saying so."""
+    kind = finding.promotion.kind
+    returned = {
+        d
+        for v in plan.variables
+        for e in v.evidence
+        if "return.0" in e.slots and e.source in (OPINFO, PROBE) and not is_rejection(e)
+        for d in e.dtypes
+    }
+    impossible = canonical(d for d in returned if not returns_possible(kind, d))
+    if not impossible:
+        return finding
+    promotion = Promotion("default", finding.promotion.args)
+    message = (
+        f"the calls built for promotion agree with {finding.promotion}, but calls seen here returned "
+        f"{', '.join(d.name for d in impossible)}, which {kind} never returns: {promotion} is written"
+    )
+    return replace(finding, promotion=promotion, conflicts=finding.conflicts + (Conflict(CONFLICT, finding.promotion.args, impossible, message),))
+
+
+def with_promotion(
+    plan: OverloadPlan, finding: PromotionFinding | None, returns: bool = True, written: tuple[str, ...] = (), sibling: bool = False
+) -> OverloadPlan:
+    """The plan with its promotion, and its promoted tensors one variable of their diagonal dtypes (see the module).
+
+    ``returns`` False leaves the return with the variable it has; ``written`` (an out= overload's ``out`` and
+    return) join the promoted variable: torch casts the result into any dtype of its set. A ``sibling`` (in-place,
+    out=) takes its functional overload's kind as written: what it returns is what it writes into."""
+    if finding is None:
+        return plan
+    if finding.promotion is None or not finding.tensors:
+        return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
+    finding = finding if sibling else _checked_by_returns(plan, finding)
+    bound = {s for v in plan.variables for s in v.binds}
+    kind = finding.promotion.kind
+    pieces = _diagonal_pieces(plan, finding) + _mapped(finding)
+    dtypes = canonical({d for e in pieces if e.source != TORCHLIB and not is_rejection(e) for d in e.dtypes})
+    if not dtypes:
+        return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
+    shared_return = returns and kind in SHARED_RETURN and "return.0" in bound
+    moved = set(finding.tensors) | set(written) | ({"return.0"} if shared_return or (returns and kind == "complex_to_float") else set())
+    binds = finding.tensors + tuple(s for s in written if s not in finding.tensors) + (("return.0",) if shared_return else ())
+    promoted = Variable(PROMOTED, dtypes, binds, tuple(pieces))
+    variables = [promoted]
+    if returns and kind == "complex_to_float" and "return.0" in bound:
+        real = canonical({real_counterpart(d) for d in dtypes})
+        where = f"the real counterparts of {', '.join(finding.tensors)}'s computation dtypes (complex_to_float)"
+        why = tuple(
+            Evidence(source, where, canonical({real_counterpart(d) for e in pieces if e.source == source and not is_rejection(e) for d in e.dtypes}), ("return.0",))
+            for source in (PROBE, DECLARED)
+            if any(e.source == source and not is_rejection(e) for e in pieces)
+        )
+        variables.append(Variable(f"{PROMOTED}Real", real, ("return.0",), why))
+    gone = set()
+    for variable in plan.variables:
+        kept = _remaining(variable, moved)
+        if kept is None:
+            gone.add(variable.name)
+        else:
+            variables.append(kept)
+    variables = [replace(v, follows=tuple(PROMOTED if f in gone else f for f in v.follows)) if set(v.follows) & gone else v for v in variables]
+    return replace(plan, variables=tuple(variables), promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
+
+
+def sibling_promotions(native: NativeFunctions, plans: Mapping[str, OverloadPlan], findings: Mapping[str, PromotionFinding]) -> dict[str, OverloadPlan]:
+    """In-place and out= overloads with their functional overload's promotion (its diagonal calls' evidence), where
+    their own calls were not made (a promoted result must also cast into ``self`` or ``out``) and their schema has
+    its arguments: ``add_.Tensor``, ``sinc_``, ``add.out``. Their verdicts are read again from the evidence."""
+    from migrate.evidence.verdicts import with_verdicts
+
+    found = {}
+    for name, plan in sorted(plans.items()):
+        group = native.groups.get(name) if name in native.by_name else None
+        functional = group.of_kind("functional") if group is not None else ()
+        finding = findings.get(functional[0]) if functional and name not in functional and plan.promotion is None else None
+        written = plans[functional[0]].promotion if finding is not None and functional[0] in plans else None
+        if written is None:
+            continue
+        finding = replace(finding, promotion=written)  # as the functional overload's plan writes it (_checked_by_returns)
+        arguments = {s.name for s in native.by_name[name].schema.slots if not s.is_return}
+        if set(finding.promotion.args) <= arguments:
+            sibling = replace(finding, name=name, conflicts=())
+            if name in group.of_kind("out"):  # the return is ``out``: it joins the promoted variable where the kind returns its dtype
+                out = next((v.binds for v in plan.variables if "return.0" in v.binds), ()) if finding.promotion.kind in SHARED_RETURN else ()
+                found[name] = with_verdicts(with_promotion(plan, sibling, returns=False, written=out, sibling=True))
+            else:
+                found[name] = with_verdicts(with_promotion(plan, sibling, sibling=True))
+    return found

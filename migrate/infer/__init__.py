@@ -1,0 +1,12 @@
+"""Inference: the evidence of every source merged into one plan, and the variables' names.
+
+Entered once per run, with the whole ``Sources`` (``migrate.evidence.gather``): ``run.infer`` returns an
+``Inference``. Inside: ``merge`` (each overload's evidence merged into variables), ``structure`` (in-place
+and out= siblings tied to their functional overload), ``naming`` (global sets, the line limit, each
+variable's name). Each source speaks per overload in plan terms (``OverloadPlan``s), so the merge is
+plain data work; its rules, and what counts as evidence, are stated once, in docs/evidence.md.
+"""
+
+from migrate.infer.run import Inference, infer, infer_plan, verdict_plan
+
+__all__ = ["Inference", "infer", "infer_plan", "verdict_plan"]

@@ -1,0 +1,111 @@
+"""The variables' names, given last, deterministically, from the whole file's evidence whatever ``--op`` selects.
+
+Every dtype set used by ``NAMED_FROM`` entries or more, or with a name already (in the target's
+type_constraints.yaml, else a torchlib TypeVar of that set), is a global set; so is a rarer set whose
+inline list would make an entry's ``type_constraints:`` line longer than ``LINE_LIMIT``. A set with no
+name yet takes the one composed from PyTorch's dtype groups (``migrate.model.named_sets``), with ``Set``
+added while a hand-written or torchlib name means another set. A variable is then spelled by its set's
+name, in the schema when no other variable of the entry has that set, else as ``T: Name``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from collections import defaultdict
+from typing import Callable, Iterable, Mapping
+
+from migrate.model.dtypes import DType, format_set
+from migrate.model.global_sets import constraints_line
+from migrate.model.named_sets import composed_name, pytorch_spelling
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import GlobalSet, OverloadPlan, Variable
+from migrate.model.schema import TypedSchema
+
+_LETTERS = "TUVWXYZ"
+NAMED_FROM = 3  # entries using a set that make it a global set
+LINE_LIMIT = 200  # characters of a type_constraints: line; PyTorch's lint folds lines over 1,000
+
+
+def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[tuple[DType, ...], str]) -> OverloadPlan:
+    """A set's name where the variable's dtypes equal a named set no other variable of the entry has; else T, U, V, ...
+
+    A variable that follows others is always a letter (its list names them, so it is never a set); the names
+    it follows are renamed with them.
+    """
+    order = {slot.name: i for i, slot in enumerate(schema.slots)}
+    variables = sorted(plan.variables, key=lambda v: min(order[s] for s in v.binds))
+    counts: dict[tuple[DType, ...], int] = {}
+    for variable in variables:
+        counts[variable.dtypes] = counts.get(variable.dtypes, 0) + 1
+    letters = (n for n in [*_LETTERS, *(f"T{i}" for i in range(1, 100))] if n not in set_names.values())
+    new_names = []
+    for variable in variables:
+        name = set_names.get(variable.dtypes) if counts[variable.dtypes] == 1 and not variable.follows else None
+        new_names.append(name or next(letters))
+    renamed = {v.name: name for v, name in zip(variables, new_names)}  # a followed variable's name is unique (with_follows)
+    named = [
+        Variable(name, v.dtypes, tuple(sorted(v.binds, key=order.__getitem__)), v.evidence, tuple(renamed[n] for n in v.follows), v.verdicts)
+        for v, name in zip(variables, new_names)
+    ]
+    return replace(plan, variables=tuple(named))  # its promotion and autocast kept
+
+
+def _set_names(existing: Iterable[GlobalSet], torchlib: Iterable[GlobalSet]) -> dict[tuple[DType, ...], str]:
+    """Names sets already have: the target file's (first in file order), else torchlib's (shortest, then first by name)."""
+    names: dict[tuple[DType, ...], str] = {}
+    for global_set in existing:
+        names.setdefault(global_set.dtypes, global_set.name)
+    taken = {global_set.name for global_set in existing}  # a torchlib TypeVar of a name the file gives another set yields
+    for global_set in sorted(torchlib, key=lambda g: (len(g.name), g.name)):
+        if global_set.name not in taken:
+            names.setdefault(global_set.dtypes, global_set.name)
+    return names
+
+
+def _composed(dtypes: tuple[DType, ...], taken: set[str]) -> str:
+    name = composed_name(dtypes)
+    while name in taken:  # a hand-written or torchlib name that means another set
+        name += "Set"
+    return name
+
+
+def spelling(existing: tuple[GlobalSet, ...], torchlib: tuple[GlobalSet, ...]) -> Callable[[tuple[DType, ...]], str]:
+    """How a run names a dtype set when it names it: the target file's name, else torchlib's (unless the file gives
+    that name another set), else the name composed from PyTorch's dtype groups, ``Set`` added while it is taken."""
+    known = _set_names(existing, torchlib)
+    taken = {g.name for g in (*existing, *torchlib)}
+    return lambda dtypes: known.get(dtypes) or _composed(dtypes, taken)
+
+
+def global_sets(
+    native: NativeFunctions, plans: Iterable[OverloadPlan], existing: tuple[GlobalSet, ...], torchlib: tuple[GlobalSet, ...]
+) -> tuple[GlobalSet, ...]:
+    """The named sets the plans' variables are spelled with, sorted by name (see the module's docstring)."""
+    plans = sorted(plans, key=lambda p: p.name)
+    entries: dict[tuple[DType, ...], set[str]] = defaultdict(set)
+    for plan in plans:
+        for variable in plan.variables:
+            if not variable.follows:  # written as its own list: no set spells it
+                entries[variable.dtypes].add(plan.name)
+    known = _set_names(existing, torchlib)
+    taken = {g.name for g in (*existing, *torchlib)}
+    names = {}
+    for dtypes in sorted(entries, key=lambda d: (len(d), [t.sort_key for t in d])):
+        if dtypes in known or len(entries[dtypes]) >= NAMED_FROM:
+            names[dtypes] = known.get(dtypes) or _composed(dtypes, taken)
+            taken.add(names[dtypes])
+    sets = {name: GlobalSet(name, dtypes) for dtypes, name in names.items()}
+    for plan in plans:
+        entry = native.by_name[plan.name]
+        while True:
+            named = name_variables(plan, entry.schema, names)
+            line = constraints_line(entry.key_indent, named.variables, sets)
+            inline = [v.dtypes for v in named.variables if v.dtypes not in names and not v.follows]
+            if line is None or len(line) <= LINE_LIMIT or not inline:
+                break
+            longest = max(inline, key=lambda d: (len(format_set(d)), [t.sort_key for t in d]))
+            names[longest] = _composed(longest, taken)
+            taken.add(names[longest])
+            sets[names[longest]] = GlobalSet(names[longest], longest)
+    return tuple(sorted((GlobalSet(name, dtypes, pytorch_spelling(dtypes)) for dtypes, name in names.items()), key=lambda g: g.name))

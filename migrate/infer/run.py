@@ -1,0 +1,126 @@
+"""The entry point: one call per run, ``infer``, with the whole ``Sources``; it returns an ``Inference``.
+
+Every overload's evidence is merged (``merge``), tied overloads take their constraints (``structure``,
+and the aliases of ``migrate.evidence.opinfo.aliases``), the sets are named from the whole file's plan
+(``naming``) whatever ``--op`` selects, and the autocast policies are added last. The whole file's
+inference is cached in the ``plans`` stage, keyed by ``Sources.key``, each overload's plan pickled
+apart, so that an ``--op`` run reads only its own overloads; on a hit the runtime sources are never
+gathered.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, replace
+from typing import Mapping
+
+from migrate.cache import Stage
+from migrate.evidence.align import Alignment
+from migrate.evidence.gather import Sources
+from migrate.evidence.opinfo.aliases import alias_plans
+from migrate.evidence.promotion.sets import sibling_promotions, with_promotion
+from migrate.evidence.verdicts import with_verdicts
+from migrate.infer.merge import merge_overload, with_follows
+from migrate.infer.naming import global_sets, name_variables
+from migrate.infer.structure import group_siblings, tied_by_structure
+from migrate.model.autocast import Policies
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import GlobalSet, OverloadPlan, Plan
+
+
+@dataclass(frozen=True)
+class Inference:
+    """What a run inferred: the plan of the selected overloads, every global set of the whole file's plan (the
+    plan lists those its overloads use), and how the installed torch's runtime evidence met the file."""
+
+    plan: Plan
+    sets: tuple[GlobalSet, ...]
+    alignment: Alignment | None
+
+
+def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[GlobalSet, ...], list[OverloadPlan]]:
+    """The global sets, and every overload's plan with its variables named, in file order."""
+    names = [e.name for e in native.entries]
+    tied = tied_by_structure(native, sources)
+    merged = {}
+    for name in names:
+        torchlib, opinfo, probe = sources.torchlib.get(name), sources.opinfo.get(name), sources.probe.get(name)
+        schema_call = None
+        if not (opinfo or probe) and name not in sources.kernel and name not in tied:
+            schema_call = sources.schema_calls.get(name)
+        if torchlib or opinfo or probe or schema_call:
+            merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()), schema_call)
+            merged[name] = with_follows(merged[name], sources.follows.get(name, ()))
+            merged[name] = with_promotion(merged[name], sources.promotions.get(name))  # issue 31: promoted slots, diagonal sets
+    for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
+        if not (sources.opinfo.get(name) or sources.probe.get(name)):
+            merged[name] = plan
+    merged = {name: with_verdicts(plan) for name, plan in merged.items()}  # siblings and aliases take them as they are
+    for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
+        merged.update(alias_plans(sources.aliases, merged))
+        if sources.groups:
+            merged.update(group_siblings(native, merged))
+    merged.update(sibling_promotions(native, merged, sources.promotions))  # issue 31: in-place and out= promote as their functional does
+    planned = {name: plan for name, plan in merged.items() if plan.variables}
+    sets = global_sets(native, planned.values(), sources.existing_sets, sources.global_sets)
+    set_names = {g.dtypes: g.name for g in sets}
+    return sets, [name_variables(planned[name], native.by_name[name].schema, set_names) for name in names if name in planned]
+
+
+def _restricted(sets: tuple[GlobalSet, ...], overloads: list[OverloadPlan]) -> Plan:
+    """The plan of these overloads, with the global sets they use."""
+    used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables if not v.follows}
+    return Plan(tuple(g for g in sets if g.name in used or g.dtypes in used), tuple(overloads))
+
+
+def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None = None) -> Plan:
+    """The plan for every overload of the file (or only those named), from the sources given, uncached and
+    without autocast (the tests' and benchmarks' inference of hand-made sources).
+
+    The global sets are named from every overload's plan, so an ``--op`` run names sets as a full run does;
+    the plan lists those its overloads use.
+    """
+    sets, overloads = _named_plans(native, sources.complete())
+    return _restricted(sets, [o for o in overloads if only is None or o.name in only])
+
+
+def _cached(native: NativeFunctions, sources: Sources, stage: Stage | None) -> dict:
+    """The whole file's inference, read from the stage when the same sources were inferred from before."""
+    stored = stage.read(*sources.key, kind=dict) if stage is not None and sources.key is not None else None
+    if stored is None:
+        found = sources.complete()
+        sets, overloads = _named_plans(native, found)
+        stored = {
+            "sets": sets,
+            "overloads": {o.name: pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in overloads},
+            "alignment": found.alignment,
+        }
+        if stage is not None and sources.key is not None:
+            stage.write(stored, *sources.key)
+    return stored
+
+
+def with_autocast(plan: Plan, policies: Mapping[str, Policies], only: set[str] | None = None) -> Plan:
+    """The plan with each overload's autocast policy per key; an overload planned for no variables gets a plan of its
+    policy alone (the writer then leaves its type variables as they are)."""
+    planned = {o.name for o in plan.overloads}
+    overloads = [replace(o, autocast=policies.get(o.name, ())) for o in plan.overloads]
+    overloads += [OverloadPlan(name, (), (), found) for name, found in policies.items() if name not in planned and found and (only is None or name in only)]
+    return replace(plan, overloads=tuple(overloads))
+
+
+def infer(native: NativeFunctions, sources: Sources, stage: Stage | None = None, only: set[str] | None = None) -> Inference:
+    """The run's inference: the plan of every overload (or only those named) from the whole ``Sources``, cached in
+    ``stage`` (the ``plans`` stage) when the sources have a key, with the autocast policies the sources carry."""
+    stored = _cached(native, sources, stage)
+    wanted = [pickle.loads(data) for name, data in stored["overloads"].items() if only is None or name in only]
+    plan = _restricted(stored["sets"], wanted)
+    if sources.autocast is not None:
+        autocast = sources.autocast
+        plan = with_autocast(plan, {name: autocast.of(name) for name in autocast.policies}, only)
+    return Inference(plan, stored["sets"], stored["alignment"])
+
+
+def verdict_plan(name: str, opinfo: OverloadPlan | None, probe: OverloadPlan | None) -> OverloadPlan:
+    """One overload's own runtime evidence merged, with each dtype's verdict per variable (what ``show`` prints)."""
+    return with_verdicts(merge_overload(name, None, opinfo, probe))

@@ -1,0 +1,61 @@
+"""What the file's structure ties: in-place, out= and mutable siblings take their functional overload's
+constraints where they have no evidence of their own (aliases take their target's: ``migrate.evidence.opinfo.aliases``)."""
+
+from __future__ import annotations
+
+from migrate.evidence.gather import Sources
+from migrate.model.native import NativeFunctions
+from migrate.model.plan import GROUPS, Evidence, OverloadPlan, Variable
+from migrate.model.schema import TypedSchema
+
+
+def _sibling_slot(slot: str, sibling: TypedSchema, functional: TypedSchema) -> tuple[str, ...]:
+    """Where a functional overload's slot stands in a sibling: same argument, or the return and its out= argument."""
+    if not slot.startswith("return."):
+        own = sibling.slot(slot)
+        return (slot,) if own is not None and own.is_tensor else ()
+    index = int(slot.split(".")[1])
+    found = []
+    if sibling.slot(slot) is not None and sibling.slot(slot).is_tensor:
+        found.append(slot)
+    names = {s.name for s in functional.slots}
+    outs = [s.name for s in sibling.slots if not s.is_return and s.is_tensor and "!" in s.alias and s.name not in names]
+    if index < len(outs):
+        found.append(outs[index])
+    return tuple(found)
+
+
+def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> dict[str, OverloadPlan]:
+    """Plans for in-place / out= / mutable siblings that have no evidence, from their functional overload."""
+    taken: dict[str, OverloadPlan] = {}
+    for name, plan in sorted(plans.items()):
+        group = native.groups.get(name)
+        if group is None or name not in group.of_kind("functional") or not plan.variables:
+            continue
+        functional = native.by_name[name].schema
+        for sibling_name in group.names:
+            if sibling_name == name or plans.get(sibling_name, OverloadPlan(sibling_name, ())).variables:
+                continue
+            sibling = native.by_name[sibling_name].schema
+            variables = []
+            for variable in plan.variables:
+                binds = tuple(s for slot in variable.binds for s in _sibling_slot(slot, sibling, functional))
+                if binds:
+                    evidence = (Evidence(GROUPS, f"from {name}", variable.dtypes, binds),)
+                    variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.follows, variable.verdicts))
+            if variables:
+                taken[sibling_name] = OverloadPlan(sibling_name, plan.followed_within(variables))
+    return taken
+
+
+def tied_by_structure(native: NativeFunctions, sources: Sources) -> set[str]:
+    """Overloads that take another's constraints when they have none of their own: aliases, and in-place and
+    out= siblings of a functional overload. Calls built from their schemas do not speak for them: whether they
+    do must not depend on what else typed them (torchlib's annotations among it, which a run rewrites)."""
+    tied = {name for name in sources.aliases if name in sources.schema_calls}
+    if sources.groups:
+        for name in sources.schema_calls:
+            group = native.groups.get(name) if name in native.by_name else None
+            if group is not None and group.of_kind("functional") and name not in group.of_kind("functional"):
+                tied.add(name)
+    return tied

@@ -1,0 +1,57 @@
+"""The commands on one written file, which need no session: ``lower``, ``autocast-gen``, ``promotion-gen`` and ``docs``
+(``accepts`` asks the public API, ``migrate.api``, beside the pipeline)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from migrate.model.autocast import KEYS as AUTOCAST_KEYS
+from migrate.model.native import NativeFunctions
+
+if TYPE_CHECKING:
+    from migrate.write.outputs import Output
+
+__all__ = ["AUTOCAST_KEYS", "autocast_registrations", "lowered", "promotion_comparison", "promotion_rules", "reference"]
+
+
+def lowered(path: Path) -> bytes:
+    """The plain yaml of a written file: every type variable back to Tensor, no type_constraints."""
+    from migrate.write.native_functions import lower
+
+    return lower(NativeFunctions.load(path)).encode("utf-8")
+
+
+def autocast_registrations(path: Path, header: Path | None, keys: list[str] | None) -> tuple[str, tuple[str, ...]]:
+    """The C++ autocast registration blocks of the file's autocast lines (the header's shared lists: the installed
+    torch's by default), and the entries not generated."""
+    from migrate.autocast_source import installed_header
+    from migrate.write.autocast_gen import generate
+
+    text, skipped = generate(NativeFunctions.load(path), (header or installed_header()).read_text(), keys)
+    return text, tuple(skipped)
+
+
+def promotion_rules(path: Path) -> tuple[str, tuple[str, ...]]:
+    """The file's type_promotion lines as torch.onnx's rule set (one rule per op name), and a line for each op name
+    whose overloads disagree (the rule most of them give is written)."""
+    from migrate.write.promotion_gen import generate
+
+    text, disagreeing = generate(NativeFunctions.load(path))
+    return text, tuple(f"{found.rule.op_name}: its overloads disagree ({found.disagreement}); wrote {found.rule.brief()}" for found in disagreeing)
+
+
+def promotion_comparison(path: Path) -> str:
+    """The file's rules against the installed torch.onnx's table: equal, different, only on one side, with the calls
+    that show ATen's side."""
+    from migrate.audit.promotion_rules import compare, report
+
+    return report(compare(NativeFunctions.load(path)))
+
+
+def reference(path: Path, report: Path | None, out: Path) -> list[Output]:
+    """The dtype reference of an annotated yaml (OperatorDtypes.md, autocast.md, index.html) for ``out``, each with what
+    ``out`` holds now; ``report`` (a run's --report) gives each dtype's verdict and evidence."""
+    from migrate.write.reference import reference_outputs
+
+    return reference_outputs(path, report, out)

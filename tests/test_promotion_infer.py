@@ -1,0 +1,170 @@
+"""Promotion evidence (issue 31, inference side): the refs' declarations, the calls that check them, and the
+promoted tensors' one variable of diagonal dtypes."""
+
+from __future__ import annotations
+
+import pytest
+
+from migrate.evidence.probe.merge import ACCEPTED, REJECTED
+from migrate.evidence.promotion.calls import consistent_kinds, promotion_reports
+from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, finding_of, findings
+from migrate.evidence.promotion.sets import with_promotion
+from migrate.evidence.verdicts import with_verdicts
+from migrate.model.dtypes import DType, named
+from migrate.model.plan import ACCEPTED as ACCEPTED_VERDICT
+from migrate.model.plan import DECLARED, OPINFO, PROBE, REJECTED as REJECTED_VERDICT, UNKNOWN, Evidence, OverloadPlan, Variable
+from migrate.model.promotion import Promotion
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, dict]:
+    names = ("aten::add.Tensor", "aten::lerp.Tensor", "aten::mm", "aten::addcdiv", "aten::div.Tensor", "aten::eq.Tensor", "aten::abs")
+    return {r["report"]["overload"]: r["report"] for r in promotion_reports(names) if "report" in r}
+
+
+def test_refs_and_calls_agree_on_add(reports):
+    finding = finding_of(reports["aten::add.Tensor"])
+    assert finding.promotion == Promotion("default", ("self", "other"))
+    assert not finding.conflicts
+    accepted = next(e for e in finding.diagonal if e.where.endswith(ACCEPTED))
+    assert DType("int64") in accepted.dtypes and DType("uint16") not in accepted.dtypes  # add_stub has no UInt16 kernel
+
+
+def test_lerp_declared_but_refused_is_a_conflict_without_a_line(reports):
+    finding = finding_of(reports["aten::lerp.Tensor"])
+    assert finding.promotion is None
+    (conflict,) = finding.conflicts
+    assert conflict.kind == CONFLICT and "expected dtype" in conflict.message
+
+
+def test_mm_does_not_promote(reports):
+    finding = finding_of(reports["aten::mm"])
+    assert finding.promotion is None and not finding.conflicts
+    assert "mm" not in findings([reports["aten::mm"]])
+
+
+def test_observation_settles_the_kind(reports):
+    # the refs say int_to_float, but ATen refuses addcdiv of integers: integers are not computed in float
+    addcdiv = finding_of(reports["aten::addcdiv"])
+    assert addcdiv.promotion == Promotion("default", ("self", "tensor1", "tensor2"))
+    assert addcdiv.conflicts and "int_to_float" in addcdiv.conflicts[0].message
+    # no ref declares div; its calls alone give int_to_float, and its set is floating and complex
+    div = finding_of(reports["aten::div.Tensor"])
+    assert div.promotion == Promotion("int_to_float", ("self", "other")) and not div.conflicts
+    assert DType("int64") in next(e for e in div.diagonal if e.where.endswith(ACCEPTED)).dtypes  # it ran, in float32
+    plan = with_promotion(OverloadPlan("div.Tensor", (Variable("P0", named("float32"), ("self", "other", "return.0")),)), div)
+    assert DType("int64") not in plan.variables[0].dtypes and DType("float32") in plan.variables[0].dtypes
+    assert finding_of(reports["aten::eq.Tensor"]).promotion.kind == "always_bool"
+    assert finding_of(reports["aten::abs"]).promotion == Promotion("complex_to_float", ("self",))
+
+
+def _same(computation: str) -> dict:
+    """Predictions where every kind computes and returns ``computation`` (enough for these synthetic calls)."""
+    return {kind: [computation, computation] for kind in ("default", "int_to_float", "always_bool", "complex_to_float", "bool_to_long", "no_opmath")}
+
+
+def _tried(mixed: list) -> dict:
+    diagonal = [[d, d, "", _same(d)] for d in ("float16", "float32")] + [["bool", None, "no bool kernel", _same("bool")]]
+    return {"args": ["a", "b"], "tensors": ["a", "b"], "mixed": mixed, "diagonal": diagonal}
+
+
+def test_which_refused_mixed_calls_rule_promotion_out():
+    ran = [["float16 with float32 [a]", "float32", "", _same("float32")], ["float16 with float32 [b]", "float32", "", _same("float32")]]
+    assert "default" in consistent_kinds(_tried(ran))
+    # refused though the kernel runs on both the promoted argument's dtype and the computation dtype: lerp
+    lerp = ran + [["0-dim float64 beside float32 [a]", None, "expected dtype float", _same("float32")]]
+    assert consistent_kinds(_tried(lerp)) == []
+    # refused for the promoted argument's own dtype, which no diagonal call takes either: sub(bool, float16)
+    sub = ran + [["bool with float16 [a]", None, "Subtraction with a bool tensor", _same("float16")]]
+    assert "default" in consistent_kinds(_tried(sub))
+    # an argument never the promoted one in a call that ran (masked_select's self beside a bool mask)
+    assert consistent_kinds(_tried(ran[:1])) == []
+
+
+def test_computation_dtype():
+    assert computation_dtype("int_to_float", DType("int64")) == DType("float32")
+    assert computation_dtype("bool_to_long", DType("bool")) == DType("int64")
+    assert computation_dtype("default", DType("uint16")) == DType("uint16")
+
+
+def _plan() -> OverloadPlan:
+    """add.Tensor as slot-by-slot evidence gives it: a 0-dim companion let every dtype in at each slot."""
+    every = named("bool", "int64", "uint16", "float32", "float8_e4m3fn")
+    alone = Evidence(PROBE, f"other cast alone with self float32, OpInfo add (1 call){ACCEPTED}", every, ("other",))
+    together = Evidence(PROBE, f"self, other cast together, OpInfo add (1 call){ACCEPTED}", named("int64", "float32"), ("self", "other"))
+    refused = Evidence(PROBE, f"self, other cast together, OpInfo add (1 call){REJECTED}\"add_stub\" not implemented for 'UInt16'", named("uint16"), ("self", "other"))
+    observed = Evidence(OPINFO, "OpInfo add", named("bool", "float32"), ("self",))
+    cuda = Evidence(DECLARED, "OpInfo add declares for cuda", named("bfloat16"), ("self",))
+    return OverloadPlan(
+        "add.Tensor",
+        (
+            Variable("P0", every, ("self",), (together, refused, observed, cuda)),
+            Variable("P1", every, ("other",), (alone, together, refused)),
+            Variable("P2", every, ("return.0",), ()),
+        ),
+    )
+
+
+def test_promoted_slots_share_one_variable_of_diagonal_dtypes():
+    finding = PromotionFinding("add.Tensor", Promotion("default", ("self", "other")), ("self", "other"))
+    plan = with_verdicts(with_promotion(_plan(), finding))
+    assert plan.promotion == Promotion("default", ("self", "other"))
+    (variable,) = plan.variables
+    assert variable.binds == ("self", "other", "return.0")
+    assert variable.dtypes == named("int64", "bfloat16", "float32")  # a 0-dim companion's dtypes are not the kernel's
+    assert variable.verdicts.of(DType("uint16")) == REJECTED_VERDICT
+    assert variable.verdicts.of(DType("float8_e4m3fn")) == UNKNOWN
+    assert variable.verdicts.of(DType("int64")) == ACCEPTED_VERDICT
+
+
+def test_int_to_float_sets_hold_computation_dtypes_and_the_return_follows_the_kind():
+    plan = with_promotion(_plan(), PromotionFinding("div.Tensor", Promotion("int_to_float", ("self", "other")), ("self", "other")))
+    assert plan.variables[0].dtypes == named("bfloat16", "float32")
+    always = with_promotion(_plan(), PromotionFinding("eq.Tensor", Promotion("always_bool", ("self", "other")), ("self", "other")))
+    assert [v.binds for v in always.variables] == [("self", "other"), ("return.0",)]
+    real = with_promotion(_plan(), PromotionFinding("abs", Promotion("complex_to_float", ("self",)), ("self",)))
+    assert real.variables[1].binds == ("return.0",)
+
+
+def test_no_promotion_keeps_the_plan_and_carries_the_conflict():
+    finding = finding_of({"overload": "aten::lerp.Tensor", "declared": {"kind": "default", "args": ["self", "end"]}, "tried": []})
+    plan = with_promotion(_plan(), finding)
+    assert plan.variables == _plan().variables and plan.promotion is None
+    assert [c.kind for c in plan.conflicts] == [CONFLICT]
+
+
+def test_a_return_the_kind_never_gives_makes_it_default():
+    """div.Tensor_mode built with rounding_mode=None divides as int_to_float; its samples floor int64 into int64."""
+    floored = Evidence(OPINFO, "OpInfo div.floor_rounding", named("int64", "float32"), ("return.0",))
+    plan = OverloadPlan("div.Tensor_mode", (Variable("P0", named("int64", "float32"), ("self", "other", "return.0"), (floored,)),))
+    diagonal = (Evidence(PROBE, f"self, other at one dtype{ACCEPTED}", named("int64", "float32"), ("self", "other")),)
+    finding = PromotionFinding("div.Tensor_mode", Promotion("int_to_float", ("self", "other")), ("self", "other"), (), diagonal)
+    written = with_promotion(plan, finding)
+    assert written.promotion == Promotion("default", ("self", "other"))
+    assert written.variables[0].dtypes == named("int64", "float32")
+    assert [c.kind for c in written.conflicts] == [CONFLICT] and "never returns" in written.conflicts[0].message
+
+
+def test_in_place_and_out_overloads_take_the_functional_promotion():
+    from migrate.evidence.promotion.sets import sibling_promotions
+    from migrate.model.native import NativeFunctions
+    from tests.conftest import REAL_NATIVE_FUNCTIONS
+
+    native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+    every = named("int64", "uint16", "float32")
+    together = Evidence(PROBE, f"self, other cast together, OpInfo add (1 call){ACCEPTED}", named("int64", "float32"), ("self", "other"))
+    add = with_promotion(
+        OverloadPlan("add.Tensor", (Variable("P0", every, ("self", "other", "return.0"), (together,)),)),
+        PromotionFinding("add.Tensor", Promotion("default", ("self", "other")), ("self", "other")),
+    )
+    plans = {
+        "add.Tensor": add,
+        "add_.Tensor": OverloadPlan("add_.Tensor", (Variable("P0", every, ("self", "return.0")), Variable("P1", every, ("other",)))),
+        "add.out": OverloadPlan("add.out", (Variable("P0", every, ("self", "other")), Variable("P1", every, ("out", "return.0")))),
+    }
+    finding = PromotionFinding("add.Tensor", Promotion("default", ("self", "other")), ("self", "other"), (), (together,))
+    found = sibling_promotions(native, plans, {"add.Tensor": finding})
+    assert found["add_.Tensor"].promotion == add.promotion
+    assert [v.binds for v in found["add_.Tensor"].variables] == [("self", "other", "return.0")]
+    assert [v.binds for v in found["add.out"].variables] == [("self", "other", "out", "return.0")]
+    assert found["add.out"].variables[0].dtypes == named("int64", "float32")
