@@ -56,9 +56,9 @@ def verdicts(report: Path) -> dict[str, tuple[ExportVerdict, ...]]:
 
 
 def unreached_changes(notes: list[str], original: dict[str, tuple[ExportVerdict, ...]]) -> tuple[Counter, list[str]]:
-    """The run's added and removed dtypes per (kind, judge), and those whose judge named no call of the original
-    torch_lib that ran the function with the dtype at the note's slots (a case the exporter decomposed, or sent to
-    another function, proves nothing of it)."""
+    """The run's added and removed dtypes per (kind, judge), and those for which the judge the note names has no
+    call of the original torch_lib that ran the function with the dtype at the note's slots (a case the exporter
+    decomposed, or sent to another function, proves nothing of it)."""
     counts: Counter = Counter()
     unreached = []
     for note in notes:
@@ -72,7 +72,8 @@ def unreached_changes(notes: list[str], original: dict[str, tuple[ExportVerdict,
             continue  # ATen's rejection, not an export
         slots = tuple(s.strip() for s in found["slots"].split(","))
         contributions = [(o.strip(), slots) for o in found["overloads"].split(",")]
-        if DType.parse(found["dtype"]) not in tied_verdicts(original, contributions, found["function"]):
+        by_judge = {o: tuple(v for v in verdicts if v.judge == judge) for o, verdicts in original.items()}
+        if DType.parse(found["dtype"]) not in tied_verdicts(by_judge, contributions, found["function"]):
             unreached.append(note)
     return counts, unreached
 
