@@ -6,8 +6,8 @@ Cold: every case exported anew, and every function no export ran judged directly
 the OpInfo sweep's cache is read, not rebuilt). Warm: the same check read from the cache, median of
 ``--repeat`` runs. Baseline: one ``torch.onnx.export(dynamo=True)`` of a one-op module plus its
 onnxruntime session, in a fresh process (what checking one case alone would cost), median of
-``--repeat``. Each time is wall-clock, with this process's CPU time beside it (on a machine others
-share, the wall-clock time also counts their work). Targets on 2 cores: cold <= 1.2 x 592 s (710 s),
+``--repeat``. Each time is wall-clock, with this process's CPU time beside it (not the workers'; on a
+machine others share, the wall-clock time also counts their work: the load average is printed). Targets on 2 cores: cold <= 1.2 x 592 s (710 s),
 warm <= 1 s. This is the whole-torchlib check CI does not run.
 """
 
@@ -48,7 +48,7 @@ def one_export() -> float:
 
 
 def check(*argv: str) -> tuple[float, str, float]:
-    """The check's wall-clock time, its table, and the CPU time it took (this process and its workers)."""
+    """The check's wall-clock time, its table, and this process's CPU time (the workers, forked by a forkserver, are not counted)."""
     started, cpu = time.perf_counter(), _cpu()
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
