@@ -90,6 +90,12 @@ def _contradicting(report: dict[str, Any], declared: Promotion) -> list[Any] | N
     return None
 
 
+def _identity(promotion: Promotion, tried: dict[str, Any]) -> bool:
+    """A promotion of one tensor alone into its own dtype (``default`` or ``no_opmath`` of ``self``: no mixed call can
+    be made) computes in the dtype the tensor has: its line would say no more than the variable, so none is written."""
+    return promotion.kind in ("default", "no_opmath") and len(promotion.args) == 1 and len(tried["tensors"]) == 1 and not tried["mixed"]
+
+
 def finding_of(report: dict[str, Any]) -> PromotionFinding:
     """The decision for one overload's report (``calls.promotion_reports``)."""
     name = overload_key(report["overload"])
@@ -105,9 +111,12 @@ def finding_of(report: dict[str, Any]) -> PromotionFinding:
         args = tuple(chosen["args"])
         agreeing = declared is not None and declared.args == args and declared.kind in kinds
         promotion = Promotion(declared.kind if agreeing else kinds[0], args)
+    identity = promotion is not None and _identity(promotion, chosen)
     conflicts = ()
     if declared is not None and promotion != declared:
-        if promotion is None:
+        if identity:
+            message = f"torch's refs declare {name} promoting {declared}; ATen's calls compute in the tensor's own dtype ({promotion}), which says no more than its variable: no promotion written"
+        elif promotion is None:
             refused = _contradicting(report, declared)
             why = (
                 f"ATen refused {_call_text(name, refused)}"
@@ -118,7 +127,7 @@ def finding_of(report: dict[str, Any]) -> PromotionFinding:
         else:
             message = f"torch's refs declare {name} promoting {declared}; ATen's calls agree with {promotion}, which is written"
         conflicts = (Conflict(CONFLICT, declared.args, (), message),)
-    if promotion is None:
+    if promotion is None or identity:
         return PromotionFinding(name, None, (), conflicts)
     tensors = tuple(a for a in promotion.args if a in chosen["tensors"])
     return PromotionFinding(name, promotion, tensors, conflicts, _diagonal(chosen, tensors))
