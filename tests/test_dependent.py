@@ -194,7 +194,8 @@ def test_a_float16_mask_beside_a_float32_query_is_a_violation(sdpa_declared):
         _sdpa(torch.float32, torch.float16)
     assert str(raised.value) == (
         "aten::scaled_dot_product_attention: argument attn_mask has dtype torch.float16, not in U = [torch.bool, torch.float32, TFloat], "
-        "declared at native_functions.yaml:2 (TFloat is torch.float32 in this call)"
+        "declared at native_functions.yaml:2 (TFloat is torch.float32 in this call); ATen refuses it too: Expected attn_mask dtype "
+        "to be bool or float or to match query dtype, but got attn_mask.dtype: c10::Half and  query.dtype: float instead."
     )
     assert raised.value.violations[0].kind == OUTSIDE_SET
 
