@@ -15,7 +15,7 @@ import os
 import pickle
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -60,11 +60,20 @@ def _module_path(name: str) -> Path | None:
     return None
 
 
-def imported_modules(path: Path, module: str) -> set[str]:
-    """The tool's modules a module imports anywhere in its body (lazy imports too)."""
+def _statements(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every statement, nested ones too (an import is a statement: expressions need no visit)."""
+    for node in nodes:
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            yield from _statements(getattr(node, field, None) or [])
+
+
+@functools.cache
+def imported_modules(path: Path, module: str) -> frozenset[str]:
+    """The tool's modules a module imports anywhere in its body (lazy imports too); read once per process."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_bytes())):
+    for node in _statements(ast.parse(path.read_bytes()).body):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -74,7 +83,7 @@ def imported_modules(path: Path, module: str) -> set[str]:
                 base = ".".join(parts + ([base] if base else []))
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
-    return {name for name in found if name.split(".")[0] in _OWN_PACKAGES}
+    return frozenset(name for name in found if name.split(".")[0] in _OWN_PACKAGES)
 
 
 @functools.cache
