@@ -242,12 +242,15 @@ def _written(overload: str) -> set[str]:
     return {a.name for a in aten_op(overload)._schema.arguments if a.alias_info is not None and a.alias_info.is_write}
 
 
+_REAL = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}  # complex_to_float's result
+
+
 def _holds_result(dtypes: set[str], computation: str, kind: str, variable) -> bool:
     """Whether a promoting argument the call writes into can hold its result: its dtype is declared and torch casts
     the result to it (``int64.div_(int64)`` computes in float32: ``result type Float can't be cast to ... Long``)."""
     import torch
 
-    result = {"always_bool": "bool", "complex_to_float": {"complex32": "float16", "complex64": "float32", "complex128": "float64"}.get(computation, computation)}.get(kind, computation)
+    result = "bool" if kind == "always_bool" else _REAL.get(computation, computation) if kind == "complex_to_float" else computation
     if len(dtypes) != 1:
         return False
     (own,) = dtypes

@@ -17,6 +17,7 @@ from migrate.runtime import torch_private
 from migrate.check.promotion import PromotionRefused, computation_dtype, result_dtype
 from migrate.model.names import OverloadName
 from migrate.model.native import NativeFunctions
+from migrate.model.promotion import KEEP_OWN_DTYPE
 from migrate.write.promotion_gen import NameRule, Rule, name_rules
 
 EQUAL, DIFFERENT, ONLY_YAML, ONLY_ONNX = "equal", "different", "only in the yaml", "only in torch.onnx"
@@ -55,7 +56,7 @@ def compare(native: NativeFunctions, theirs: dict[str, Rule] | None = None, obse
         notes = [_disagreeing(mine)] if mine is not None and mine.disagreement else []
         if status == ONLY_ONNX:
             notes.append(f"the yaml has no type_promotion line for {name}" if name in operators else f"the yaml has no operator {name} (a ref of no ATen op of that name)")
-            if name in operators and other.kind in ("default", "no_opmath") and len(other.positions) + len(other.kwargs) == 1:
+            if name in operators and other.kind in KEEP_OWN_DTYPE and len(other.positions) + len(other.kwargs) == 1:
                 notes.append("one tensor promoted alone computes in its own dtype, which its variable states: the yaml writes no line for it")
         elif status == ONLY_YAML:
             notes.append("no ref declares it")

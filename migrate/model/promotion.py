@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 PROMOTION_KEY = "type_promotion"
 KINDS = ("default", "int_to_float", "always_bool", "complex_to_float", "bool_to_long", "no_opmath")
 """``torch._prims_common.ELEMENTWISE_TYPE_PROMOTION_KIND`` member names, lower case, in torch's order."""
+KEEP_OWN_DTYPE = ("default", "no_opmath")
+"""The kinds under which one tensor promoted alone computes in its own dtype (its line would say nothing)."""
 
 
 @dataclass(frozen=True)

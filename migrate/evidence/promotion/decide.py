@@ -20,7 +20,7 @@ from migrate.evidence.promotion.calls import consistent_kinds, own_dtype
 from migrate.runtime.runs import overload_key
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import PROBE, Conflict, Evidence
-from migrate.model.promotion import KINDS, Promotion
+from migrate.model.promotion import KEEP_OWN_DTYPE, KINDS, Promotion
 
 CONFLICT = "type-promotion"  # the refs and ATen's calls disagree on an overload's promotion
 _INTEGRAL = frozenset({"bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"})
@@ -93,7 +93,7 @@ def _contradicting(report: dict[str, Any], declared: Promotion) -> list[Any] | N
 def _identity(promotion: Promotion, tried: dict[str, Any]) -> bool:
     """A promotion of one tensor alone into its own dtype (``default`` or ``no_opmath`` of ``self``: no mixed call can
     be made) computes in the dtype the tensor has: its line would say no more than the variable, so none is written."""
-    return promotion.kind in ("default", "no_opmath") and len(promotion.args) == 1 and len(tried["tensors"]) == 1 and not tried["mixed"]
+    return promotion.kind in KEEP_OWN_DTYPE and len(promotion.args) == 1 and len(tried["tensors"]) == 1 and not tried["mixed"]
 
 
 def finding_of(report: dict[str, Any]) -> PromotionFinding:
