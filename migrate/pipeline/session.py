@@ -247,7 +247,8 @@ class Session:
     # --- the run ------------------------------------------------------------------------------------
 
     def _untyped_details(self, coverage: CoverageSummary) -> CoverageSummary:
-        """The untyped entries' last refusals (those with a CPU kernel) and CUDA claims (the rest)."""
+        """The untyped entries' last refusals (those with a CPU kernel) and CUDA claims (the rest): read from every
+        schema call's cached report, so worked out only for ``--report``, the one output that lists them."""
         from migrate.evidence.probe.dtype_arguments import cached_dtype_arguments
         from migrate.evidence.untyped import cuda_claims, last_refusals
 
@@ -284,7 +285,7 @@ class Session:
             probe=probe_summary(plan),
             verdicts=dtype_verdict_summary(self.native, plan),
         )
-        if plan_path is None and self.sweep is not None:
+        if request.report is not None and plan_path is None and self.sweep is not None:  # the report alone lists them
             summary = replace(summary, coverage=self._untyped_details(summary.coverage))
         if summary.autocast is not None:
             from migrate.model.autocast import annotated_counts
