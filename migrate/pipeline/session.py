@@ -260,9 +260,6 @@ class Session:
     def migrate(self, request: RunRequest = RunRequest()) -> Migration:
         """The outputs of applying the plan (the request's, else the inferred one) to the yaml and torchlib, with
         the summary; the request's ``report`` receives the applied plan with its evidence and the summary as JSON."""
-        from migrate.evidence.probe.merge import probe_summary
-        from migrate.evidence.verdicts import dtype_verdict_summary
-
         plan_path = request.plan
         self.validate()
         self.torchlib  # scanned (and its warnings printed) before any evidence is gathered
@@ -273,18 +270,12 @@ class Session:
         selected = self.selected
         if selected is not None:
             plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
-        scope = len(selected) if selected is not None else len(self.native.entries)
-        result = apply_plan(self.native, self.sets_file, plan, overwrite=request.overwrite, plan_path=plan_path)
+        result, sections = self._applied(plan, observed, request.overwrite, plan_path)
         targets = Targets(request.out)
         outputs = [targets.output(self.native_path, self.native.data, result.native_functions)]
         if result.type_constraints is not None:
             outputs.append(targets.output(sibling_constraints_path(self.native_path), self.sets_file.data, result.type_constraints))
-        summary = RunSummary(
-            **run_summary(self.native, plan, result, scope, observed),
-            **evidence_summary,
-            probe=probe_summary(plan),
-            verdicts=dtype_verdict_summary(self.native, plan),
-        )
+        summary = RunSummary(**sections, **evidence_summary)
         if request.report is not None and plan_path is None and self.sweep is not None:  # the report alone lists them
             summary = replace(summary, coverage=self._untyped_details(summary.coverage))
         if summary.autocast is not None:
@@ -300,6 +291,32 @@ class Session:
         if request.report is not None:
             store(request.report, self._report(plan, result, summary.to_json()).dumps().encode())
         return Migration(tuple(outputs), summary)
+
+    def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None) -> tuple[YamlResult, dict]:
+        """The plan applied to the yaml, with the summary's sections that the plan and the written yaml give.
+
+        An inferred plan is known by what it was inferred from (the plans stage's key), the autocast policies added
+        to it and the overloads selected: the ``applied`` stage keeps its result under those, so a warm run reads
+        it instead of writing the yaml and counting every variable's verdicts again. A --plan file is applied as is.
+        """
+        from migrate.evidence.probe.merge import probe_summary
+        from migrate.evidence.verdicts import dtype_verdict_summary
+
+        selected = self.selected
+
+        def apply() -> tuple[YamlResult, dict]:
+            result = apply_plan(self.native, self.sets_file, plan, overwrite=overwrite, plan_path=plan_path)
+            scope = len(selected) if selected is not None else len(self.native.entries)
+            sections = run_summary(self.native, plan, result, scope, observed)
+            return result, {**sections, "probe": probe_summary(plan), "verdicts": dtype_verdict_summary(self.native, plan)}
+
+        key = self.sources.key if plan_path is None else None
+        if key is None:
+            return apply()
+        autocast = self.sources.autocast
+        policies = repr(sorted(autocast.policies.items())) if autocast is not None else ""
+        scope = ",".join(sorted(selected)) if selected is not None else "\0all"
+        return self.cache.stage("applied").get((*key, policies, scope, str(overwrite)), apply, kind=tuple)
 
     def _evidence_summary(self) -> dict:
         """What the sources and the inference say about themselves: the sweep, the runtime evidence's alignment, autocast

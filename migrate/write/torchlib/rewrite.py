@@ -36,13 +36,11 @@ over its own output changes nothing.
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
-from migrate.cache import StageCache
+from migrate.cache import StageCache, without_cyclic_gc
 from migrate.errors import InputError
 from migrate.torchlib_source.resolve import TorchlibEvidence
 from migrate.model.dtypes import DType
@@ -168,19 +166,6 @@ def torchlib_outputs(rewrite: TorchlibRewrite, root: Path, out: Path | None, mir
     return outputs
 
 
-@contextmanager
-def _without_cyclic_gc() -> Iterator[None]:
-    """The parsed tree is millions of objects alive for the whole run, and garbage here is freed by
-    reference counting; the cyclic collector would rescan that tree again and again (a fifth of the run)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def rewrite_torchlib(
     evidence: TorchlibEvidence,
     plan: Plan,
@@ -203,7 +188,7 @@ def rewrite_torchlib(
     inputs = (evidence.key, _written_form(plan), scope, _exported_form(exported or {}))
     if evidence.key and reuse and (cached := stage.read(*inputs, kind=TorchlibRewrite)) is not None:
         return cached
-    with _without_cyclic_gc():
+    with without_cyclic_gc():
         rewrite = _rewrite(evidence, plan, native, only, cache, exported or {})
     if evidence.key:
         stage.write(rewrite, *inputs)
