@@ -105,6 +105,12 @@ class Targets:
         return Output(self.display(source, source.name), source, target, before, after)
 
 
+def _written_plan(plan: Plan, result: YamlResult) -> Plan:
+    """What torchlib's rewrite applies: the plan's typed overloads but those whose hand-written constraints the yaml kept."""
+    kept = {o.name for o in result.outcomes if o.status == KEPT}
+    return replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept and o.variables))
+
+
 def _say(message: str) -> None:
     """A cold stage that needs workers says so, on a terminal, as the progress bars show there."""
     if sys.stderr.isatty():
@@ -270,7 +276,7 @@ class Session:
         selected = self.selected
         if selected is not None:
             plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
-        result, sections = self._applied(plan, observed, request.overwrite, plan_path)
+        result, sections, written = self._applied(plan, observed, request.overwrite, plan_path)
         targets = Targets(request.out)
         outputs = [targets.output(self.native_path, self.native.data, result.native_functions)]
         if result.type_constraints is not None:
@@ -285,15 +291,16 @@ class Session:
         if self.source_tree is not None:
             summary = replace(summary, validation=ValidationSummary(str(self.source_tree / "torchgen"), ()))
         if not request.yaml_only:
-            rewritten, rewrite_summary = self._torchlib_outputs(plan, result, targets, request.export_check)
+            rewritten, rewrite_summary = self._torchlib_outputs(plan, result, targets, request.export_check, written)
             outputs += rewritten
             summary = replace(summary, torchlib=rewrite_summary)
         if request.report is not None:
             store(request.report, self._report(plan, result, summary.to_json()).dumps().encode())
         return Migration(tuple(outputs), summary)
 
-    def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None) -> tuple[YamlResult, dict]:
-        """The plan applied to the yaml, with the summary's sections that the plan and the written yaml give.
+    def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None) -> tuple[YamlResult, dict, str]:
+        """The plan applied to the yaml, with the summary's sections that the plan and the written yaml give, and what
+        of the plan torchlib's rewrite reads (``written_form``, its cache's key).
 
         An inferred plan is known by what it was inferred from (the plans stage's key), the autocast policies added
         to it and the overloads selected: the ``applied`` stage keeps its result under those, so a warm run reads
@@ -304,11 +311,14 @@ class Session:
 
         selected = self.selected
 
-        def apply() -> tuple[YamlResult, dict]:
+        def apply() -> tuple[YamlResult, dict, str]:
+            from migrate.write.torchlib.rewrite import written_form
+
             result = apply_plan(self.native, self.sets_file, plan, overwrite=overwrite, plan_path=plan_path)
             scope = len(selected) if selected is not None else len(self.native.entries)
             sections = run_summary(self.native, plan, result, scope, observed)
-            return result, {**sections, "probe": probe_summary(plan), "verdicts": dtype_verdict_summary(self.native, plan)}
+            sections.update(probe=probe_summary(plan), verdicts=dtype_verdict_summary(self.native, plan))
+            return result, sections, written_form(_written_plan(plan, result))
 
         key = self.sources.key if plan_path is None else None
         if key is None:
@@ -340,17 +350,20 @@ class Session:
 
         return autocast_dtypes(self.cache)
 
-    def _torchlib_outputs(self, plan: Plan, result: YamlResult, targets: Targets, export_check: bool) -> tuple[list[Output], TorchlibSummary]:
+    def _torchlib_outputs(
+        self, plan: Plan, result: YamlResult, targets: Targets, export_check: bool, written: str
+    ) -> tuple[list[Output], TorchlibSummary]:
         """torchlib rewritten to what the yaml says (hand-written constraints the run kept are not pushed into it), and to
         what export-check's results (cached for this torch_lib, or computed first with ``export_check``) prove."""
         from migrate.audit.export import rewrite_verdicts
         from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
 
-        kept = {o.name for o in result.outcomes if o.status == KEPT}
-        written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept and o.variables))
+        written_plan = _written_plan(plan, result)
         declared = {o.name: o.variables for o in written_plan.overloads if self.selected is None or o.name in self.selected}
         exported = rewrite_verdicts(declared, self.real_functions(), self.torchlib_root, self.cache, export_check, self.options.jobs)
-        rewrite = rewrite_torchlib(self.torchlib, written_plan, self.native, self.cache, only=self.selected, exported=exported)
+        rewrite = rewrite_torchlib(
+            self.torchlib, written_plan, self.native, self.cache, only=self.selected, exported=exported, written=written
+        )
         mirrored = torchlib_outputs(rewrite, self.torchlib.root, targets.out, mirror=targets.out is not None)
         return [replace(output, display=targets.display(output.source, output.display)) for output in mirrored], rewrite.summary()
 

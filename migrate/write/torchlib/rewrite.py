@@ -174,6 +174,7 @@ def rewrite_torchlib(
     only: set[str] | None = None,
     reuse: bool = True,
     exported: dict[str, tuple[ExportVerdict, ...]] | None = None,
+    written: str | None = None,
 ) -> TorchlibRewrite:
     """Apply ``plan`` to the torchlib tree the evidence was scanned from (``only``: those overloads' functions).
 
@@ -181,11 +182,12 @@ def rewrite_torchlib(
     The result is cached by the scan's key (the code, the tree's files, the yaml), what the plan
     says to write and ``only``: a run whose inputs did not change parses no module
     (``reuse=False`` does the work regardless, for benchmarks). ``exported``: export-check's
-    cases per overload, for the narrowing rule.
+    cases per overload, for the narrowing rule. ``written``: the plan's ``written_form``, when the
+    caller kept it from an earlier run of the same plan.
     """
     stage = cache.stage("rewrites")
     scope = ",".join(sorted(only)) if only is not None else "\0all"
-    inputs = (evidence.key, _written_form(plan), scope, _exported_form(exported or {}))
+    inputs = (evidence.key, written_form(plan) if written is None else written, scope, _exported_form(exported or {}))
     if evidence.key and reuse and (cached := stage.read(*inputs, kind=TorchlibRewrite)) is not None:
         return cached
     with without_cyclic_gc():
@@ -195,7 +197,7 @@ def rewrite_torchlib(
     return rewrite
 
 
-def _written_form(plan: Plan) -> str:
+def written_form(plan: Plan) -> str:
     """All of the plan the writer reads: each overload's variables (names, dtypes, slots, those they follow, dtypes
     ATen rejects) and the global sets.
 
