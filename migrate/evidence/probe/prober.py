@@ -200,7 +200,13 @@ def zero_dim_gate(call: CapturedCall, index: int) -> list[tuple[int, str, bool, 
     ATen computes in the dimensioned operands' dtype then and casts the 0-dim one to it, so
     ``x - torch.tensor(1.0, dtype=torch.float8_e4m3fn)`` runs on a float32 ``x``, though
     ``x - y`` with ``y`` float8 of ``x``'s shape does not.
+
+    None for a tensor the call writes into (``out=``, an in-place ``self``): it is not promoted, and
+    a 0-dim one is resized (or, in place, refused) before the same dtype check, so the call could
+    only be refused again.
     """
+    if getattr(call.func, "_schema", None) is not None and index in written_slots(call):
+        return []
     position, name, keyword_only, _ = call.slots.arguments[index]
     arguments = [argument_of(call.args, call.kwargs, slot) for slot in call.slots.arguments]
     others = [a for i, a in enumerate(arguments) if i != index and isinstance(a, torch.Tensor) and a.dim() > 0 and a.numel() > 0]
