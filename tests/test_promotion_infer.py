@@ -209,3 +209,25 @@ def test_a_dtype_the_kernel_computes_in_another_is_promoted_there_and_refused_wh
         assert variable.dtypes == named("float32")
         assert variable.verdicts.of(int64) == REJECTED_VERDICT, name  # the functional's int64 call is not this overload's
         assert dict(variable.verdicts.rejected)[int64] == refusal
+
+
+def test_a_return_no_call_bound_joins_the_promoted_variable_where_the_kind_returns_the_computation_dtype():
+    """special_xlog1py.self_scalar's calls built from the schema returned float32 for int64 inputs, so its return was
+    a variable of its own, which such calls leave free: int_to_float returns the computation dtype, and so does its
+    out= overload, whose ``out`` joins too (ATen refuses an int64 ``out``)."""
+    from migrate.evidence.promotion.sets import one_tensor_return, sibling_promotions
+    from migrate.model.native import NativeFunctions
+    from tests.conftest import REAL_NATIVE_FUNCTIONS
+
+    native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+    functional, out = "special_xlog1py.self_scalar", "special_xlog1py.self_scalar_out"
+    assert one_tensor_return(native.by_name[functional].schema) and not one_tensor_return(native.by_name["sort"].schema)
+    diagonal = (Evidence(PROBE, f"other at one dtype, a call built for promotion{ACCEPTED}", named("int64", "float32", "float64"), ("other",)),)
+    finding = PromotionFinding(functional, Promotion("int_to_float", ("self", "other")), ("other",), (), diagonal)
+    plan = OverloadPlan(functional, (Variable("P0", named("float32"), ("other",)),))
+    assert [v.binds for v in with_promotion(plan, finding).variables] == [("other",)]  # the return stays free unless the schema says
+    written = with_promotion(plan, finding, free_return=True)
+    assert [(v.binds, v.dtypes) for v in written.variables] == [(("other", "return.0"), named("float32", "float64"))]
+    plans = {functional: written, out: OverloadPlan(out, (Variable("P0", named("float32"), ("other",)),))}
+    (variable,) = sibling_promotions(native, plans, {functional: finding})[out].variables
+    assert variable.binds == ("other", "out", "return.0") and variable.dtypes == named("float32", "float64")

@@ -30,6 +30,7 @@ from migrate.model.dtypes import DType, canonical
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import COMPUTED_IN, DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
 from migrate.model.promotion import Promotion
+from migrate.model.schema import TypedSchema
 
 SHARED_RETURN = ("default", "no_opmath", "int_to_float", "bool_to_long")  # kinds whose return is the computation dtype
 PROMOTED = "TPromoted"  # the promoted variable's name until names are given
@@ -147,14 +148,28 @@ def _checked_by_returns(plan: OverloadPlan, finding: PromotionFinding) -> Promot
     return replace(finding, promotion=promotion, conflicts=finding.conflicts + (Conflict(CONFLICT, finding.promotion.args, impossible, message),))
 
 
+def one_tensor_return(schema: TypedSchema) -> bool:
+    """The schema returns one plain tensor (not a list, not several)."""
+    returned = [s for s in schema.slots if s.is_return]
+    return len(returned) == 1 and returned[0].is_tensor and not returned[0].mods
+
+
 def with_promotion(
-    plan: OverloadPlan, finding: PromotionFinding | None, returns: bool = True, written: tuple[str, ...] = (), sibling: bool = False
+    plan: OverloadPlan,
+    finding: PromotionFinding | None,
+    returns: bool = True,
+    written: tuple[str, ...] = (),
+    sibling: bool = False,
+    free_return: bool = False,
 ) -> OverloadPlan:
     """The plan with its promotion, and its promoted tensors one variable of their diagonal dtypes (see the module).
 
     ``returns`` False leaves the return with the variable it has; ``written`` (an out= overload's ``out`` and
     return) join the promoted variable: torch casts the result into any dtype of its set. A ``sibling`` (in-place,
-    out=) takes its functional overload's kind as written: what it returns is what it writes into."""
+    out=) takes its functional overload's kind as written: what it returns is what it writes into. ``free_return``:
+    the schema returns one plain tensor, which joins the promoted variable where the kind returns its computation
+    dtype although no variable of the plan binds it (``special_xlog1py.self_scalar``'s calls built from the schema
+    returned float32 for int64 inputs, so it was a variable of its own, which those calls leave free)."""
     if finding is None:
         return plan
     if finding.promotion is None or not finding.tensors:
@@ -170,7 +185,7 @@ def with_promotion(
     # A dtype the kernel computes in another is settled by this overload's own calls: a sibling writes the promoted
     # result into its own tensor, so the functional's calls (its finding's) never say whether its call runs.
     pieces += promoted_away(ran + ([] if sibling else list(finding.diagonal)), kind, finding.tensors) + refused
-    shared_return = returns and kind in SHARED_RETURN and "return.0" in bound
+    shared_return = returns and kind in SHARED_RETURN and ("return.0" in bound or free_return)
     moved = set(finding.tensors) | set(written) | ({"return.0"} if shared_return or (returns and kind == "complex_to_float") else set())
     binds = finding.tensors + tuple(s for s in written if s not in finding.tensors) + (("return.0",) if shared_return else ())
     promoted = Variable(PROMOTED, dtypes, binds, tuple(pieces))
@@ -213,9 +228,12 @@ def sibling_promotions(native: NativeFunctions, plans: Mapping[str, OverloadPlan
         arguments = {s.name for s in native.by_name[name].schema.slots if not s.is_return}
         if set(finding.promotion.args) <= arguments:
             sibling = replace(finding, name=name, conflicts=())
+            schema = native.by_name[name].schema
             if name in group.of_kind("out"):  # the return is ``out``: it joins the promoted variable where the kind returns its dtype
                 out = next((v.binds for v in plan.variables if "return.0" in v.binds), ()) if finding.promotion.kind in SHARED_RETURN else ()
+                if not out and finding.promotion.kind in SHARED_RETURN and one_tensor_return(schema):  # no call bound them
+                    out = tuple(s.name for s in schema.slots if s.is_tensor and not s.is_return and "!" in s.alias) + ("return.0",)
                 found[name] = with_verdicts(with_promotion(plan, sibling, returns=False, written=out, sibling=True))
             else:
-                found[name] = with_verdicts(with_promotion(plan, sibling, sibling=True))
+                found[name] = with_verdicts(with_promotion(plan, sibling, sibling=True, free_return=one_tensor_return(schema)))
     return found
