@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from migrate.evidence.probe.catalogue import ARGUMENTS, LEFT_OUT, RECIPES, Data
-from migrate.evidence.probe.catalogue_calls import UNIFORM, catalogue_plans, catalogue_reports
+from migrate.evidence.probe.catalogue_calls import UNIFORM, catalogue_reports
+from migrate.evidence.probe.schema_calls import schema_call_plans
 from migrate.evidence.untyped import MIXED_LISTS
 from migrate.model.dtypes import named
 from migrate.model.plan import OverloadPlan
@@ -23,7 +24,7 @@ def _reports(*names: str) -> list[dict]:
 def _plans(reports: list[dict]) -> dict[str, OverloadPlan]:
     calls = tuple(ProbedCall.from_report(SCHEMA_CALL, r) for r in reports if "refused" not in r)
     uniform = frozenset((overload_key(r["overload"]), slot) for r in reports for slot in r.get(UNIFORM, ()))
-    return catalogue_plans(calls, uniform)
+    return schema_call_plans(calls, uniform)
 
 
 def _refusal(plan: OverloadPlan, slot: str, dtype: str) -> str:

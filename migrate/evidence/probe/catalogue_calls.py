@@ -27,8 +27,6 @@ from migrate.evidence.probe.catalogue import ARGUMENTS, RECIPES, SPARSE_LAYOUTS,
 from migrate.runtime import torch_private
 from migrate.runtime.processes import DONE, Job, one_line, run_in_workers
 from migrate.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
-from migrate.evidence.probe.merge import probe_plans
-from migrate.model.plan import OverloadPlan
 
 BASE_DTYPES = ("float32", "int64")  # the dtypes of a recipe's Data tensors, one call each
 UNIFORM = "uniform_lists"  # a report's list slots whose elements must share a dtype, with ATen's refusal of a mixed one
@@ -81,14 +79,9 @@ def _by_argument(schema: Any) -> dict[str, Any]:
 
 def recipe_calls(func: Any, recipe: dict[str, Any], timeout: float, refusals: list[str]) -> list[Any]:
     """Calls ATen accepts, as CapturedCalls: per base dtype the first that works, at most ``schema_calls.BASES``."""
-    import signal
-
     import torch
 
-    from migrate.runtime.recorders import CapturedCall, call_has_elements, cloned, slot_dtypes
-
-    slots = torch_private.overload_slots(func)
-    seed = zlib.crc32(slots.name.encode())
+    seed = zlib.crc32(torch_private.overload_slots(func).name.encode())
     specs = {**_by_argument(func._schema), **recipe}
     calls = []
     for base_name in BASE_DTYPES:
@@ -103,21 +96,9 @@ def recipe_calls(func: Any, recipe: dict[str, Any], timeout: float, refusals: li
             if made is None:
                 refusals.append(f"no value for an argument of this schema: {func._schema}")
                 return calls
-            args, kwargs = made
-            kept = cloned((args, kwargs))
-            torch.manual_seed(seed)
-            signal.setitimer(signal.ITIMER_REAL, timeout)
-            try:
-                out = func(*args, **kwargs)
-            except Exception as exc:
-                refusals.append(one_line(exc))
-                continue
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            nonempty = call_has_elements(slots, args, kwargs, out)
-            args, kwargs = kept
-            calls.append(CapturedCall(func, slots, tuple(args), kwargs, slot_dtypes(slots, args, kwargs, out), True, base_name, nonempty))
-            break
+            if (call := schema_calls.called(func, made, seed, timeout, base_name, refusals)) is not None:
+                calls.append(call)
+                break
         if len(calls) == schema_calls.BASES:
             break
     return calls
@@ -186,26 +167,14 @@ def _names_report(_: None) -> Iterator[list[str]]:
 
 
 def probe_catalogue_calls(jobs: int | None) -> list[dict[str, Any]]:
-    """Reports for every recipe's overload this torch has, in name order; one that ends its worker is left out."""
+    """Reports for every recipe's overload this torch has, in name order; one whose probe ended its worker says so."""
     (listed,) = run_in_workers([Job(_names_report, None, "catalogue targets")], jobs=1, progress=False)
     if listed.status != DONE:
         raise torch_private.TorchAPIChanged(f"listing the catalogue's overloads failed: {listed.reason}")
     names = [name for report in listed.reports for name in report]
-    chunks = [tuple(names[i : i + schema_calls.CHUNK]) for i in range(0, len(names), schema_calls.CHUNK)]
-    reports: dict[str, list[dict[str, Any]]] = {}
-    while chunks:
-        work = [Job(catalogue_reports, chunk, f"catalogue calls {chunk[0]}") for chunk in chunks]
-        chunks = []
-        for outcome in run_in_workers(work, jobs=jobs, progress=False, unit="chunk", desc="catalogue calls"):
-            tried = [r["trying"] for r in outcome.reports if "trying" in r]
-            for report in outcome.reports:
-                if "probed" in report:
-                    reports.setdefault(report["probed"]["overload"].removeprefix("aten::"), []).append(report["probed"])
-            if outcome.status != DONE and tried:  # the last one tried ended its worker: said so, the rest goes on
-                reports[tried[-1]] = [{"overload": f"aten::{tried[-1]}", schema_calls.REFUSED: f"a probe of its call ended the worker: {outcome.reason}"}]
-                chunk = outcome.job.argument
-                chunks += [rest] if (rest := chunk[chunk.index(tried[-1]) + 1 :]) else []
-    return [report for name in sorted(reports) for report in reports[name]]
+    reports, lost = schema_calls.probe_built_calls(names, jobs, catalogue_reports, "catalogue calls")
+    ended = [{"overload": f"aten::{name}", schema_calls.REFUSED: "a probe of its call ended its worker (a crash or a hang)"} for name in lost]
+    return sorted(reports + ended, key=lambda report: report["overload"])
 
 
 def _stage(cache: StageCache) -> Stage:
@@ -225,22 +194,6 @@ def load_catalogue_calls(cache: StageCache, jobs: int | None) -> tuple[ProbedCal
     """The probed catalogue calls, from the cache, else made in workers and stored."""
     reports = _stage(cache).get((), lambda: probe_catalogue_calls(jobs), list, cold="building calls from the argument catalogue, in workers (once)")
     return _probed(reports)
-
-
-def catalogue_plans(calls: tuple[ProbedCall, ...], uniform: frozenset[tuple[str, str]]) -> dict[str, OverloadPlan]:
-    """Per overload, the variables its catalogue calls' probes show, as ``schema_calls.schema_call_plans`` reads built
-    calls, but a tensor list ATen wants of one dtype (``uniform``: (overload, slot)) is kept: ``T[]`` says just that."""
-    lists: dict[str, set[str]] = {}  # per overload, its list slots whose elements may differ (or were never tried apart)
-    for call in calls:
-        key = overload_key(call.overload)
-        lists.setdefault(key, set()).update(n for n, dtypes in call.slots if isinstance(dtypes, tuple) and (key, n) not in uniform)
-    plans = {}
-    for name, plan in probe_plans(calls).items():
-        kept = plan.kept({slot for v in plan.variables for slot in v.binds} - lists[name])
-        variables = tuple(v for v in kept.variables if any(not slot.startswith("return.") for slot in v.binds))
-        if variables:
-            plans[name] = OverloadPlan(name, variables, kept.conflicts)
-    return plans
 
 
 def uniform_lists(cache: StageCache) -> frozenset[tuple[str, str]]:
