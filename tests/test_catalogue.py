@@ -93,3 +93,17 @@ def test_a_recipe_s_data_tensors_take_each_base_dtype():
 
     assert _value(Data((2, 3), "csr"), torch.float64, 1).layout == torch.sparse_csr
     assert _value([Data((2,)), Data((3,))], torch.int64, 1)[1].dtype == torch.int64
+
+
+def test_the_report_says_why_an_entry_the_catalogue_reached_stays_untyped(tmp_path):
+    from migrate.cache import StageCache
+    from migrate.evidence.probe import catalogue_calls
+    from migrate.evidence.untyped import NOT_BUILT, last_refusals
+
+    cache = StageCache(tmp_path)
+    catalogue_calls._stage(cache).write(_reports("broadcast_tensors"))
+    found = last_refusals(["broadcast_tensors", "_batch_norm_with_update", "nested_to_padded_tensor"], cache, {})
+    assert found["broadcast_tensors"] == MIXED_LISTS
+    assert found["_batch_norm_with_update"] == f"left out of the argument catalogue: {LEFT_OUT['_batch_norm_with_update']}"
+    assert found["nested_to_padded_tensor"] == NOT_BUILT
+

@@ -352,6 +352,7 @@ RECIPES: dict[str, dict[str, Any]] = {
 
 # Overloads the catalogue leaves uncalled on purpose, with why (``--report`` says it for an entry still untyped).
 _VALUES_FOLLOW_DTYPE = "its values must have the dtype its dtype= argument names (float32 when None), so a probe casting the values alone says nothing"
+_PACKED_INT8 = "its packed int8 weight (fbgemm's PackBMatrix wrapped in a tensor) does not survive the copy every probe makes"
 _EMPTY_RESERVE = "its CPU kernel returns an empty reserve tensor, so no call of it proves a dtype"
 LEFT_OUT: dict[str, str] = {
     "sparse_compressed_tensor.comp_plain_value": _VALUES_FOLLOW_DTYPE,
@@ -363,4 +364,10 @@ LEFT_OUT: dict[str, str] = {
     "_batch_norm_with_update.out": _EMPTY_RESERVE,
     "_batch_norm_no_update": _EMPTY_RESERVE,
     "_thnn_fused_lstm_cell_backward": "its CPU kernel asserts that grad mode is off, which the probing workers keep on",
+    "fbgemm_linear_int8_weight": _PACKED_INT8,
+    "fbgemm_linear_int8_weight_fp32_activation": _PACKED_INT8,
+    "quantized_lstm_cell": _PACKED_INT8,
+    "quantized_gru_cell": _PACKED_INT8,
+    "quantized_rnn_relu_cell": _PACKED_INT8,
+    "quantized_rnn_tanh_cell": _PACKED_INT8,
 }
