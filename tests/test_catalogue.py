@@ -78,13 +78,15 @@ def test_formerly_untyped_entries_are_typed_with_atens_refusals():
 
 
 def test_a_list_whose_mixed_call_aten_refuses_is_typed_and_one_it_runs_stays_free():
-    reports = _reports("meshgrid", "broadcast_tensors")
+    reports = _reports("meshgrid", "broadcast_tensors", "_foreach_powsum.Scalar")
     mixed = {r["overload"]: r[UNIFORM] for r in reports}
     assert mixed["aten::meshgrid"]["tensors"] == _message(lambda: torch.meshgrid(torch.rand(2), torch.arange(3), indexing="ij"))
     assert mixed["aten::broadcast_tensors"] == {}  # broadcast_tensors([float32, int64]) runs
+    torch.ops.aten._foreach_powsum.Scalar([torch.rand(2), torch.rand(2, dtype=torch.float64)])  # runs, though [float32, int64] does not
+    assert mixed["aten::_foreach_powsum.Scalar"] == {}
     plans = _plans(reports)
     assert "int64" in _dtypes(plans["meshgrid"], "tensors")
-    assert "broadcast_tensors" not in plans  # its list is its only slot: T[] would refuse what ATen runs
+    assert "broadcast_tensors" not in plans and "_foreach_powsum.Scalar" not in plans  # T[] would refuse what ATen runs
     assert "mixed dtypes" in MIXED_LISTS
 
 

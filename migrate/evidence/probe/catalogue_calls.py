@@ -104,10 +104,15 @@ def recipe_calls(func: Any, recipe: dict[str, Any], timeout: float, refusals: li
     return calls
 
 
+MIXED_TRIES = 3  # other dtypes a list's elements are given beside its first one's, each a call of its own
+
+
 def _uniform_lists(call: Any, report: dict[str, Any], timeout: float) -> dict[str, str]:
-    """The call's tensor lists whose elements ATen wants of one dtype, with its refusal: the list's first element at
-    its own dtype and the others at another dtype the whole list was accepted at, refused (``meshgrid``), whereas
-    ``broadcast_tensors`` of such a list runs, and ``T[]``, every element of one dtype, would not say that."""
+    """The call's tensor lists whose elements ATen wants of one dtype, with its last refusal: the list's first element
+    at its own dtype and the others at another dtype the whole list was accepted at (as called, no gating argument
+    set), refused for each of up to MIXED_TRIES such dtypes (``meshgrid``). ``broadcast_tensors`` of such a list runs,
+    and so does ``_foreach_powsum`` of float32 beside float64, though not beside int64: one that runs leaves the list
+    free, since ``T[]``, every element of one dtype, would refuse it."""
     import signal
 
     import torch
@@ -117,22 +122,27 @@ def _uniform_lists(call: Any, report: dict[str, Any], timeout: float) -> dict[st
     found = {}
     for position, name, keyword_only, _ in call.slots.arguments:
         value = argument_of(call.args, call.kwargs, (position, name, keyword_only, False))
-        accepted = [dtype for cast, rows, _, _ in report.get("probes", ()) if cast == [name] for dtype, _ in rows]
-        if not isinstance(value, list) or len(value) < 2 or report["again"] or not accepted:
+        alone = [(rows, {d for d, _ in gated}) for cast, rows, _, gated in report.get("probes", ()) if cast == [name]]
+        others = [dtype for rows, gated in alone for dtype, _ in rows if dtype not in gated][:MIXED_TRIES]
+        if not isinstance(value, list) or len(value) < 2 or report["again"] or not others:
             continue
-        mixed = [value[0], *(element.to(getattr(torch, accepted[0])) for element in value[1:])]
-        args, kwargs = list(call.args), dict(call.kwargs)
-        if keyword_only or position >= len(args):
-            kwargs[name] = mixed
-        else:
-            args[position] = mixed
-        signal.setitimer(signal.ITIMER_REAL, timeout)
-        try:
-            call.func(*args, **kwargs)
-        except Exception as exc:
-            found[name] = one_line(exc)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+        refusals = []
+        for other in others:
+            mixed = [value[0], *(element.to(getattr(torch, other)) for element in value[1:])]
+            args, kwargs = list(call.args), dict(call.kwargs)
+            if keyword_only or position >= len(args):
+                kwargs[name] = mixed
+            else:
+                args[position] = mixed
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                call.func(*args, **kwargs)
+            except Exception as exc:
+                refusals.append(one_line(exc))
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        if len(refusals) == len(others):
+            found[name] = refusals[-1]
     return found
 
 
