@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from migrate.evidence.probe.catalogue import ARGUMENTS, LEFT_OUT, RECIPES, Data
-from migrate.evidence.probe.catalogue_calls import UNIFORM, catalogue_reports
+from migrate.evidence.probe.catalogue_calls import FREE_RETURNS, UNIFORM, catalogue_reports
 from migrate.evidence.probe.schema_calls import schema_call_plans
 from migrate.evidence.untyped import MIXED_LISTS
 from migrate.model.dtypes import named
@@ -24,7 +24,7 @@ def _reports(*names: str) -> list[dict]:
 def _plans(reports: list[dict]) -> dict[str, OverloadPlan]:
     calls = tuple(ProbedCall.from_report(SCHEMA_CALL, r) for r in reports if "refused" not in r)
     uniform = frozenset((overload_key(r["overload"]), slot) for r in reports for slot in r.get(UNIFORM, ()))
-    return schema_call_plans(calls, uniform)
+    return schema_call_plans(calls, uniform, frozenset(overload_key(r["overload"]) for r in reports if r.get(FREE_RETURNS)))
 
 
 def _refusal(plan: OverloadPlan, slot: str, dtype: str) -> str:
@@ -75,6 +75,13 @@ def test_formerly_untyped_entries_are_typed_with_atens_refusals():
     sparse, dense = torch.ones(2, 3, dtype=torch.bool).to_sparse(), torch.ones(3, 2, dtype=torch.bool)
     by_hand = _message(lambda: torch.ops.aten._sparse_mm(sparse, dense))
     assert _refusal(product, "sparse", "bool") == by_hand == "NotImplementedError: \"addmm_sparse_dense\" not implemented for 'Bool'"
+
+
+def test_a_return_a_scalar_type_argument_or_a_quantized_dtype_sets_stays_free():
+    """_sparse_sum(self, dtype=torch.float32) returns float32 whatever self is, and would return float64 at dtype=float64."""
+    plans = _plans(_reports("_sparse_sum.dtype", "quantize_per_tensor", "_make_per_tensor_quantized_tensor"))
+    assert {"int64", "float64"} <= _dtypes(plans["_sparse_sum.dtype"], "self")
+    assert not [slot for plan in plans.values() for v in plan.variables for slot in v.binds if slot.startswith("return.")]
 
 
 def test_a_list_whose_mixed_call_aten_refuses_is_typed_and_one_it_runs_stays_free():

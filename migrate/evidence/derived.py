@@ -142,8 +142,8 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
     aliases = tuple(sorted({pair for e in state.sweep.catalogue() for pair in e.aliases}))
     forwards, kernels = load_forwards(state.cache)
-    uniform = catalogue_calls_module.uniform_lists(state.cache)
-    schema_calls = schema_calls_module.schema_call_plans(built_calls, uniform)
+    uniform, free = catalogue_calls_module.uniform_lists(state.cache), catalogue_calls_module.free_returns(state.cache)
+    schema_calls = schema_calls_module.schema_call_plans(built_calls, uniform, free)
     schema_calls = {name: plan for name, plan in schema_calls.items() if name not in evidence.observed}  # samples speak for the rest
     return OpInfoEvidence(
         evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, schema_calls, evidence.follows

@@ -30,6 +30,7 @@ from migrate.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
 
 BASE_DTYPES = ("float32", "int64")  # the dtypes of a recipe's Data tensors, one call each
 UNIFORM = "uniform_lists"  # a report's list slots whose elements must share a dtype, with ATen's refusal of a mixed one
+FREE_RETURNS = "free_returns"  # a report's returns say nothing of other calls: a ScalarType argument or a quantized dtype set them
 
 
 def _value(spec: Any, base: Any, seed: int) -> Any:
@@ -146,6 +147,13 @@ def _uniform_lists(call: Any, report: dict[str, Any], timeout: float) -> dict[st
     return found
 
 
+def _quantized(dtypes: Any) -> bool:
+    """Whether a return held a dtype no plain CPU tensor has (``quantize_per_tensor``'s quint8)."""
+    from migrate.evidence.probe.prober import dtype_universe
+
+    return any(d is not None and d not in dtype_universe() for d in (dtypes if isinstance(dtypes, tuple) else (dtypes,)))
+
+
 def catalogue_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
     """The job: for each overload named, announced, the probes of its recipe's calls, or ATen's last refusal."""
     from migrate.evidence.probe.prober import PROBE_TIMEOUT, bounded, probe_call
@@ -159,7 +167,8 @@ def catalogue_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
             calls = recipe_calls(func, RECIPES[name], PROBE_TIMEOUT, refusals)
             for number, call in enumerate(calls):
                 report = probe_call(call, f"{name}\0catalogue\0{number}", PROBE_TIMEOUT)
-                yield {"probed": {**report, UNIFORM: _uniform_lists(call, report, PROBE_TIMEOUT)}}
+                free = schema_calls._takes_a_dtype(func._schema) or any(_quantized(d) for d in call.dtypes[len(call.slots.arguments) :])
+                yield {"probed": {**report, UNIFORM: _uniform_lists(call, report, PROBE_TIMEOUT), FREE_RETURNS: free}}
             if not calls:
                 yield {"probed": {"overload": torch_private.overload_slots(func).name, schema_calls.REFUSED: refusals[-1] if refusals else "no call"}}
 
@@ -210,6 +219,12 @@ def uniform_lists(cache: StageCache) -> frozenset[tuple[str, str]]:
     """(overload, list slot) pairs whose mixed call ATen refused, from the stored reports."""
     reports = _stage(cache).read(kind=list) or []
     return frozenset((key, slot) for r in reports for slot in r.get(UNIFORM, ()) if (key := overload_key(r["overload"])) is not None)
+
+
+def free_returns(cache: StageCache) -> frozenset[str]:
+    """The overloads whose catalogue calls' returns stay free (a ScalarType argument or a quantized dtype set them)."""
+    reports = _stage(cache).read(kind=list) or []
+    return frozenset(key for r in reports if r.get(FREE_RETURNS) and (key := overload_key(r["overload"])) is not None)
 
 
 def cached_catalogue_refusals(cache: StageCache) -> dict[str, str]:

@@ -287,11 +287,17 @@ def _names_report(_: None) -> Iterator[list[str]]:
     yield [torch_private.overload_slots(f).name for f in targets()]
 
 
-def schema_call_plans(calls: tuple[ProbedCall, ...], uniform: frozenset[tuple[str, str]] = frozenset()) -> dict[str, OverloadPlan]:
+def schema_call_plans(
+    calls: tuple[ProbedCall, ...], uniform: frozenset[tuple[str, str]] = frozenset(), free_returns: frozenset[str] = frozenset()
+) -> dict[str, OverloadPlan]:
     """Per overload, the variables its built calls' probes show, over the slots such a call can speak for.
 
-    A return no argument's dtype carried may follow a dtype the call fixed (``dtype=``, a
-    factory's default): what it returned here says nothing of other calls, so it stays free.
+    A return no argument's dtype carries takes the dtypes the calls returned while their probes cast the
+    inputs to every dtype (``isin.Tensor_Scalar -> bool``, ``_add_relu.Tensor``'s return apart from
+    ``self``), as a sample's probes give it. An overload with no tensor input (a factory's default dtype)
+    has no such probes: what it returned here says nothing of other calls, so it stays free; the
+    overloads with a ``dtype=`` argument are not built here at all, and those the catalogue builds
+    (``free_returns``: ``_sparse_sum.dtype``, or a quantized return) keep their returns free.
     A list's elements all had one dtype here; unless ATen refused a list of mixed dtypes
     (``uniform``: (overload, slot), found by ``catalogue_calls``), where ``T[]`` says just that,
     whether it takes such lists was never tried, so list slots stay free too.
@@ -302,8 +308,8 @@ def schema_call_plans(calls: tuple[ProbedCall, ...], uniform: frozenset[tuple[st
         lists.setdefault(key, set()).update(n for n, dtypes in call.slots if isinstance(dtypes, tuple) and (key, n) not in uniform)
     plans = {}
     for name, plan in probe_plans(calls).items():
-        kept = plan.kept({slot for v in plan.variables for slot in v.binds} - lists[name])
-        variables = tuple(v for v in kept.variables if any(not slot.startswith("return.") for slot in v.binds))
-        if variables:
-            plans[name] = OverloadPlan(name, variables, kept.conflicts)
+        free = lists[name] | ({slot for v in plan.variables for slot in v.binds if slot.startswith("return.")} if name in free_returns else set())
+        kept = plan.kept({slot for v in plan.variables for slot in v.binds} - free)
+        if any(not slot.startswith("return.") for v in kept.variables for slot in v.binds):
+            plans[name] = OverloadPlan(name, kept.variables, kept.conflicts)
     return plans
