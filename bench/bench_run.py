@@ -5,7 +5,7 @@
 Runs the CLI in-process (`--out` into a temp folder) on the installed torch and
 onnxscript: a full run, and `--op scaled_dot_product_attention`. The first,
 untimed run warms the caches; each figure is the median of --repeat runs
-(default 5). Targets: full <= 1.0, --op <= 0.25. The same two runs as a new
+(default 5). Targets (issue 30): full <= 0.35, --op <= 0.15. The same two runs as a new
 `python -m migrate` process each (start-up and imports included, what a
 maintainer waits for) are printed beside, for information.
 """
@@ -55,8 +55,8 @@ def main() -> None:
     one_command = median_of(args.repeat, lambda: run_as_command("--op", "scaled_dot_product_attention"))
     print(f"median of {args.repeat} repeats each")
     print(f"ruamel.yaml load+dump (baseline): {baseline:.3f} s")
-    print(f"full run, warm caches:            {full:.3f} s  ratio {full / baseline:.3f}  (target <= 1.0)")
-    print(f"--op scaled_dot_product_attention: {one:.3f} s  ratio {one / baseline:.3f}  (target <= 0.25)")
+    print(f"full run, warm caches:            {full:.3f} s  ratio {full / baseline:.3f}  (target <= 0.35)")
+    print(f"--op scaled_dot_product_attention: {one:.3f} s  ratio {one / baseline:.3f}  (target <= 0.15)")
     print(f"as a new process: full {full_command:.3f} s (ratio {full_command / baseline:.3f}), "
           f"--op {one_command:.3f} s (ratio {one_command / baseline:.3f})")
 

@@ -56,7 +56,7 @@ def test_a_warm_run_after_an_edit_writes_what_a_run_with_an_empty_cache_writes(e
     cache = tmp_path / "cache"
     before = _run(capfd, work, cache, tmp_path / "before")
     assert _run(capfd, work, cache, tmp_path / "again") == before
-    assert {"plans", "rewrites"} <= {p.name for p in cache.iterdir()}
+    assert {"plans", "applied", "rewrites"} <= {p.name for p in cache.iterdir()}
     assert any((cache / "torchlib-evidence").rglob("*.pickle"))
 
     path, old, new = EDITS[edited]
@@ -123,3 +123,18 @@ def test_a_run_with_a_cache_dir_writes_nothing_outside_it(tmp_path, monkeypatch,
     assert code == 0, err
     assert list(home.rglob("*")) == []
     assert {p.name for p in cache.iterdir()} >= {"native", "validated", "torchlib-facts", "torchlib-evidence", "plans", "rewrites"}
+
+
+def test_a_stage_product_is_unpickled_frozen_out_of_the_cyclic_collector(tmp_path):
+    import gc
+
+    from migrate.cache import StageCache
+
+    stage = StageCache(tmp_path).stage("example", "migrate.cache")
+    stage.write({"calls": [[1, 2], [3]]}, "inputs")
+    gc.unfreeze()
+    try:
+        assert stage.read("inputs") == {"calls": [[1, 2], [3]]}
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

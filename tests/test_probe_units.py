@@ -92,6 +92,18 @@ def test_in_place_overloads_are_probed_on_clones():
     assert cast == ["self"] and len(accepted) > 10
 
 
+def test_a_tensor_the_call_writes_into_is_not_tried_as_a_0_dim_one():
+    """``x - y`` may take a 0-dim ``y`` of another dtype; a 0-dim ``out`` is only resized before the same dtype check."""
+    from migrate.runtime import torch_private
+
+    func = torch.ops.aten.sub.out
+    slots = torch_private.overload_slots(func)
+    call = CapturedCall(func, slots, (torch.ones(3), torch.ones(3)), {"out": torch.empty(3)}, (torch.float32,) * 4, False, "float32")
+    index = {name: i for i, (_, name, _, _) in enumerate(slots.arguments)}
+    assert [gate[1] for gate in probing.zero_dim_gate(call, index["other"])] == ["other"]
+    assert probing.zero_dim_gate(call, index["out"]) == []
+
+
 def test_the_capture_keeps_what_an_in_place_call_was_given():
     x = torch.ones(3)
     capture = CallCapture(lambda overload, direct: 3)

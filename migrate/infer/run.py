@@ -14,7 +14,7 @@ import pickle
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from migrate.cache import Stage
+from migrate.cache import Stage, long_lived
 from migrate.evidence.align import Alignment
 from migrate.evidence.gather import Sources
 from migrate.evidence.opinfo.aliases import alias_plans
@@ -119,7 +119,8 @@ def infer(native: NativeFunctions, sources: Sources, stage: Stage | None = None,
     """The run's inference: the plan of every overload (or only those named) from the whole ``Sources``, cached in
     ``stage`` (the ``plans`` stage) when the sources have a key, with the autocast policies the sources carry."""
     stored = _cached(native, sources, stage)
-    wanted = [pickle.loads(data) for name, data in stored["overloads"].items() if only is None or name in only]
+    with long_lived():
+        wanted = [pickle.loads(data) for name, data in stored["overloads"].items() if only is None or name in only]
     plan = _restricted(stored["sets"], wanted)
     if sources.autocast is not None:
         autocast = sources.autocast

@@ -105,6 +105,12 @@ class Targets:
         return Output(self.display(source, source.name), source, target, before, after)
 
 
+def _written_plan(plan: Plan, result: YamlResult) -> Plan:
+    """What torchlib's rewrite applies: the plan's typed overloads but those whose hand-written constraints the yaml kept."""
+    kept = {o.name for o in result.outcomes if o.status == KEPT}
+    return replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept and o.variables))
+
+
 def _say(message: str) -> None:
     """A cold stage that needs workers says so, on a terminal, as the progress bars show there."""
     if sys.stderr.isatty():
@@ -247,7 +253,8 @@ class Session:
     # --- the run ------------------------------------------------------------------------------------
 
     def _untyped_details(self, coverage: CoverageSummary) -> CoverageSummary:
-        """The untyped entries' last refusals (those with a CPU kernel) and CUDA claims (the rest)."""
+        """The untyped entries' last refusals (those with a CPU kernel) and CUDA claims (the rest): read from every
+        schema call's cached report, so worked out only for ``--report``, the one output that lists them."""
         from migrate.evidence.probe.dtype_arguments import cached_dtype_arguments
         from migrate.evidence.untyped import cuda_claims, last_refusals
 
@@ -259,9 +266,6 @@ class Session:
     def migrate(self, request: RunRequest = RunRequest()) -> Migration:
         """The outputs of applying the plan (the request's, else the inferred one) to the yaml and torchlib, with
         the summary; the request's ``report`` receives the applied plan with its evidence and the summary as JSON."""
-        from migrate.evidence.probe.merge import probe_summary
-        from migrate.evidence.verdicts import dtype_verdict_summary
-
         plan_path = request.plan
         self.validate()
         self.torchlib  # scanned (and its warnings printed) before any evidence is gathered
@@ -272,19 +276,13 @@ class Session:
         selected = self.selected
         if selected is not None:
             plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
-        scope = len(selected) if selected is not None else len(self.native.entries)
-        result = apply_plan(self.native, self.sets_file, plan, overwrite=request.overwrite, plan_path=plan_path)
+        result, sections, written = self._applied(plan, observed, request.overwrite, plan_path)
         targets = Targets(request.out)
         outputs = [targets.output(self.native_path, self.native.data, result.native_functions)]
         if result.type_constraints is not None:
             outputs.append(targets.output(sibling_constraints_path(self.native_path), self.sets_file.data, result.type_constraints))
-        summary = RunSummary(
-            **run_summary(self.native, plan, result, scope, observed),
-            **evidence_summary,
-            probe=probe_summary(plan),
-            verdicts=dtype_verdict_summary(self.native, plan),
-        )
-        if plan_path is None and self.sweep is not None:
+        summary = RunSummary(**sections, **evidence_summary)
+        if request.report is not None and plan_path is None and self.sweep is not None:  # the report alone lists them
             summary = replace(summary, coverage=self._untyped_details(summary.coverage))
         if summary.autocast is not None:
             from migrate.model.autocast import annotated_counts
@@ -293,12 +291,42 @@ class Session:
         if self.source_tree is not None:
             summary = replace(summary, validation=ValidationSummary(str(self.source_tree / "torchgen"), ()))
         if not request.yaml_only:
-            rewritten, rewrite_summary = self._torchlib_outputs(plan, result, targets, request.export_check)
+            rewritten, rewrite_summary = self._torchlib_outputs(plan, result, targets, request.export_check, written)
             outputs += rewritten
             summary = replace(summary, torchlib=rewrite_summary)
         if request.report is not None:
             store(request.report, self._report(plan, result, summary.to_json()).dumps().encode())
         return Migration(tuple(outputs), summary)
+
+    def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None) -> tuple[YamlResult, dict, str]:
+        """The plan applied to the yaml, with the summary's sections that the plan and the written yaml give, and what
+        of the plan torchlib's rewrite reads (``written_form``, its cache's key).
+
+        An inferred plan is known by what it was inferred from (the plans stage's key), the autocast policies added
+        to it and the overloads selected: the ``applied`` stage keeps its result under those, so a warm run reads
+        it instead of writing the yaml and counting every variable's verdicts again. A --plan file is applied as is.
+        """
+        from migrate.evidence.probe.merge import probe_summary
+        from migrate.evidence.verdicts import dtype_verdict_summary
+
+        selected = self.selected
+
+        def apply() -> tuple[YamlResult, dict, str]:
+            from migrate.write.torchlib.rewrite import written_form
+
+            result = apply_plan(self.native, self.sets_file, plan, overwrite=overwrite, plan_path=plan_path)
+            scope = len(selected) if selected is not None else len(self.native.entries)
+            sections = run_summary(self.native, plan, result, scope, observed)
+            sections.update(probe=probe_summary(plan), verdicts=dtype_verdict_summary(self.native, plan))
+            return result, sections, written_form(_written_plan(plan, result))
+
+        key = self.sources.key if plan_path is None else None
+        if key is None:
+            return apply()
+        autocast = self.sources.autocast
+        policies = repr(sorted(autocast.policies.items())) if autocast is not None else ""
+        scope = ",".join(sorted(selected)) if selected is not None else "\0all"
+        return self.cache.stage("applied").get((*key, policies, scope, str(overwrite)), apply, kind=tuple)
 
     def _evidence_summary(self) -> dict:
         """What the sources and the inference say about themselves: the sweep, the runtime evidence's alignment, autocast
@@ -322,17 +350,20 @@ class Session:
 
         return autocast_dtypes(self.cache)
 
-    def _torchlib_outputs(self, plan: Plan, result: YamlResult, targets: Targets, export_check: bool) -> tuple[list[Output], TorchlibSummary]:
+    def _torchlib_outputs(
+        self, plan: Plan, result: YamlResult, targets: Targets, export_check: bool, written: str
+    ) -> tuple[list[Output], TorchlibSummary]:
         """torchlib rewritten to what the yaml says (hand-written constraints the run kept are not pushed into it), and to
         what export-check's results (cached for this torch_lib, or computed first with ``export_check``) prove."""
         from migrate.audit.export import rewrite_verdicts
         from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
 
-        kept = {o.name for o in result.outcomes if o.status == KEPT}
-        written_plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept and o.variables))
+        written_plan = _written_plan(plan, result)
         declared = {o.name: o.variables for o in written_plan.overloads if self.selected is None or o.name in self.selected}
         exported = rewrite_verdicts(declared, self.real_functions(), self.torchlib_root, self.cache, export_check, self.options.jobs)
-        rewrite = rewrite_torchlib(self.torchlib, written_plan, self.native, self.cache, only=self.selected, exported=exported)
+        rewrite = rewrite_torchlib(
+            self.torchlib, written_plan, self.native, self.cache, only=self.selected, exported=exported, written=written
+        )
         mirrored = torchlib_outputs(rewrite, self.torchlib.root, targets.out, mirror=targets.out is not None)
         return [replace(output, display=targets.display(output.source, output.display)) for output in mirrored], rewrite.summary()
 

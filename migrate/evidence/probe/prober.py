@@ -200,8 +200,14 @@ def zero_dim_gate(call: CapturedCall, index: int) -> list[tuple[int, str, bool, 
     ATen computes in the dimensioned operands' dtype then and casts the 0-dim one to it, so
     ``x - torch.tensor(1.0, dtype=torch.float8_e4m3fn)`` runs on a float32 ``x``, though
     ``x - y`` with ``y`` float8 of ``x``'s shape does not.
+
+    None for an ``out=`` tensor: it is not promoted, and a 0-dim one is only resized before the same
+    dtype check, so the call could only be refused again. (An in-place ``self`` keeps the gate:
+    ``set_`` takes a 0-dim ``self`` of a dtype it refuses in the source's shape.)
     """
     position, name, keyword_only, _ = call.slots.arguments[index]
+    if keyword_only and getattr(call.func, "_schema", None) is not None and index in written_slots(call):
+        return []
     arguments = [argument_of(call.args, call.kwargs, slot) for slot in call.slots.arguments]
     others = [a for i, a in enumerate(arguments) if i != index and isinstance(a, torch.Tensor) and a.dim() > 0 and a.numel() > 0]
     own = arguments[index]

@@ -36,13 +36,11 @@ over its own output changes nothing.
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
-from migrate.cache import StageCache
+from migrate.cache import StageCache, without_cyclic_gc
 from migrate.errors import InputError
 from migrate.torchlib_source.resolve import TorchlibEvidence
 from migrate.model.dtypes import DType
@@ -168,19 +166,6 @@ def torchlib_outputs(rewrite: TorchlibRewrite, root: Path, out: Path | None, mir
     return outputs
 
 
-@contextmanager
-def _without_cyclic_gc() -> Iterator[None]:
-    """The parsed tree is millions of objects alive for the whole run, and garbage here is freed by
-    reference counting; the cyclic collector would rescan that tree again and again (a fifth of the run)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def rewrite_torchlib(
     evidence: TorchlibEvidence,
     plan: Plan,
@@ -189,6 +174,7 @@ def rewrite_torchlib(
     only: set[str] | None = None,
     reuse: bool = True,
     exported: dict[str, tuple[ExportVerdict, ...]] | None = None,
+    written: str | None = None,
 ) -> TorchlibRewrite:
     """Apply ``plan`` to the torchlib tree the evidence was scanned from (``only``: those overloads' functions).
 
@@ -196,21 +182,22 @@ def rewrite_torchlib(
     The result is cached by the scan's key (the code, the tree's files, the yaml), what the plan
     says to write and ``only``: a run whose inputs did not change parses no module
     (``reuse=False`` does the work regardless, for benchmarks). ``exported``: export-check's
-    cases per overload, for the narrowing rule.
+    cases per overload, for the narrowing rule. ``written``: the plan's ``written_form``, when the
+    caller kept it from an earlier run of the same plan.
     """
     stage = cache.stage("rewrites")
     scope = ",".join(sorted(only)) if only is not None else "\0all"
-    inputs = (evidence.key, _written_form(plan), scope, _exported_form(exported or {}))
+    inputs = (evidence.key, written_form(plan) if written is None else written, scope, _exported_form(exported or {}))
     if evidence.key and reuse and (cached := stage.read(*inputs, kind=TorchlibRewrite)) is not None:
         return cached
-    with _without_cyclic_gc():
+    with without_cyclic_gc():
         rewrite = _rewrite(evidence, plan, native, only, cache, exported or {})
     if evidence.key:
         stage.write(rewrite, *inputs)
     return rewrite
 
 
-def _written_form(plan: Plan) -> str:
+def written_form(plan: Plan) -> str:
     """All of the plan the writer reads: each overload's variables (names, dtypes, slots, those they follow, dtypes
     ATen rejects) and the global sets.
 
