@@ -59,17 +59,24 @@ Section = Callable[[ShowContext, str], list[str]]
 
 def declared_section(context: ShowContext, overload: str) -> list[str]:
     """What the file itself declares for the overload, when it is annotated: each variable's slots and its list, its promotion."""
-    from migrate.model.constraint import ConstraintList
     from migrate.model.declared import declared_promotion, declared_variables
+    from migrate.model.global_sets import set_value
 
     entry = context.native.by_name.get(overload)
     variables = declared_variables(context.native, entry, context.file_sets) if entry is not None else ()
     promotion = declared_promotion(context.native, entry) if entry is not None else None
     lines = []
     for variable in variables:
-        follows = f" (or the dtype {', '.join(variable.follows)} has in the call)" if variable.follows else ""
-        spelled = str(ConstraintList(variable.dtypes, variable.follows)) if variable.follows else _named(context, variable)
-        lines.append(f"  {variable.name} = {spelled}{follows}: {', '.join(variable.binds)}" if variable.follows else f"  {spelled}: {', '.join(variable.binds)}")
+        if not variable.listed:
+            lines.append(f"  {_named(context, variable)}: {', '.join(variable.binds)}")
+            continue
+        said = [f"or the dtype {', '.join(variable.follows)} has in the call"] if variable.follows else []
+        if variable.argument is not None:
+            others = "its other members" if variable.dtypes or variable.follows else "nothing"
+            said.insert(0, f"exactly the dtype {variable.argument.name} names when given, {others} when it is None")
+        lines.append(f"  {variable.name} = {variable.constraint} ({'; '.join(said)}): {', '.join(variable.binds)}")
+        if variable.argument is not None:
+            lines.append(f"  {variable.argument.name} = {set_value(variable.argument.dtypes, context.file_sets)} (the dtypes the argument may name)")
     if promotion is not None:
         lines.append(f"  {promotion.line(0)} (the promoted tensors' variable is the call's computation dtype)")
     return ["declared:"] + lines if lines else []
