@@ -80,8 +80,7 @@ def test_the_reader_gives_the_variable_its_argument_and_the_argument_its_dtypes(
 @pytest.mark.parametrize(
     "constraints, message",
     [
-        ("{T: [torch.float32, dtyp], dtype: [torch.float32]}", "unresolved type variable dtyp in the list of T: neither a type variable nor a ScalarType argument"),
-        ("{T: [torch.float32, dtype]}", "the list of T names the argument dtype, whose dtypes the entry does not state"),
+        ("{T: [torch.float32, dtyp], dtype: [torch.float32]}", "unresolved type variable dtyp in the list of T: neither a type variable, a ScalarType argument of the entry nor a global set"),
         ("{T: [torch.float32], dtype: [torch.float32]}", "states the dtypes of the argument dtype, which no list names"),
         ("{T: [torch.float32, dtype], dtype: [torch.float32, T]}", "the dtypes of the argument dtype must be a list of dtypes or a set name"),
         ("{T: [torch.float32, layout]}", "unresolved type variable layout in the list of T"),  # a Layout argument names no dtype
@@ -96,6 +95,30 @@ def test_a_list_naming_what_the_entry_lacks_is_an_error_with_file_line_and_op(tm
     error = str(raised.value)
     assert error.startswith(f"{native.path}:2: zeros: ") and "\n" not in error
     assert message in error
+
+
+def test_an_unstated_argument_names_any_dtype_and_a_bare_list_takes_its_dtypes_when_none(tmp_path):
+    text = ZEROS.replace("{T: [torch.float32, dtype], dtype: [torch.float32, torch.int64]}", "{T: [dtype]}")
+    native = _annotated(tmp_path, text + TO_DTYPE.replace(", dtype: [torch.float32, torch.int64, torch.bool]", ""))
+    (zeros,) = declared_variables(native, native.entries[0], {})
+    assert zeros.argument == DtypeArgument("dtype", TENSOR_DTYPES, True) and zeros.dtypes == TENSOR_DTYPES  # optional: None takes them
+    (to,) = declared_variables(native, native.entries[1], {})
+    assert to.argument == DtypeArgument("dtype", TENSOR_DTYPES, False) and to.dtypes == ()  # required: no None case
+
+
+def test_a_list_may_spell_its_dtypes_by_a_global_set_unless_a_variable_has_that_name(tmp_path):
+    from migrate.model.plan import GlobalSet
+
+    sets = {"TInts": GlobalSet("TInts", named("int32", "int64"))}
+    native = _annotated(tmp_path, ZEROS.replace("[torch.float32, dtype]", "[TInts, torch.float32, dtype]"))
+    (zeros,) = declared_variables(native, native.entries[0], sets)
+    assert (zeros.dtypes, zeros.follows) == (named("int32", "int64", "float32"), ())
+    from migrate.model.global_sets import constraints_line
+
+    planned = Variable("T", named("int32", "int64"), ("return.0",), argument=DtypeArgument("dtype", named("int64", "float32")))
+    assert constraints_line(2, (planned,), sets) == "  type_constraints: {T: [TInts, dtype], dtype: [torch.int64, torch.float32]}"
+    shadowed = (Variable("TInts", named("int64"), ("self",)), planned)
+    assert "T: [torch.int32, torch.int64, dtype]" in constraints_line(2, shadowed, sets)
 
 
 def test_the_plan_keeps_the_argument_in_json():
@@ -140,8 +163,8 @@ def test_the_writer_writes_the_argument_after_the_variables_and_lower_gives_the_
     assert {o.name: o.status for o in result.outcomes} == {"to.dtype": WRITTEN, "zeros": WRITTEN}
     written = result.native_functions.decode()
     listed = ", ".join(str(d) for d in ANY_SET)
-    assert f"  type_constraints: {{T: [{listed}], U: [dtype], dtype: [{listed}]}}\n" in written
-    assert f"  type_constraints: {{T: [torch.float32, dtype], dtype: [{listed}]}}\n" in written
+    assert f"  type_constraints: {{T: [{listed}], U: [dtype]}}\n" in written  # an argument that may name any dtype has no key
+    assert "  type_constraints: {T: [torch.float32, dtype]}\n" in written
     assert lint_round_trip(written) == written
     path.write_bytes(result.native_functions)
     assert lower(NativeFunctions.load(path)).encode() == REAL_NATIVE_FUNCTIONS.read_bytes()
@@ -215,7 +238,7 @@ def test_show_prints_the_argument_and_its_dtypes(tmp_path, capsys):
     native = _annotated(tmp_path, ZEROS + TO_DTYPE)
     assert main(["show", "zeros", "--native-functions", str(native.path)]) == 0
     out = capsys.readouterr().out
-    assert "T = [torch.float32, dtype] (exactly the dtype dtype names when given, its other members when it is None): return.0" in out
+    assert "T = [torch.float32, dtype] (exactly the dtype dtype names when given, else one of the list's other members): return.0" in out
     assert "dtype = [torch.int64, torch.float32] (the dtypes the argument may name)" in out
 
 

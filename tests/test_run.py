@@ -202,7 +202,10 @@ def _written_spelling(out: Path) -> tuple[int, int, list[int]]:
         constraints = native.fields(entry).get("type_constraints") or {}
         for name in entry.schema.variables():
             variables += 1
-            named += isinstance(constraints.get(name), str) or (name not in constraints and name in sets)
+            value = constraints.get(name)
+            # a list that spells no dtype out ([TAny, dtype], [dtype]: a return a ScalarType argument sets) counts as named
+            listed = isinstance(value, list) and not any(item.startswith("torch.") for item in value)
+            named += isinstance(value, str) or listed or (name not in constraints and name in sets)
     lines = [len(line.rstrip("\r\n")) for line in native.lines if line.lstrip().startswith("type_constraints:")]
     return variables, named, lines
 
@@ -213,7 +216,7 @@ def test_the_written_yaml_speaks_the_named_vocabulary(migrated):
     growth = (migrated / "native_functions.yaml").stat().st_size / REAL_NATIVE_FUNCTIONS.stat().st_size - 1
     assert named / variables >= 0.95
     assert lines and max(lines) <= 200
-    assert growth <= 0.18  # issue 31: with the type_promotion lines
+    assert growth <= 0.185  # issue 31: with the type_promotion lines (<= 0.18); issue 33: returns a dtype argument sets, +0.6
     spelling = json.loads((migrated / "report.json").read_text())["summary"]["spelling"]
     assert (spelling["variables_written"], spelling["variables_named"]) == (variables, named)
     assert (spelling["constraints_lines"], spelling["longest_constraints_line"]) == (len(lines), max(lines))

@@ -37,11 +37,12 @@ def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[t
     variables = sorted(plan.variables, key=lambda v: min(order[s] for s in v.binds))
     counts: dict[tuple[DType, ...], int] = {}
     for variable in variables:
-        counts[variable.dtypes] = counts.get(variable.dtypes, 0) + 1
+        if not variable.listed:  # a list spells its own dtypes: it takes no set's name from another variable
+            counts[variable.dtypes] = counts.get(variable.dtypes, 0) + 1
     letters = (n for n in [*_LETTERS, *(f"T{i}" for i in range(1, 100))] if n not in set_names.values())
     new_names = []
     for variable in variables:
-        name = set_names.get(variable.dtypes) if counts[variable.dtypes] == 1 and not variable.listed else None
+        name = set_names.get(variable.dtypes) if not variable.listed and counts[variable.dtypes] == 1 else None
         new_names.append(name or next(letters))
     renamed = {v.name: name for v, name in zip(variables, new_names)}  # a followed variable's name is unique (with_follows)
     named = [
@@ -88,8 +89,10 @@ def global_sets(
         for variable in plan.variables:
             if not variable.listed:  # written as its own list: no set spells it
                 entries[variable.dtypes].add(plan.name)
-            if variable.argument is not None:  # the dtypes its argument may name: a set like any variable's
+            if variable.argument is not None:  # the dtypes its argument may name, and its None case: sets like any variable's
                 entries[variable.argument.dtypes].add(plan.name)
+                if variable.dtypes:
+                    entries[variable.dtypes].add(plan.name)
     known = _set_names(existing, torchlib)
     taken = {g.name for g in (*existing, *torchlib)}
     names = {}
@@ -105,6 +108,7 @@ def global_sets(
             line = constraints_line(entry.key_indent, named.variables, sets)
             inline = [v.dtypes for v in named.variables if v.dtypes not in names and not v.listed]
             inline += [v.argument.dtypes for v in named.variables if v.argument is not None and v.argument.dtypes not in names]
+            inline += [v.dtypes for v in named.variables if v.argument is not None and v.dtypes and v.dtypes not in names]
             if line is None or len(line) <= LINE_LIMIT or not inline:
                 break
             longest = max(inline, key=lambda d: (len(format_set(d)), [t.sort_key for t in d]))

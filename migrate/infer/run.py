@@ -76,7 +76,7 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
 def _restricted(sets: tuple[GlobalSet, ...], overloads: list[OverloadPlan]) -> Plan:
     """The plan of these overloads, with the global sets they use."""
     used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables if not v.listed}
-    used |= {v.argument.dtypes for o in overloads for v in o.variables if v.argument is not None}
+    used |= {d for o in overloads for v in o.variables if v.argument is not None for d in (v.argument.dtypes, v.dtypes)}
     return Plan(tuple(g for g in sets if g.name in used or g.dtypes in used), tuple(overloads))
 
 

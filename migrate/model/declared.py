@@ -2,9 +2,10 @@
 
 Resolution follows design.md: the entry's own ``type_constraints`` first, then the
 global sets of type_constraints.yaml; a name neither resolves is an error. A list may
-name other variables of the entry (``migrate.model.constraint``) and one ``ScalarType``
-argument, whose dtypes the entry states under the argument's own key (``dtype: TAny``); a
-name that is neither, an argument named without its key or a key no list names, or variables
+name other variables of the entry (``migrate.model.constraint``), one ``ScalarType``
+argument, whose dtypes the entry states under the argument's own key (``dtype: TRealOrUInt8``; unstated,
+every dtype), and global sets (their dtypes), in that order of resolution; a name that is none of these, a key no
+list names, or variables
 that follow each other in a cycle, are errors.
 """
 
@@ -14,7 +15,7 @@ from typing import Mapping
 
 from migrate.errors import InputError
 from migrate.model.constraint import ConstraintError, ConstraintList, DtypeArgument, follows_problem
-from migrate.model.dtypes import UnknownDType
+from migrate.model.dtypes import TENSOR_DTYPES, UnknownDType
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions
 from migrate.model.plan import HAND, Evidence, GlobalSet, Variable
 from migrate.model.promotion import PROMOTION_KEY, Promotion, promotion_problem
@@ -57,20 +58,18 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
     for name, binds in words.items():
         constraint = dtypes_of(name, mapping.get(name, name))
         argument = None
-        if constraint.argument:
-            if constraint.argument not in stated:
-                raise InputError(
-                    f"the list of {name} names the argument {constraint.argument}, whose dtypes the entry does not state "
-                    f"('{constraint.argument}: [...]' in '{CONSTRAINTS_KEY}')",
-                    native.path,
-                    line,
-                    entry.name,
-                )
-            argument = DtypeArgument(constraint.argument, stated[constraint.argument].dtypes, arguments[constraint.argument])
+        if constraint.argument:  # unstated, the argument may name any dtype, as a plain Tensor may have any
+            named = stated[constraint.argument].dtypes if constraint.argument in stated else TENSOR_DTYPES
+            argument = DtypeArgument(constraint.argument, named, arguments[constraint.argument])
+            if argument.optional and not constraint.dtypes and not constraint.follows:  # [dtype]: None takes its dtypes
+                constraint = ConstraintList(named, (), constraint.argument)
         for other in constraint.follows:
-            if other not in words:
-                message = f"unresolved type variable {other} in the list of {name}: neither a type variable nor a ScalarType argument of the entry"
+            if other in words:
+                continue
+            if other not in sets:
+                message = f"unresolved type variable {other} in the list of {name}: neither a type variable, a ScalarType argument of the entry nor a global set"
                 raise InputError(message, native.path, line, entry.name)
+            constraint = ConstraintList((*constraint.dtypes, *sets[other].dtypes), tuple(f for f in constraint.follows if f != other), constraint.argument)
         evidence = (Evidence(HAND, f"{native.path.name}:{line}", constraint.dtypes, binds),)
         variables.append(Variable(name, constraint.dtypes, binds, evidence, constraint.follows, argument=argument))
     unnamed = set(stated) - {v.argument.name for v in variables if v.argument is not None}
