@@ -24,7 +24,7 @@ from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import OPINFO, Evidence, OverloadPlan, Plan, Variable
 from migrate.write.native_functions import WRITTEN, apply_plan, lower
-from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip
+from tests.conftest import REAL_NATIVE_FUNCTIONS, annotated, declaration_error, lint_round_trip
 
 ZEROS = (
     "- func: zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> T\n"
@@ -35,12 +35,6 @@ TO_DTYPE = (
     "  type_constraints: {T: [dtype], dtype: [torch.float32, torch.int64, torch.bool]}\n"
 )
 REAL = ("to.device", "to.dtype", "_to_copy", "zeros", "full", "arange", "sum", "sum.dim_IntList")
-
-
-def _annotated(folder: Path, text: str) -> NativeFunctions:
-    path = folder / "native_functions.yaml"
-    path.write_text(text)
-    return NativeFunctions.load(path)
 
 
 # -- the form
@@ -69,7 +63,7 @@ def test_a_list_names_one_argument_and_an_unknown_name_is_a_variable():
 
 
 def test_the_reader_gives_the_variable_its_argument_and_the_argument_its_dtypes(tmp_path):
-    native = _annotated(tmp_path, ZEROS + TO_DTYPE)
+    native = annotated(tmp_path, ZEROS + TO_DTYPE)
     (zeros,) = declared_variables(native, native.entries[0], {})
     assert (zeros.dtypes, zeros.follows, zeros.argument) == (named("float32"), (), DtypeArgument("dtype", named("float32", "int64"), True))
     (to,) = declared_variables(native, native.entries[1], {})
@@ -88,18 +82,12 @@ def test_the_reader_gives_the_variable_its_argument_and_the_argument_its_dtypes(
     ],
 )
 def test_a_list_naming_what_the_entry_lacks_is_an_error_with_file_line_and_op(tmp_path, constraints, message):
-    text = ZEROS.replace(ZEROS.splitlines()[1].split(": ", 1)[1], constraints)
-    native = _annotated(tmp_path, text)
-    with pytest.raises(InputError) as raised:
-        declared_variables(native, native.entries[0], {})
-    error = str(raised.value)
-    assert error.startswith(f"{native.path}:2: zeros: ") and "\n" not in error
-    assert message in error
+    assert message in declaration_error(tmp_path, ZEROS, constraints)
 
 
 def test_an_unstated_argument_names_any_dtype_and_a_bare_list_takes_its_dtypes_when_none(tmp_path):
     text = ZEROS.replace("{T: [torch.float32, dtype], dtype: [torch.float32, torch.int64]}", "{T: [dtype]}")
-    native = _annotated(tmp_path, text + TO_DTYPE.replace(", dtype: [torch.float32, torch.int64, torch.bool]", ""))
+    native = annotated(tmp_path, text + TO_DTYPE.replace(", dtype: [torch.float32, torch.int64, torch.bool]", ""))
     (zeros,) = declared_variables(native, native.entries[0], {})
     assert zeros.argument == DtypeArgument("dtype", TENSOR_DTYPES, True) and zeros.dtypes == TENSOR_DTYPES  # optional: None takes them
     (to,) = declared_variables(native, native.entries[1], {})
@@ -110,7 +98,7 @@ def test_a_list_may_spell_its_dtypes_by_a_global_set_unless_a_variable_has_that_
     from migrate.model.plan import GlobalSet
 
     sets = {"TInts": GlobalSet("TInts", named("int32", "int64"))}
-    native = _annotated(tmp_path, ZEROS.replace("[torch.float32, dtype]", "[TInts, torch.float32, dtype]"))
+    native = annotated(tmp_path, ZEROS.replace("[torch.float32, dtype]", "[TInts, torch.float32, dtype]"))
     (zeros,) = declared_variables(native, native.entries[0], sets)
     assert (zeros.dtypes, zeros.follows) == (named("int32", "int64", "float32"), ())
     from migrate.model.global_sets import constraints_line
@@ -186,7 +174,7 @@ def test_a_plan_naming_an_argument_the_schema_lacks_is_refused(tmp_path):
 
 @pytest.fixture(scope="module")
 def declared(tmp_path_factory) -> Declarations:
-    return Declarations.from_native(_annotated(tmp_path_factory.mktemp("zeros"), ZEROS + TO_DTYPE))
+    return Declarations.from_native(annotated(tmp_path_factory.mktemp("zeros"), ZEROS + TO_DTYPE))
 
 
 def test_a_given_argument_sets_the_return_exactly_and_none_takes_the_other_members(declared):
@@ -223,7 +211,7 @@ def test_the_checker_survives_pickling_with_arguments(declared):
 def test_accepts_reads_a_dtype_argument(tmp_path):
     from migrate.api import load_declarations
 
-    native = _annotated(tmp_path, ZEROS + TO_DTYPE)
+    native = annotated(tmp_path, ZEROS + TO_DTYPE)
     loaded = load_declarations(native.path)
     assert loaded.accepts("zeros", dtype="int64", **{"return.0": "int64"})
     verdict = loaded.accepts("zeros", dtype="int64", **{"return.0": "float32"})
@@ -235,7 +223,7 @@ def test_accepts_reads_a_dtype_argument(tmp_path):
 def test_show_prints_the_argument_and_its_dtypes(tmp_path, capsys):
     from migrate.cli import main
 
-    native = _annotated(tmp_path, ZEROS + TO_DTYPE)
+    native = annotated(tmp_path, ZEROS + TO_DTYPE)
     assert main(["show", "zeros", "--native-functions", str(native.path)]) == 0
     out = capsys.readouterr().out
     assert "T = [torch.float32, dtype] (exactly the dtype dtype names when given, else one of the list's other members): return.0" in out
