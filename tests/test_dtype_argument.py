@@ -8,6 +8,7 @@ conversions at each of the 21 dtypes.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from migrate.model.declared import declared_variables
 from migrate.model.dtypes import TENSOR_DTYPES, DType, named
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
-from migrate.model.plan import OPINFO, Evidence, OverloadPlan, Plan, Variable
+from migrate.model.plan import OPINFO, TORCHLIB, Evidence, OverloadPlan, Plan, Variable
 from migrate.write.native_functions import WRITTEN, apply_plan, lower
 from tests.conftest import REAL_NATIVE_FUNCTIONS, annotated, declaration_error, lint_round_trip
 
@@ -247,6 +248,10 @@ def test_a_return_that_is_the_argument_at_every_dtype_tried_follows_it():
     (variable,) = plan.variables
     assert variable.argument == DtypeArgument("dtype", named(*ALL[:9]), True)
     assert variable.dtypes == named("float32", "float64")  # the None case: what other calls returned there
+    annotated_too = replace(observed.variables[0], dtypes=named("float32", "float64", "int64"))
+    annotated_too = replace(annotated_too, evidence=annotated_too.evidence + (Evidence(TORCHLIB, "ops/core.py:1 aten_zeros", named("int64"), ("return.0",)),))
+    kept = with_dtype_arguments(replace(observed, variables=(annotated_too,)), "zeros", _fact(ALL[:9], ALL[9:]), optional=True)
+    assert kept.variables[0].dtypes == named("float32", "float64")  # torchlib's annotation, which a run rewrites, is no call
     required = with_dtype_arguments(observed, "to.dtype", _fact(ALL), optional=False)
     assert required.variables[0].dtypes == () and required.variables[0].argument.dtypes == TENSOR_DTYPES
 

@@ -28,8 +28,8 @@ from typing import Any
 from migrate.cache import Stage, StageCache
 from migrate.model.constraint import DtypeArgument as SetByArgument
 from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical
-from migrate.model.plan import PROBE, Evidence, OverloadPlan, Variable
-from migrate.model.rejection import REJECTED
+from migrate.model.plan import EMPTY, PROBE, TORCHLIB, Evidence, OverloadPlan, Variable
+from migrate.model.rejection import REJECTED, is_rejection
 from migrate.runtime import torch_private
 from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.runtime.runs import interned_dtype, overload_key
@@ -233,6 +233,15 @@ def probed_everywhere(fact: DtypeArgument) -> bool:
     return set(TENSOR_DTYPES) <= {d for d, _ in fact.accepted} | {d for d, _ in fact.refused}
 
 
+def _returned_by_calls(variable: Variable | None) -> tuple[DType, ...]:
+    """The variable's dtypes that calls showed (samples, probes, a device's claim): not torchlib's annotations, which
+    a run rewrites, nor refusals or calls on empty tensors."""
+    if variable is None:
+        return ()
+    shown = {d for e in variable.evidence if e.source not in (TORCHLIB, EMPTY) and not is_rejection(e) for d in e.dtypes}
+    return tuple(d for d in variable.dtypes if d in shown)
+
+
 def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgument | None, optional: bool | None = None) -> OverloadPlan | None:
     """The plan with each tensor return its ScalarType argument sets taken out of its variable and given its own.
 
@@ -245,7 +254,7 @@ def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgume
     (``probed_everywhere``) and in the yaml's schema (``optional``: whether it may be None there), is
     *set by* the argument: its variable names it (``U: [dtype]``), the argument's own dtypes are those it was
     accepted at, and the variable's dtypes are what it is when the argument is None: none for a required
-    argument (``to.dtype``), else what other calls returned there (``zeros`` with ``dtype=None`` returns the
+    argument (``to.dtype``), else what other calls returned there (samples, probes; not torchlib, which a run rewrites) (``zeros`` with ``dtype=None`` returns the
     default dtype; the run keeps every dtype it saw there, as it cannot tell calls that gave the argument
     from calls that did not), or, when no other call returned there, every dtype the argument was accepted at.
     Any other return takes the dtypes the argument was accepted at if it was its value, else every dtype it
@@ -268,7 +277,7 @@ def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgume
         argument = None
         if optional is not None and fact.follows_argument(slot) and probed_everywhere(fact) and len(fact.accepted_dtypes) >= ARGUMENT_DTYPES:
             argument = SetByArgument(fact.argument, dtypes, optional)
-            dtypes = (theirs.dtypes if theirs is not None and theirs.dtypes else dtypes) if optional else ()
+            dtypes = (_returned_by_calls(theirs) or dtypes) if optional else ()
         elif theirs is not None:
             dtypes = canonical((*dtypes, *theirs.dtypes))
         variables.append(Variable(f"R{number}~{fact.argument}", dtypes, (slot,), evidence, argument=argument))
