@@ -83,6 +83,8 @@ def test_every_declared_variable_accepts_every_observed_dtype(migrated):
             if variable is None:
                 continue
             allowed = {str(d) for d in variable.dtypes}
+            if variable.argument is not None:  # what the ScalarType argument named, which an observation does not record:
+                allowed |= {str(d) for d in variable.argument.dtypes}  # verify judges those calls by running them
             for other, others in observation.slots:  # a variable that follows another also takes its dtype in the call
                 if other in variables and variables[other].name in variable.follows:
                     allowed |= _element_dtypes(others)
