@@ -21,6 +21,7 @@ from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.probe import follows as follows_module
 from migrate.evidence.probe import merge as probe_module
 from migrate.evidence.probe import schema_calls as schema_calls_module
+from migrate.evidence.probe import catalogue_calls as catalogue_calls_module
 from migrate.evidence.probe.follows import Follows
 from migrate.runtime import runs as runs_module
 from migrate.runtime.runs import SweepResult, SweepStats
@@ -39,7 +40,7 @@ class OpInfoEvidence:
     aliases: tuple[tuple[str, str], ...] = ()  # (alias, target) operator names from the OpInfo alias lists
     forwards: tuple[Forward, ...] = ()  # overloads whose kernel is one call of another
     kernels: tuple[MetadataKernel, ...] = ()  # overloads whose kernel reads only metadata
-    schema_calls: dict[str, OverloadPlan] = field(default_factory=dict)  # calls built from schemas, of overloads no sample reached
+    schema_calls: dict[str, OverloadPlan] = field(default_factory=dict)  # calls built from schemas or the catalogue, of overloads no sample reached
     follows: dict[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots whose dtypes follow another variable's
 
 
@@ -128,7 +129,7 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     """The per-overload plans of the cached runs: derived when the cache changed, else read."""
     derived, summaries = _derived(state)
     evidence = derived.read(state.key, kind=OpInfoEvidence)
-    built_calls = schema_calls_module.load_schema_calls(state.cache, state.jobs)
+    built_calls = schema_calls_module.load_schema_calls(state.cache, state.jobs) + catalogue_calls_module.load_catalogue_calls(state.cache, state.jobs)
     if evidence is None:
         sweep = state.sweep
         catalogue = sweep.catalogue()
@@ -141,7 +142,8 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
     aliases = tuple(sorted({pair for e in state.sweep.catalogue() for pair in e.aliases}))
     forwards, kernels = load_forwards(state.cache)
-    schema_calls = schema_calls_module.schema_call_plans(built_calls)
+    uniform, free = catalogue_calls_module.uniform_lists(state.cache), catalogue_calls_module.free_returns(state.cache)
+    schema_calls = schema_calls_module.schema_call_plans(built_calls, uniform, free)
     schema_calls = {name: plan for name, plan in schema_calls.items() if name not in evidence.observed}  # samples speak for the rest
     return OpInfoEvidence(
         evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, schema_calls, evidence.follows

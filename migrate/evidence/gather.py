@@ -213,6 +213,7 @@ def gather_overloads(native: NativeFunctions, names: Iterable[str], cache: Stage
     from migrate.evidence.opinfo.observations import plans_from_observations
     from migrate.evidence.probe.follows import follows_facts
     from migrate.evidence.probe.merge import probe_plans
+    from migrate.evidence.probe.catalogue_calls import cached_catalogue_calls, free_returns, uniform_lists
     from migrate.evidence.probe.schema_calls import cached_schema_calls, schema_call_plans
     from migrate.runtime.runs import overload_key
 
@@ -220,6 +221,7 @@ def gather_overloads(native: NativeFunctions, names: Iterable[str], cache: Stage
     observations = tuple(o for run in runs.values() for o in run.observations)
     probes = tuple(p for run in runs.values() for p in run.probes)
     built_calls = cached_schema_calls(cache)
+    from_catalogue, uniform, free = cached_catalogue_calls(cache), uniform_lists(cache), free_returns(cache)
     aliases = alias_overloads(native, {pair for entry in catalogue for pair in entry.aliases}, load_forwards(cache)[0])
     autocast = autocast_policies(native.by_name, cache)
     found = {}
@@ -227,13 +229,14 @@ def gather_overloads(native: NativeFunctions, names: Iterable[str], cache: Stage
         observed: list[Observation] = [o for o in observations if overload_key(o.overload) == name]
         probed: list[ProbedCall] = [p for p in probes if overload_key(p.overload) == name]
         built = tuple(c for c in built_calls or () if overload_key(c.overload) == name)
+        recipe = tuple(c for c in from_catalogue if overload_key(c.overload) == name)
         found[name] = OverloadEvidence(
             name=name,
             cached_runs=len(runs),
             opinfo=plans_from_observations(observed, catalogue).get(name),
-            probe=probe_plans(probed_calls(tuple(probed), built, frozenset([name] if observed else [])), observed).get(name),
+            probe=probe_plans(probed_calls(tuple(probed), built + recipe, frozenset([name] if observed else [])), observed).get(name),
             follows=follows_facts(probed, observed).get(name, ()),
-            schema_calls=schema_call_plans(built).get(name) if built_calls is not None else None,
+            schema_calls=schema_call_plans(built + recipe, uniform, free).get(name) if built_calls is not None else None,
             schema_calls_cached=built_calls is not None,
             alias=aliases.get(name),
             autocast=autocast,

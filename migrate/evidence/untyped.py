@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from migrate.cache import StageCache
+from migrate.evidence.probe.catalogue import LEFT_OUT
+from migrate.evidence.probe.catalogue_calls import cached_catalogue_calls, cached_catalogue_refusals
 from migrate.evidence.probe.dtype_arguments import DtypeArgument
 from migrate.evidence.probe.schema_calls import cached_refusals, cached_schema_calls
 from migrate.model.dtypes import canonical
@@ -19,21 +21,37 @@ from migrate.runtime.runs import CatalogueEntry, overload_key
 
 NOT_BUILT = "no call was built from its schema (an out= overload, or an argument the catalogue has no value for)"
 LISTS_ONLY = "calls built from its schema ran, but on tensor lists only, which such calls leave free (mixed lists were never tried)"
+EMPTY_ONLY = "calls built for it ran, but each with an empty tensor argument or return, which proves no dtype"
+MIXED_LISTS = "calls built from the catalogue ran, on tensor lists ATen also takes of mixed dtypes, which T[] (one dtype for every element) cannot state"
+TIED = "calls built for it ran, but an out= or in-place overload takes its functional overload's constraints, which no evidence gives"
 
 
 def last_refusals(names: Iterable[str], cache: StageCache, dtype_arguments: Mapping[str, DtypeArgument]) -> dict[str, str]:
-    """Per untyped entry with a CPU kernel, ATen's last refusal of a call built for it, else why none was tried."""
-    refused = cached_refusals(cache)
-    built = {key for call in cached_schema_calls(cache) or () if (key := overload_key(call.overload)) is not None}
+    """Per untyped entry with a CPU kernel, ATen's last refusal of a call built for it, else why none was tried or why
+    the calls that ran say nothing."""
+    refused = cached_refusals(cache) | cached_catalogue_refusals(cache)  # a recipe's refusal says more than the schema's
+    from_catalogue = cached_catalogue_calls(cache)
+    built: dict[str, bool] = {}  # overloads a built call ran for: whether one had an element in every tensor
+    for call in (cached_schema_calls(cache) or ()) + from_catalogue:
+        if (key := overload_key(call.overload)) is not None:
+            built[key] = built.get(key, False) or call.nonempty
+    recipes = {key for call in from_catalogue if (key := overload_key(call.overload)) is not None}
+    lists = {key for call in from_catalogue if any(isinstance(d, tuple) for _, d in call.slots) and (key := overload_key(call.overload))}
     found = {}
     for name in names:
         fact = dtype_arguments.get(name)
-        if name in refused:
+        if name in LEFT_OUT:
+            found[name] = f"left out of the argument catalogue: {LEFT_OUT[name]}"
+        elif built.get(name):
+            found[name] = LISTS_ONLY if name not in recipes else MIXED_LISTS if name in lists else TIED
+        elif name in refused:
             found[name] = refused[name]
+        elif name in built:
+            found[name] = EMPTY_ONLY
         elif fact is not None and fact.refused:
             found[name] = fact.refused[-1][1]
         else:
-            found[name] = LISTS_ONLY if name in built else NOT_BUILT
+            found[name] = NOT_BUILT
     return found
 
 

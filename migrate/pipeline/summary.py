@@ -91,6 +91,8 @@ class CoverageSummary:
     tensor_slots: int
     tensor_slots_typed: int
     untyped: dict[str, tuple[str, ...]]  # per reason (UNTYPED_REASONS), in file order
+    entries_with_cpu_kernel: int = 0  # entries with a tensor slot and a kernel a CPU call reaches: what CPU evidence can type
+    entries_with_cpu_kernel_typed: int = 0
     last_refusal: dict[str, str] = field(default_factory=dict)  # untyped with a CPU kernel: ATen's last refusal (migrate.evidence.untyped)
     cuda_claims: dict[str, list[str]] = field(default_factory=dict)  # untyped without one: the dtypes OpInfo claims on CUDA
 
@@ -103,6 +105,9 @@ class CoverageSummary:
             "tensor_slots": slots,
             "tensor_slots_typed": self.tensor_slots_typed,
             "slot_share": round(self.tensor_slots_typed / slots, 4) if slots else 0.0,
+            "entries_with_cpu_kernel": self.entries_with_cpu_kernel,
+            "entries_with_cpu_kernel_typed": self.entries_with_cpu_kernel_typed,
+            "cpu_kernel_entry_share": round(self.entries_with_cpu_kernel_typed / cpu, 4) if (cpu := self.entries_with_cpu_kernel) else 0.0,
             "untyped_by_reason": {reason: len(names) for reason, names in self.untyped.items()},
             "untyped": {reason: list(names) for reason, names in self.untyped.items()},
         }
@@ -116,7 +121,8 @@ class CoverageSummary:
         c = self.to_json()
         return [
             f"coverage of the written yaml: {c['entries_typed']} of {c['entries_with_tensor_slots']} entries with tensor slots "
-            f"({c['entry_share']:.1%}), {c['tensor_slots_typed']} of {c['tensor_slots']} tensor slots ({c['slot_share']:.1%})",
+            f"({c['entry_share']:.1%}; {c['entries_with_cpu_kernel_typed']} of {c['entries_with_cpu_kernel']} with a CPU kernel, "
+            f"{c['cpu_kernel_entry_share']:.1%}), {c['tensor_slots_typed']} of {c['tensor_slots']} tensor slots ({c['slot_share']:.1%})",
             "untyped entries by reason: " + ", ".join(f"{reason} {n}" for reason, n in c["untyped_by_reason"].items()) + " (each listed in --report)",
         ]
 
@@ -139,7 +145,9 @@ def coverage_summary(native: NativeFunctions, plan: Plan, result: YamlResult, ob
         if binds:
             typed.add(entry.name)
     slots = sum(len(e.schema.tensor_slots) for e in with_slots)
-    return CoverageSummary(len(with_slots), typed_entries, slots, typed_slots, untyped_reasons(native, typed, observed))
+    on_cpu = [e.name for e in with_slots if native.has_cpu_kernel(e)]
+    untyped = untyped_reasons(native, typed, observed)
+    return CoverageSummary(len(with_slots), typed_entries, slots, typed_slots, untyped, len(on_cpu), len(typed.intersection(on_cpu)))
 
 
 @dataclass(frozen=True)

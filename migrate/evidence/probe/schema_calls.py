@@ -39,7 +39,7 @@ from __future__ import annotations
 import itertools
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from migrate.runtime import torch_private
@@ -152,14 +152,37 @@ def _assignments(slots: Any) -> Iterator[list[tuple[str, int | None, bool]]]:
         yield [(dtype, None, False), *((dtype, at, short) for short in (False, True) for at in mixed)]
 
 
-def _built_calls(func: Any, timeout: float, given: dict[str, Any] | None = None, refusals: list[str] | None = None) -> list[Any]:
-    """Calls ATen accepts, as CapturedCalls: per base dtype the first combination that works, at most BASES
-    (``given``: values by argument name; ``refusals`` receives why each combination failed, in order)."""
+def called(func: Any, made: tuple[list[Any], dict[str, Any]], seed: int, timeout: float, sample: str, refusals: list[str] | None) -> Any:
+    """The call made once (seeded, bounded by ``timeout``), as a CapturedCall of its arguments as they were before
+    it; None when ATen refused it, its message appended to ``refusals``. ``sample``: the base dtype's name."""
     import signal
 
     import torch
 
     from migrate.runtime.recorders import CapturedCall, call_has_elements, cloned, slot_dtypes
+
+    slots = torch_private.overload_slots(func)
+    args, kwargs = made
+    kept = cloned((args, kwargs))
+    torch.manual_seed(seed)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        out = func(*args, **kwargs)
+    except Exception as exc:
+        if refusals is not None:
+            refusals.append(one_line(exc))
+        return None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    nonempty = call_has_elements(slots, args, kwargs, out)
+    args, kwargs = kept
+    return CapturedCall(func, slots, tuple(args), kwargs, slot_dtypes(slots, args, kwargs, out), True, sample, nonempty)
+
+
+def _built_calls(func: Any, timeout: float, given: dict[str, Any] | None = None, refusals: list[str] | None = None) -> list[Any]:
+    """Calls ATen accepts, as CapturedCalls: per base dtype the first combination that works, at most BASES
+    (``given``: values by argument name; ``refusals`` receives why each combination failed, in order)."""
+    import torch
 
     slots = torch_private.overload_slots(func)
     seed = zlib.crc32(slots.name.encode())
@@ -173,22 +196,9 @@ def _built_calls(func: Any, timeout: float, given: dict[str, Any] | None = None,
                 if refusals is not None:
                     refusals.append(f"no value for an argument of this schema: {func._schema}")
                 return calls
-            args, kwargs = made
-            kept = cloned((args, kwargs))
-            torch.manual_seed(seed)
-            signal.setitimer(signal.ITIMER_REAL, timeout)
-            try:
-                out = func(*args, **kwargs)
-            except Exception as exc:
-                if refusals is not None:
-                    refusals.append(one_line(exc))
-                continue
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            nonempty = call_has_elements(slots, args, kwargs, out)
-            args, kwargs = kept
-            calls.append(CapturedCall(func, slots, tuple(args), kwargs, slot_dtypes(slots, args, kwargs, out), True, dtype_name, nonempty))
-            break
+            if (call := called(func, made, seed, timeout, dtype_name, refusals)) is not None:
+                calls.append(call)
+                break
         if len(calls) == BASES:
             break
     return calls
@@ -210,16 +220,19 @@ def schema_call_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
                 yield {"probed": {"overload": name, REFUSED: refusals[-1]}}
 
 
-def probe_built_calls(names: list[str], jobs: int | None) -> tuple[list[dict[str, Any]], list[str]]:
+def probe_built_calls(
+    names: list[str], jobs: int | None, job: Callable[[tuple[str, ...]], Iterator[dict[str, Any]]] = schema_call_reports, what: str = "schema calls"
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Reports for every overload named, in name order, and those that ended their worker. An overload no
-    call could be built for reports ATen's last refusal instead (``{"overload": ..., REFUSED: message}``)."""
+    call could be built for reports ATen's last refusal instead (``{"overload": ..., REFUSED: message}``).
+    ``job`` builds and probes the calls of a chunk of names (``catalogue_calls`` passes its own)."""
     chunks = [tuple(names[i : i + CHUNK]) for i in range(0, len(names), CHUNK)]
     reports: dict[str, list[dict[str, Any]]] = {}
     lost: list[str] = []
     while chunks:
-        work = [Job(schema_call_reports, chunk, f"schema calls {chunk[0]}") for chunk in chunks]
+        work = [Job(job, chunk, f"{what} {chunk[0]}") for chunk in chunks]
         chunks = []
-        for outcome in run_in_workers(work, jobs=jobs, progress=False, unit="chunk", desc="schema calls"):
+        for outcome in run_in_workers(work, jobs=jobs, progress=False, unit="chunk", desc=what):
             tried = [r["trying"] for r in outcome.reports if "trying" in r]
             for report in outcome.reports:
                 if "probed" in report:
@@ -227,7 +240,7 @@ def probe_built_calls(names: list[str], jobs: int | None) -> tuple[list[dict[str
             if outcome.status != DONE:
                 chunk = outcome.job.argument
                 if not tried:
-                    raise torch_private.TorchAPIChanged(f"building calls from schemas failed: {outcome.reason}")
+                    raise torch_private.TorchAPIChanged(f"{what} failed: {outcome.reason}")
                 lost.append(tried[-1])
                 rest = chunk[chunk.index(tried[-1]) + 1 :]
                 if rest:
@@ -274,23 +287,29 @@ def _names_report(_: None) -> Iterator[list[str]]:
     yield [torch_private.overload_slots(f).name for f in targets()]
 
 
-def schema_call_plans(calls: tuple[ProbedCall, ...]) -> dict[str, OverloadPlan]:
+def schema_call_plans(
+    calls: tuple[ProbedCall, ...], uniform: frozenset[tuple[str, str]] = frozenset(), free_returns: frozenset[str] = frozenset()
+) -> dict[str, OverloadPlan]:
     """Per overload, the variables its built calls' probes show, over the slots such a call can speak for.
 
     A return no argument's dtype carries takes the dtypes the calls returned while their probes cast the
     inputs to every dtype (``isin.Tensor_Scalar -> bool``, ``_add_relu.Tensor``'s return apart from
     ``self``), as a sample's probes give it. An overload with no tensor input (a factory's default dtype)
     has no such probes: what it returned here says nothing of other calls, so it stays free; the
-    overloads with a ``dtype=`` argument are not built here at all.
-    A list's elements all had one dtype here; whether the overload takes lists of mixed
-    dtypes was never tried, so list slots stay free too.
+    overloads with a ``dtype=`` argument are not built here at all, and those the catalogue builds
+    (``free_returns``: ``_sparse_sum.dtype``, or a quantized return) keep their returns free.
+    A list's elements all had one dtype here; unless ATen refused a list of mixed dtypes
+    (``uniform``: (overload, slot), found by ``catalogue_calls``), where ``T[]`` says just that,
+    whether it takes such lists was never tried, so list slots stay free too.
     """
-    lists: dict[str, set[str]] = {}  # per overload, its slots that held a list
+    lists: dict[str, set[str]] = {}  # per overload, its slots that held a list whose elements may differ
     for call in calls:
-        lists.setdefault(overload_key(call.overload), set()).update(name for name, dtypes in call.slots if isinstance(dtypes, tuple))
+        key = overload_key(call.overload)
+        lists.setdefault(key, set()).update(n for n, dtypes in call.slots if isinstance(dtypes, tuple) and (key, n) not in uniform)
     plans = {}
     for name, plan in probe_plans(calls).items():
-        kept = plan.kept({slot for v in plan.variables for slot in v.binds} - lists[name])
+        free = lists[name] | ({slot for v in plan.variables for slot in v.binds if slot.startswith("return.")} if name in free_returns else set())
+        kept = plan.kept({slot for v in plan.variables for slot in v.binds} - free)
         if any(not slot.startswith("return.") for v in kept.variables for slot in v.binds):
             plans[name] = OverloadPlan(name, kept.variables, kept.conflicts)
     return plans

@@ -1,0 +1,118 @@
+"""Calls built from the argument catalogue type entries no sample reaches and the schema alone cannot call:
+checked against real torch, entry by entry (each a call the tool makes, then the same call made here by hand)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from migrate.evidence.probe.catalogue import ARGUMENTS, LEFT_OUT, RECIPES, Data
+from migrate.evidence.probe.catalogue_calls import FREE_RETURNS, UNIFORM, catalogue_reports
+from migrate.evidence.probe.schema_calls import schema_call_plans
+from migrate.evidence.untyped import MIXED_LISTS
+from migrate.model.dtypes import named
+from migrate.model.plan import OverloadPlan
+from migrate.model.rejection import is_rejection, rejection_messages
+from migrate.runtime import torch_private
+from migrate.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
+
+
+def _reports(*names: str) -> list[dict]:
+    return [r["probed"] for r in catalogue_reports(names) if "probed" in r]
+
+
+def _plans(reports: list[dict]) -> dict[str, OverloadPlan]:
+    calls = tuple(ProbedCall.from_report(SCHEMA_CALL, r) for r in reports if "refused" not in r)
+    uniform = frozenset((overload_key(r["overload"]), slot) for r in reports for slot in r.get(UNIFORM, ()))
+    return schema_call_plans(calls, uniform, frozenset(overload_key(r["overload"]) for r in reports if r.get(FREE_RETURNS)))
+
+
+def _refusal(plan: OverloadPlan, slot: str, dtype: str) -> str:
+    """ATen's message for ``dtype`` at ``slot``, as the plan keeps it (probes of that slot, alone or with its variable)."""
+    (variable,) = [v for v in plan.variables if slot in v.binds]
+    found = [rejection_messages(e)[named(dtype)[0]] for e in variable.evidence if is_rejection(e) and named(dtype)[0] in e.dtypes]
+    assert found, f"{plan.name}: no refusal of {dtype} at {slot}"
+    return found[0]
+
+
+def _dtypes(plan: OverloadPlan, slot: str) -> set[str]:
+    (variable,) = [v for v in plan.variables if slot in v.binds]
+    return {d.name for d in variable.dtypes}
+
+
+def _message(call) -> str:
+    with pytest.raises(Exception) as raised:
+        call()
+    return f"{type(raised.value).__name__}: {str(raised.value).splitlines()[0]}"
+
+
+def test_every_recipe_names_arguments_of_its_overload():
+    for name, recipe in RECIPES.items():
+        schema = torch_private.aten_overload(name)._schema
+        assert set(recipe) <= {a.name for a in schema.arguments}, name
+    assert all(isinstance(kind, str) for _, kind in ARGUMENTS)
+    assert not set(RECIPES) & set(LEFT_OUT)
+
+
+def test_formerly_untyped_entries_are_typed_with_atens_refusals():
+    """nll_loss2d (a 4-d input, a 3-d target of classes), quantize_per_tensor (a ScalarType naming a quantized
+    dtype) and _sparse_mm (a SparseCPU kernel only): no sample reaches them and no call from the schema ran."""
+    plans = _plans(_reports("nll_loss2d", "quantize_per_tensor", "_sparse_mm"))
+
+    nll = plans["nll_loss2d"]
+    assert {"float32", "float64"} <= _dtypes(nll, "self") and "int64" not in _dtypes(nll, "self")
+    assert _dtypes(nll, "target") >= {"int64"} and "float32" not in _dtypes(nll, "target")
+    by_hand = _message(lambda: torch.ops.aten.nll_loss2d(torch.rand(2, 3, 4, 4), torch.zeros(2, 4, 4)))
+    assert _refusal(nll, "target", "float32") == by_hand == "RuntimeError: expected target dtype to be Long or Byte, but got Float"
+
+    quantize = plans["quantize_per_tensor"]
+    assert _dtypes(quantize, "self") == {"float32"}
+    by_hand = _message(lambda: torch.quantize_per_tensor(torch.rand(2, 3, dtype=torch.float64), 0.1, 0, torch.quint8))
+    assert _refusal(quantize, "self", "float64") == by_hand == "RuntimeError: Quantize only works on Float Tensor, got Double"
+
+    product = plans["_sparse_mm"]
+    assert {"float32", "float64", "int64"} <= _dtypes(product, "sparse") and "bool" not in _dtypes(product, "sparse")
+    sparse, dense = torch.ones(2, 3, dtype=torch.bool).to_sparse(), torch.ones(3, 2, dtype=torch.bool)
+    by_hand = _message(lambda: torch.ops.aten._sparse_mm(sparse, dense))
+    assert _refusal(product, "sparse", "bool") == by_hand == "NotImplementedError: \"addmm_sparse_dense\" not implemented for 'Bool'"
+
+
+def test_a_return_a_scalar_type_argument_or_a_quantized_dtype_sets_stays_free():
+    """_sparse_sum(self, dtype=torch.float32) returns float32 whatever self is, and would return float64 at dtype=float64."""
+    plans = _plans(_reports("_sparse_sum.dtype", "quantize_per_tensor", "_make_per_tensor_quantized_tensor"))
+    assert {"int64", "float64"} <= _dtypes(plans["_sparse_sum.dtype"], "self")
+    assert not [slot for plan in plans.values() for v in plan.variables for slot in v.binds if slot.startswith("return.")]
+
+
+def test_a_list_whose_mixed_call_aten_refuses_is_typed_and_one_it_runs_stays_free():
+    reports = _reports("meshgrid", "broadcast_tensors", "_foreach_powsum.Scalar")
+    mixed = {r["overload"]: r[UNIFORM] for r in reports}
+    assert mixed["aten::meshgrid"]["tensors"] == _message(lambda: torch.meshgrid(torch.rand(2), torch.arange(3), indexing="ij"))
+    assert mixed["aten::broadcast_tensors"] == {}  # broadcast_tensors([float32, int64]) runs
+    torch.ops.aten._foreach_powsum.Scalar([torch.rand(2), torch.rand(2, dtype=torch.float64)])  # runs, though [float32, int64] does not
+    assert mixed["aten::_foreach_powsum.Scalar"] == {}
+    plans = _plans(reports)
+    assert "int64" in _dtypes(plans["meshgrid"], "tensors")
+    assert "broadcast_tensors" not in plans and "_foreach_powsum.Scalar" not in plans  # T[] would refuse what ATen runs
+    assert "mixed dtypes" in MIXED_LISTS
+
+
+def test_a_recipe_s_data_tensors_take_each_base_dtype():
+    from migrate.evidence.probe.catalogue_calls import _value
+
+    assert _value(Data((2, 3), "csr"), torch.float64, 1).layout == torch.sparse_csr
+    assert _value([Data((2,)), Data((3,))], torch.int64, 1)[1].dtype == torch.int64
+
+
+def test_the_report_says_why_an_entry_the_catalogue_reached_stays_untyped(tmp_path):
+    from migrate.cache import StageCache
+    from migrate.evidence.probe import catalogue_calls
+    from migrate.evidence.untyped import NOT_BUILT, last_refusals
+
+    cache = StageCache(tmp_path)
+    catalogue_calls._stage(cache).write(_reports("broadcast_tensors"))
+    found = last_refusals(["broadcast_tensors", "_batch_norm_with_update", "nested_to_padded_tensor"], cache, {})
+    assert found["broadcast_tensors"] == MIXED_LISTS
+    assert found["_batch_norm_with_update"] == f"left out of the argument catalogue: {LEFT_OUT['_batch_norm_with_update']}"
+    assert found["nested_to_padded_tensor"] == NOT_BUILT
+
