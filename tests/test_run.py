@@ -218,7 +218,7 @@ def test_the_written_yaml_speaks_the_named_vocabulary(migrated):
     growth = (migrated / "native_functions.yaml").stat().st_size / REAL_NATIVE_FUNCTIONS.stat().st_size - 1
     assert named / variables >= 0.95
     assert lines and max(lines) <= 200
-    assert growth <= 0.19  # issue 31: with the type_promotion lines (<= 0.18); issue 33: returns a ScalarType argument sets, +0.6 points
+    assert growth <= 0.195  # issue 31 asked <= 0.18 with the type_promotion lines; issue 33 adds entries (catalogue, +0.6 points on main) and the exact spelling of returns a ScalarType argument sets (+0.7)
     spelling = json.loads((migrated / "report.json").read_text())["summary"]["spelling"]
     assert (spelling["variables_written"], spelling["variables_named"]) == (variables, named)
     assert (spelling["constraints_lines"], spelling["longest_constraints_line"]) == (len(lines), max(lines))
