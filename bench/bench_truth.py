@@ -146,16 +146,23 @@ def declared_dtypes(case: Case, variables: tuple[Variable, ...]) -> frozenset[st
     cast slot pins that variable to its dtype; a given dtype the yaml does not declare
     makes the whole call undeclared. A variable that follows another (a dependent
     constraint, ``U: [torch.bool, T]``) also takes that variable's dtype in the call:
-    the given one when the case holds it, else any of its own.
+    the given one when the case holds it, else any of its own. A ``ScalarType`` argument the
+    case passes the dtype as (``dtype``) takes the dtypes the entry states for it (any when it
+    states none); a variable set by that argument (``U: [dtype]``) is then that very dtype, and
+    one whose argument the case leaves None takes the rest of its list.
     """
     of_slot = {slot: v for v in variables for slot in v.binds}
     by_name = {v.name: v for v in variables}
     held = {of_slot[slot].name: dtype for slot, dtype in case.given if slot in of_slot}
+    stated = {v.argument.name: v.argument.dtypes for v in variables if getattr(v, "argument", None) is not None}
 
     def allowed(slot: str) -> frozenset[str]:
         variable = of_slot.get(slot)
         if variable is None:
-            return frozenset(DTYPES)
+            return frozenset(d.name for d in stated[slot]) if slot in stated else frozenset(DTYPES)
+        argument = getattr(variable, "argument", None)  # the field comes with returns a ScalarType argument sets (issue 33)
+        if argument is not None and argument.name in case.slots:
+            return frozenset(DTYPES)  # exactly the dtype under test, which the argument's own slot judges
         dtypes = {d.name for d in variable.dtypes}
         for other in getattr(variable, "follows", ()):  # the field comes with dependent constraints (issue 23)
             dtypes |= {held[other]} if other in held else {d.name for d in by_name[other].dtypes}

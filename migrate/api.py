@@ -46,10 +46,11 @@ class BoundVariable:
     dtypes: tuple[DType, ...]
     follows: tuple[str, ...]
     slots: tuple[str, ...]
+    argument: str = ""  # the ScalarType argument whose value it is when the call gives one
 
     def __str__(self) -> str:
-        listed = ConstraintList(self.dtypes, self.follows)
-        spelled = f"{self.set_name} = {listed}" if self.set_name and not self.follows else str(listed)
+        listed = ConstraintList(self.dtypes, self.follows, self.argument)
+        spelled = f"{self.set_name} = {listed}" if self.set_name and not (self.follows or self.argument) else str(listed)
         return f"{', '.join(self.slots)}: {self.name} = {spelled}" if self.name != self.set_name else f"{', '.join(self.slots)}: {spelled}"
 
 
@@ -95,6 +96,16 @@ def _torch_dtype(name: str, slot: str) -> torch.dtype:
     if not isinstance(dtype, torch.dtype):
         raise InputError(f"{slot}={name}: not a dtype, a dtype{ZERO_DIM}, a number, None or a [list] of them")
     return dtype
+
+
+def _dtype_value_of(slot: str, value: Any) -> _Value:
+    """A ``ScalarType`` argument's value as ``accepts`` takes it: a dtype (``int64``, ``torch.int64``) or None."""
+    if value is None or (isinstance(value, str) and value.strip() == "None"):
+        return _Value(None, "None")
+    if isinstance(value, DType):
+        value = value.name
+    dtype = value if isinstance(value, torch.dtype) else _torch_dtype(str(value).strip(), slot)
+    return _Value(dtype, str(dtype))
 
 
 def _value_of(slot: str, value: Any) -> _Value:
@@ -146,7 +157,8 @@ class LoadedDeclarations:
         unknown = [slot for slot in values if slot not in schema_arguments and slot not in returns]
         if unknown:
             raise InputError(f"{name.qualified} has no argument {unknown[0]!r} (it has {', '.join(schema_arguments + returns)})")
-        parsed = {slot: _value_of(slot, value) for slot, value in values.items()}
+        dtype_arguments = {a.name for a in func._schema.arguments if "ScalarType" in str(getattr(a, "real_type", a.type))}
+        parsed = {slot: (_dtype_value_of if slot in dtype_arguments else _value_of)(slot, value) for slot, value in values.items()}
         call = tuple((slot, parsed[slot].text) for slot in schema_arguments + returns if slot in parsed)
         check = call_check(self.declarations, func)
         if check is None:
@@ -193,7 +205,7 @@ class LoadedDeclarations:
 
     def _bound(self, variable: DeclaredVariable, parsed: dict[str, _Value]) -> BoundVariable:
         slots = tuple(slot for slot in variable.binds if slot in parsed)
-        return BoundVariable(variable.name, self._set_names.get(variable.dtypes), variable.dtypes, variable.follows, slots)
+        return BoundVariable(variable.name, self._set_names.get(variable.dtypes), variable.dtypes, variable.follows, slots, variable.argument)
 
 
 @functools.lru_cache(maxsize=None)

@@ -27,6 +27,27 @@ def real_copy(tmp_path: Path) -> Path:
     return path
 
 
+def annotated(folder: Path, text: str) -> NativeFunctions:
+    """A native_functions.yaml of these entries, written in ``folder`` and read back."""
+    path = folder / "native_functions.yaml"
+    path.write_text(text)
+    return NativeFunctions.load(path)
+
+
+def declaration_error(folder: Path, entry: str, constraints: str) -> str:
+    """The reader's error for the entry with its ``type_constraints`` value replaced: one line naming the file,
+    line 2 and the overload."""
+    from migrate.errors import InputError
+    from migrate.model.declared import declared_variables
+
+    native = annotated(folder, entry.replace(entry.splitlines()[1].split(": ", 1)[1], constraints))
+    with pytest.raises(InputError) as raised:
+        declared_variables(native, native.entries[0], {})
+    error = str(raised.value)
+    assert error.startswith(f"{native.path}:2: {native.entries[0].name}: ") and "\n" not in error
+    return error
+
+
 def all_slots_plan(native: NativeFunctions) -> Plan:
     """One variable per tensor slot of every entry; alternating sets so both spellings (set name, list) occur."""
     overloads = []

@@ -28,19 +28,13 @@ from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import PROBE, Evidence, OverloadPlan, Plan, Variable
 from migrate.model.schema import TypedSchema
 from migrate.write.native_functions import UNCHANGED, apply_plan, lower
-from tests.conftest import FIXTURES, FLOATS, lint_round_trip
+from tests.conftest import FIXTURES, FLOATS, annotated, declaration_error, lint_round_trip
 
 SDPA = (
     "- func: scaled_dot_product_attention(TFloat query, TFloat key, TFloat value, U? attn_mask=None, float dropout_p=0.0, "
     "bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> TFloat\n"
     "  type_constraints: {TFloat: [torch.float16, torch.bfloat16, torch.float32, torch.float64], U: [torch.bool, torch.float32, TFloat]}\n"
 )
-
-
-def _annotated(folder: Path, text: str) -> NativeFunctions:
-    path = folder / "native_functions.yaml"
-    path.write_text(text)
-    return NativeFunctions.load(path)
 
 
 # -- the form
@@ -94,7 +88,7 @@ def test_the_plan_keeps_follows_in_json_and_a_plain_variable_writes_no_follows_k
 
 
 def test_the_reader_resolves_a_list_that_names_another_variable(tmp_path):
-    native = _annotated(tmp_path, SDPA)
+    native = annotated(tmp_path, SDPA)
     mask = declared_variables(native, native.entries[0], {})[1]
     assert (mask.name, mask.dtypes, mask.follows, mask.binds) == ("U", named("bool", "float32"), ("TFloat",), ("attn_mask",))
 
@@ -108,12 +102,7 @@ def test_the_reader_resolves_a_list_that_names_another_variable(tmp_path):
     ],
 )
 def test_an_unresolved_or_cyclic_reference_is_an_error_with_file_line_and_op(tmp_path, constraints, message):
-    text = SDPA.replace(SDPA.splitlines()[1].split(": ", 1)[1], constraints)
-    native = _annotated(tmp_path, text)
-    with pytest.raises(InputError) as raised:
-        declared_variables(native, native.entries[0], {})
-    error = str(raised.value)
-    assert error.startswith(f"{native.path}:2: scaled_dot_product_attention: ") and "\n" not in error
+    error = declaration_error(tmp_path, SDPA, constraints)
     assert message in error or (message == "3 must be" and "must be a list of dtypes" in error)
 
 
@@ -176,7 +165,7 @@ def test_compat_loads_a_file_with_dependent_lists_into_torchgen(tmp_path):
 
 @pytest.fixture(scope="module")
 def sdpa_declared(tmp_path_factory) -> Declarations:
-    return Declarations.from_native(_annotated(tmp_path_factory.mktemp("sdpa"), SDPA))
+    return Declarations.from_native(annotated(tmp_path_factory.mktemp("sdpa"), SDPA))
 
 
 def _sdpa(query_dtype, mask_dtype) -> None:
@@ -213,7 +202,7 @@ def test_a_mask_of_the_query_dtype_or_of_the_own_dtypes_is_no_violation(sdpa_dec
 
 def test_a_follower_checked_before_its_followed_variable_in_schema_order(tmp_path):
     text = "- func: masked_fill.Tensor(T self, B mask, V value) -> T\n  type_constraints: {T: [torch.int64, V], B: [torch.bool], V: [torch.float32, torch.float64]}\n"
-    declared = Declarations.from_native(_annotated(tmp_path, text))
+    declared = Declarations.from_native(annotated(tmp_path, text))
     x = torch.zeros(3)
     with checking(declared, collect=True) as checker:
         torch.masked_fill(x.double(), x > 0, torch.tensor(1.0, dtype=torch.float64))  # self follows value

@@ -78,7 +78,7 @@ def test_a_sibling_is_built_only_where_it_runs_as_built():
 def test_a_return_a_dtype_argument_sets_takes_every_dtype_the_argument_was_accepted_at():
     fact = DtypeArgument.from_json(_report("aten::to.dtype", PROBE_TIMEOUT))
     assert fact.argument == "dtype" and fact.follows_argument("return.0")
-    assert [d for d, _ in fact.accepted] == list(TENSOR_DTYPES)
+    assert fact.accepted_dtypes == TENSOR_DTYPES
     randn = DtypeArgument.from_json(_report("aten::randn", PROBE_TIMEOUT))
     refused = dict(randn.refused)
     assert "not implemented for 'Long'" in refused[named("int64")[0]] and named("float64")[0] in dict(randn.accepted)
@@ -92,7 +92,7 @@ def test_the_return_leaves_the_input_s_variable_and_carries_its_own_verdicts():
     made = with_dtype_arguments(plan, "to.dtype", fact)
     (own, returned) = made.variables
     assert own.binds == ("self",) and returned.binds == ("return.0",)
-    assert returned.dtypes == tuple(d for d, _ in fact.accepted)
+    assert returned.dtypes == fact.accepted_dtypes
     assert verdicts_of(returned).of(named("int64")[0]) == REJECTED
     # what other calls returned stays; an argument accepted at one dtype only sets nothing
     observed16 = OverloadPlan("to.dtype", (Variable("T", named("float16"), ("self", "return.0"), (replace(observed[0], dtypes=named("float16")),)),))
@@ -102,7 +102,9 @@ def test_the_return_leaves_the_input_s_variable_and_carries_its_own_verdicts():
     assert with_dtype_arguments(None, "to.dtype", once).variables[0].dtypes == (fact.accepted[0][0],)  # nothing else speaks
     full = infer_plan(REAL, Sources({}, {"to.dtype": plan}, (), dtype_arguments={"to.dtype": fact}), only={"to.dtype"})
     (overload,) = full.overloads
-    assert {v.binds: v.dtypes for v in overload.variables}[("return.0",)] == returned.dtypes
+    # the real schema's dtype is required: the return is exactly the dtype it names, at the dtypes it was accepted at
+    set_by = {v.binds: v for v in overload.variables}[("return.0",)]
+    assert (set_by.dtypes, set_by.argument.name, set_by.argument.dtypes) == ((), "dtype", returned.dtypes)
 
 
 def test_an_overload_no_call_could_be_built_for_keeps_aten_s_last_refusal():

@@ -8,7 +8,10 @@ decompositions included. A call both see is checked once. For each call of an
 overload the yaml declares variables for, each tensor bound to a variable must have
 a dtype of the variable's set, and all tensors bound to one variable must have one
 dtype (``T[]`` means every element). A variable that follows others (``U: [torch.bool, T]``)
-also admits the dtype they took in the same call: their slots are checked first. ``None`` (an absent optional, a hole of a
+also admits the dtype they took in the same call: their slots are checked first. A variable set by a
+``ScalarType`` argument (``U: [torch.float32, dtype]``, ``dtype: TAny``) admits exactly the dtype the
+argument names when the call gives one (else its list's other members), and a dtype the argument
+names outside its own stated dtypes is a violation of the argument (``argument-outside-set``). ``None`` (an absent optional, a hole of a
 ``T?[]``) binds nothing; Python scalars reach the modes as numbers, not tensors, so
 they bind nothing either.
 
@@ -73,6 +76,7 @@ if TYPE_CHECKING:
 # Violation kinds.
 OUTSIDE_SET = "outside-set"  # a tensor's dtype is not in its variable's set
 UNEQUAL = "unequal"  # the tensors bound to one variable have more than one dtype in one call
+ARGUMENT_OUTSIDE_SET = "argument-outside-set"  # a ScalarType argument names a dtype outside the dtypes the entry states for it
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class DeclaredVariable:
     dtypes: tuple[DType, ...]  # in the canonical order
     binds: tuple[str, ...]  # argument names and 'return.N'
     follows: tuple[str, ...] = ()  # variables of the overload whose dtype in a call this one may also take
+    argument: str = ""  # the ScalarType argument whose value it is when the call gives one
+    argument_dtypes: tuple[DType, ...] = ()  # the dtypes that argument may name
 
 
 @dataclass(frozen=True)
@@ -142,7 +148,7 @@ class Declarations:
             if variables:
                 span = native.key_span(entry, CONSTRAINTS_KEY)
                 line = (span.start if span else entry.func_line) + 1
-                declared = tuple(DeclaredVariable(v.name, v.dtypes, v.binds, v.follows) for v in variables)
+                declared = tuple(_declared_variable(v) for v in variables)
                 overloads.append(DeclaredOverload(entry.name, declared, line, promotion))
         declarations = cls(native.path, tuple(overloads))
         for overload in declarations.overloads:
@@ -165,13 +171,18 @@ class Declarations:
         variables: dict[DeclaredVariable, int] = {}
         rows = tuple((o.name, o.line, tuple(variables.setdefault(v, len(variables)) for v in o.variables), o.promotion) for o in self.overloads)
         sets: dict[tuple[DType, ...], int] = {}
-        table = tuple((v.name, sets.setdefault(v.dtypes, len(sets)), v.binds, v.follows) for v in variables)
+        table = tuple((v.name, sets.setdefault(v.dtypes, len(sets)), v.binds, v.follows, v.argument, tuple(d.name for d in v.argument_dtypes)) for v in variables)
         return str(self.path), tuple(tuple(d.name for d in s) for s in sets), table, rows
 
     def only(self, names: Iterable[str]) -> Declarations:
         """The declarations of the named overloads alone (``verify --op`` checks only those)."""
         wanted = set(names)
         return Declarations(self.path, tuple(o for o in self.overloads if o.name in wanted))
+
+
+def _declared_variable(variable: Any) -> DeclaredVariable:
+    argument = variable.argument
+    return DeclaredVariable(variable.name, variable.dtypes, variable.binds, variable.follows, *((argument.name, argument.dtypes) if argument else ()))
 
 
 def _declared_promotion(native: NativeFunctions, entry: Any) -> DeclaredPromotion | None:
@@ -187,7 +198,10 @@ def _declared_promotion(native: NativeFunctions, entry: Any) -> DeclaredPromotio
 
 def _unpickle_declarations(path: str, sets: tuple, variables: tuple, rows: tuple) -> Declarations:
     dtypes = [tuple(map(DType, names)) for names in sets]
-    table = [DeclaredVariable(name, dtypes[index], binds, follows) for name, index, binds, follows in variables]
+    table = [
+        DeclaredVariable(name, dtypes[index], binds, follows, argument, tuple(map(DType, named)))
+        for name, index, binds, follows, argument, named in variables
+    ]
     overloads = tuple(DeclaredOverload(name, tuple(table[i] for i in indices), line, promotion) for name, line, indices, promotion in rows)
     return Declarations(Path(path), overloads)
 
@@ -213,15 +227,21 @@ class Violation:
     seen: tuple[tuple[str, DType], ...] = ()
     follows: tuple[tuple[str, DType | None], ...] = ()  # each variable it follows, and its dtype in the call (None: unbound)
     promotion: str = ""  # for the promotion kinds: how the promoting arguments took part, and torch's refusal
+    argument: tuple[str, DType | None] | None = None  # the argument that sets the variable, and the dtype it named (None: not given)
 
     def describe(self) -> str:
         """The violation without the overload's name (verify prints it under the overload)."""
-        listed = ConstraintList(self.declared, tuple(name for name, _ in self.follows))
+        listed = ConstraintList(self.declared, tuple(name for name, _ in self.follows), self.argument[0] if self.argument else "")
         declared = f"{self.variable} = {listed}, declared at {self.where}"
         if self.kind in (COMPUTED_OUTSIDE_SET, PROMOTION_REFUSED, RESULT_DTYPE):
             return describe_promotion(self.kind, self.slot, self.dtype, self.promotion, declared)
+        if self.kind == ARGUMENT_OUTSIDE_SET:
+            return f"argument {self.slot} is {self.dtype}, not in {self.variable} = {ConstraintList(self.declared)}, declared at {self.where}"
         if self.kind == OUTSIDE_SET:
-            took = "; ".join(f"{name} is {dtype if dtype is not None else 'unbound'}" for name, dtype in self.follows)
+            took = [f"{name} is {dtype if dtype is not None else 'unbound'}" for name, dtype in self.follows]
+            if self.argument:
+                took.append(f"{self.argument[0]} is {self.argument[1] if self.argument[1] is not None else 'None'}")
+            took = "; ".join(took)
             return f"{_slot_text(self.slot)} has dtype {self.dtype}, not in {declared}" + (f" ({took} in this call)" if took else "")
         dtypes = ", ".join(f"{slot} is {dtype}" for slot, dtype in self.seen)
         return f"{self.variable} must be one dtype per call, but {dtypes} ({declared})"
@@ -259,11 +279,24 @@ class _Compiled:
     returns: tuple[tuple[int, int, str, bool], ...]  # (variable index, position, 'return.N', holds a list)
     returns_tuple: bool
     promotion: CompiledPromotion | None = None  # its promoted variable's slots are checked there, not above
+    set_by: tuple[tuple[int, int, str, bool, frozenset[torch.dtype]], ...] = ()  # (variable index, position, argument, keyword-only, its dtypes)
 
-    def allowed_now(self, index: int, seen: list[Any]) -> frozenset[torch.dtype]:
-        """A variable's dtypes in this call: its own, and the dtypes the variables it follows took so far."""
+    def allowed_now(self, index: int, seen: list[Any], given: dict[int, torch.dtype] | None = None) -> frozenset[torch.dtype]:
+        """A variable's dtypes in this call: the dtype its argument names when the call gives one (``given``); else its
+        own, and the dtypes the variables it follows took so far."""
+        if given and index in given:
+            return frozenset((given[index],))
         taken = [seen[other] for other in self.follows[index] if seen[other] is not None]
         return self.allowed[index] | frozenset(taken) if taken else self.allowed[index]
+
+    def given(self, args: tuple, kwargs: dict) -> dict[int, torch.dtype]:
+        """Per variable set by an argument the call gives (not None), the dtype that argument names."""
+        found = {}
+        for index, position, name, keyword_only, _ in self.set_by:
+            value = _argument(args, kwargs, position, name, keyword_only)
+            if isinstance(value, torch.dtype):
+                found[index] = value
+        return found
 
 
 def _torch_dtypes(dtypes: Iterable[DType]) -> frozenset[torch.dtype]:
@@ -317,6 +350,15 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
     index_of = {v.name: i for i, v in enumerate(declared.variables)}
     follows = tuple(tuple(index_of[name] for name in v.follows) for v in declared.variables)
     depth = _depths(follows)  # a followed variable's slots are checked before its followers'
+    positions = {a.name: (position, a.kwarg_only) for position, a in enumerate(func._schema.arguments)}
+    set_by = []
+    for index, variable in enumerate(declared.variables):
+        if variable.argument:
+            if variable.argument not in positions:
+                message = f"{variable.name} names the argument {variable.argument}, but this torch's {slots.name} has no argument of that name"
+                raise InputError(message, declarations.path, declared.line, declared.name)
+            position, keyword_only = positions[variable.argument]
+            set_by.append((index, position, variable.argument, keyword_only, _torch_dtypes(variable.argument_dtypes)))
     promotion = None
     if declared.promotion is not None:
         promotion, bound_arguments, bound_returns = compile_promotion(declarations.path, declared, func, slots, bound_arguments, bound_returns)
@@ -330,6 +372,7 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
         tuple(sorted(bound_returns, key=lambda r: (depth[r[0]], r[1]))),
         slots.returns_tuple,
         promotion,
+        tuple(set_by),
     )
 
 
@@ -371,19 +414,20 @@ def _argument(args: tuple, kwargs: dict, position: int, name: str, keyword_only:
     return kwargs.get(name) if keyword_only or position >= len(args) else args[position]
 
 
-def _arguments_fit(check: _Compiled, args: tuple, kwargs: dict, seen: list[Any]) -> bool:
+def _arguments_fit(check: _Compiled, args: tuple, kwargs: dict, seen: list[Any], given: dict[int, torch.dtype]) -> bool:
     fits = check.promotion is None or promoted_arguments_fit(check.promotion, check.allowed, args, kwargs, seen)
+    fits = fits and all(given[index] in allowed for index, *_, allowed in check.set_by if index in given)
     for index, position, name, keyword_only, holds_list in check.arguments:
         value = _argument(args, kwargs, position, name, keyword_only)
-        fits = _admits(value, holds_list, check.allowed_now(index, seen), seen, index) and fits
+        fits = _admits(value, holds_list, check.allowed_now(index, seen, given), seen, index) and fits
     return fits
 
 
-def _returns_fit(check: _Compiled, out: Any, seen: list[Any]) -> bool:
+def _returns_fit(check: _Compiled, out: Any, seen: list[Any], given: dict[int, torch.dtype]) -> bool:
     outs = out if check.returns_tuple else (out,)
     fits = check.promotion is None or promoted_returns_fit(check.promotion, check.allowed, outs, seen)
     for index, position, _, holds_list in check.returns:
-        fits = _admits(outs[position], holds_list, check.allowed_now(index, seen), seen, index) and fits
+        fits = _admits(outs[position], holds_list, check.allowed_now(index, seen, given), seen, index) and fits
     return fits
 
 
@@ -408,6 +452,11 @@ def _violations(check: _Compiled, args: tuple, kwargs: dict, out: Any, with_retu
         for index, position, name, holds_list in check.returns:
             bound.extend((index, name, label, dtype) for label, dtype in _tensors(name, outs[position], holds_list))
     found: list[Violation] = []
+    given = check.given(args, kwargs)
+    for index, _, name, _, allowed in check.set_by:
+        if index in given and given[index] not in allowed and name not in {v.slot for v in found}:
+            variable = check.declared.variables[index]
+            found.append(Violation(ARGUMENT_OUTSIDE_SET, check.overload, name, variable.argument_dtypes, check.where, name, dtype_of(given[index])))
     outside: set[tuple[str, torch.dtype]] = set()  # a list's elements of one wrong dtype: reported once
     seen: list[Any] = [None] * len(check.allowed)  # each variable's first dtype, followed variables first
     if check.promotion is not None:
@@ -417,10 +466,12 @@ def _violations(check: _Compiled, args: tuple, kwargs: dict, out: Any, with_retu
     for index, slot, label, dtype in bound:
         if seen[index] is None:
             seen[index] = dtype
-        if dtype not in check.allowed_now(index, seen) and (slot, dtype) not in outside:
+        if dtype not in check.allowed_now(index, seen, given) and (slot, dtype) not in outside:
             outside.add((slot, dtype))
             followed = tuple((check.declared.variables[o].name, None if seen[o] is None else dtype_of(seen[o])) for o in check.follows[index])
-            found.append(_violation(check, OUTSIDE_SET, index, label, dtype_of(dtype), follows=followed))
+            argument = check.declared.variables[index].argument
+            named = (argument, dtype_of(given[index]) if index in given else None) if argument else None
+            found.append(_violation(check, OUTSIDE_SET, index, label, dtype_of(dtype), follows=followed, argument=named))
     for index, variable in enumerate(check.declared.variables):
         firsts: dict[torch.dtype, str] = {}
         for bound_index, _, label, dtype in bound:
@@ -448,15 +499,18 @@ def judge(check: _Compiled, args: tuple, kwargs: dict, out: Any = NOT_RUN, *, se
     """
     seen = [None] * len(check.allowed) if seen is None else seen
     with_returns = out is not NOT_RUN
-    fits = (arguments_fit or _arguments_fit(check, args, kwargs, seen)) and (not with_returns or _returns_fit(check, out, seen))
+    given = check.given(args, kwargs) if check.set_by else {}
+    fits = (arguments_fit or _arguments_fit(check, args, kwargs, seen, given)) and (not with_returns or _returns_fit(check, out, seen, given))
     if fits or not _has_elements(args, kwargs, *((out,) if with_returns else ())):
         return ()
     return _violations(check, args, kwargs, out if with_returns else None, with_returns)
 
 
-def _violation(check: _Compiled, kind: str, index: int, slot: str, dtype: DType, seen: tuple = (), follows: tuple = (), promotion: str = "") -> Violation:
+def _violation(
+    check: _Compiled, kind: str, index: int, slot: str, dtype: DType, seen: tuple = (), follows: tuple = (), promotion: str = "", argument: tuple | None = None
+) -> Violation:
     variable = check.declared.variables[index]
-    return Violation(kind, check.overload, variable.name, variable.dtypes, check.where, slot, dtype, seen, follows, promotion)
+    return Violation(kind, check.overload, variable.name, variable.dtypes, check.where, slot, dtype, seen, follows, promotion, argument)
 
 
 class Checker(TwoKeyObserver):

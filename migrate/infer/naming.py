@@ -19,7 +19,7 @@ from migrate.model.dtypes import DType, format_set
 from migrate.model.global_sets import constraints_line
 from migrate.model.named_sets import composed_name, pytorch_spelling
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import GlobalSet, OverloadPlan, Variable
+from migrate.model.plan import GlobalSet, OverloadPlan
 from migrate.model.schema import TypedSchema
 
 _LETTERS = "TUVWXYZ"
@@ -37,15 +37,16 @@ def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[t
     variables = sorted(plan.variables, key=lambda v: min(order[s] for s in v.binds))
     counts: dict[tuple[DType, ...], int] = {}
     for variable in variables:
-        counts[variable.dtypes] = counts.get(variable.dtypes, 0) + 1
+        if not variable.listed:  # a list spells its own dtypes: it takes no set's name from another variable
+            counts[variable.dtypes] = counts.get(variable.dtypes, 0) + 1
     letters = (n for n in [*_LETTERS, *(f"T{i}" for i in range(1, 100))] if n not in set_names.values())
     new_names = []
     for variable in variables:
-        name = set_names.get(variable.dtypes) if counts[variable.dtypes] == 1 and not variable.follows else None
+        name = set_names.get(variable.dtypes) if not variable.listed and counts[variable.dtypes] == 1 else None
         new_names.append(name or next(letters))
     renamed = {v.name: name for v, name in zip(variables, new_names)}  # a followed variable's name is unique (with_follows)
     named = [
-        Variable(name, v.dtypes, tuple(sorted(v.binds, key=order.__getitem__)), v.evidence, tuple(renamed[n] for n in v.follows), v.verdicts)
+        replace(v, name=name, binds=tuple(sorted(v.binds, key=order.__getitem__)), follows=tuple(renamed[n] for n in v.follows))
         for v, name in zip(variables, new_names)
     ]
     return replace(plan, variables=tuple(named))  # its promotion and autocast kept
@@ -86,8 +87,12 @@ def global_sets(
     entries: dict[tuple[DType, ...], set[str]] = defaultdict(set)
     for plan in plans:
         for variable in plan.variables:
-            if not variable.follows:  # written as its own list: no set spells it
+            if not variable.listed:  # written as its own list: no set spells it
                 entries[variable.dtypes].add(plan.name)
+            if variable.argument is not None:  # the dtypes its argument may name, and its None case: sets like any variable's
+                entries[variable.argument.dtypes].add(plan.name)
+                if variable.dtypes:
+                    entries[variable.dtypes].add(plan.name)
     known = _set_names(existing, torchlib)
     taken = {g.name for g in (*existing, *torchlib)}
     names = {}
@@ -101,7 +106,9 @@ def global_sets(
         while True:
             named = name_variables(plan, entry.schema, names)
             line = constraints_line(entry.key_indent, named.variables, sets)
-            inline = [v.dtypes for v in named.variables if v.dtypes not in names and not v.follows]
+            inline = [v.dtypes for v in named.variables if v.dtypes not in names and not v.listed]
+            inline += [v.argument.dtypes for v in named.variables if v.argument is not None and v.argument.dtypes not in names]
+            inline += [v.dtypes for v in named.variables if v.argument is not None and v.dtypes and v.dtypes not in names]
             if line is None or len(line) <= LINE_LIMIT or not inline:
                 break
             longest = max(inline, key=lambda d: (len(format_set(d)), [t.sort_key for t in d]))

@@ -59,7 +59,8 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
             merged[name] = plan
     for name, fact in sorted(sources.dtype_arguments.items()):  # the return a dtype argument sets speaks for itself
         if name in native.by_name and all(native.by_name[name].schema.slot(slot) is not None for slot in fact.returns):
-            if (plan := with_dtype_arguments(merged.get(name), name, fact)) is not None:
+            optional = native.by_name[name].schema.dtype_arguments.get(fact.argument)
+            if (plan := with_dtype_arguments(merged.get(name), name, fact, optional)) is not None:
                 merged[name] = plan
     merged = {name: with_verdicts(plan, native.has_cpu_kernel(native.by_name[name])) for name, plan in merged.items()}  # siblings and aliases take them as they are
     for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
@@ -75,7 +76,8 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
 
 def _restricted(sets: tuple[GlobalSet, ...], overloads: list[OverloadPlan]) -> Plan:
     """The plan of these overloads, with the global sets they use."""
-    used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables if not v.follows}
+    used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables if not v.listed}
+    used |= {d for o in overloads for v in o.variables if v.argument is not None for d in (v.argument.dtypes, v.dtypes)}
     return Plan(tuple(g for g in sets if g.name in used or g.dtypes in used), tuple(overloads))
 
 

@@ -3,9 +3,11 @@ constraints where they have no evidence of their own (aliases take their target'
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from migrate.evidence.gather import Sources
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import GROUPS, Evidence, OverloadPlan, Variable
+from migrate.model.plan import GROUPS, Evidence, OverloadPlan
 from migrate.evidence.own_calls import with_fallback, written_by_own_calls
 from migrate.model.schema import TypedSchema
 
@@ -47,7 +49,7 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
                 binds = tuple(s for slot in variable.binds for s in _sibling_slot(slot, sibling, functional) if s not in bound)
                 if binds:
                     evidence = (Evidence(GROUPS, f"from {name}", variable.dtypes, binds),)
-                    variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.follows, variable.verdicts))
+                    variables.append(replace(variable, binds=binds, evidence=evidence))
             if variables:
                 taken[sibling_name] = with_fallback(own, plan.followed_within(variables))
             elif own != plans.get(sibling_name, own):

@@ -1,55 +1,88 @@
-"""A constraint list of an entry's ``type_constraints``: dtypes, and other variables of the entry it follows.
+"""A constraint list of an entry's ``type_constraints``: dtypes, other variables of the entry it follows,
+and the ``ScalarType`` argument whose value it is.
 
 ``U: [torch.bool, torch.float32, T]`` says U is bool, float32, or the dtype T has in the
 same call: ``scaled_dot_product_attention`` takes a bool or float32 mask beside any query,
-and a float16 mask only beside a float16 query. The written list is the canonical dtype
-order, then the names, sorted.
+and a float16 mask only beside a float16 query. ``U: [torch.float32, dtype]`` says U is exactly
+the dtype the argument ``dtype`` names when the call gives one, and float32 when it is None
+(``zeros``); the entry states the dtypes the argument may name under the argument's own key
+(``dtype: TAny``, a ``DtypeArgument``). The written list is the canonical dtype order, then the
+names, sorted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from migrate.model.dtypes import PREFIX, DType, UnknownDType, canonical
 from migrate.model.schema import is_variable_name
 
 
+class ConstraintError(ValueError):
+    """A constraint list that cannot be read: an item neither a dtype nor a name, or two arguments named."""
+
+
 @dataclass(frozen=True)
 class ConstraintList:
-    """A variable's own dtypes, and the names of the variables whose dtype in the call it may also take."""
+    """A variable's own dtypes, the names of the variables whose dtype in the call it may also take, and the
+    ``ScalarType`` argument whose value it is when the call gives one ('' for none)."""
 
     dtypes: tuple[DType, ...]
     follows: tuple[str, ...] = ()
+    argument: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", canonical(self.dtypes))
         object.__setattr__(self, "follows", tuple(sorted(set(self.follows))))
 
     @classmethod
-    def from_items(cls, items: Iterable[str]) -> ConstraintList:
-        """The list as yaml loads it: ``torch.<name>`` items are dtypes, identifiers name variables."""
-        dtypes, follows = [], []
+    def from_items(cls, items: Iterable[str], arguments: Collection[str] = ()) -> ConstraintList:
+        """The list as yaml loads it: ``torch.<name>`` items are dtypes, a name in ``arguments`` (the entry's
+        ``ScalarType`` arguments) is the argument, other identifiers name variables."""
+        dtypes, follows, named = [], [], []
         for item in items:
             if item.startswith(PREFIX):
                 dtypes.append(DType.parse(item))
+            elif item in arguments:
+                named.append(item)
             elif is_variable_name(item):
                 follows.append(item)
             else:
                 raise UnknownDType(f"{item!r} is neither a dtype 'torch.<name>' nor a type variable")
-        return cls(tuple(dtypes), tuple(follows))
+        if len(set(named)) > 1:
+            raise ConstraintError(f"the list names the arguments {' and '.join(sorted(set(named)))}; a list takes the value of one argument")
+        return cls(tuple(dtypes), tuple(follows), named[0] if named else "")
 
     @classmethod
-    def parse(cls, text: str) -> ConstraintList:
-        """The flow-style list ``[torch.bool, T]`` as ``__str__`` writes it."""
+    def parse(cls, text: str, arguments: Collection[str] = ()) -> ConstraintList:
+        """The flow-style list ``[torch.bool, T]`` as ``__str__`` writes it; ``arguments`` as ``from_items`` takes them."""
         inner = text.strip()
         if not (inner.startswith("[") and inner.endswith("]")):
             raise UnknownDType(f"{text!r} is not a flow-style list")
         items = [item.strip() for item in inner[1:-1].split(",")]
-        return cls.from_items(item for item in items if item)
+        return cls.from_items((item for item in items if item), arguments)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The variables and the argument the list names, sorted, as it is written after its dtypes."""
+        return tuple(sorted((*self.follows, *filter(None, [self.argument]))))
 
     def __str__(self) -> str:
-        return "[" + ", ".join([*(str(d) for d in self.dtypes), *self.follows]) + "]"
+        return "[" + ", ".join([*(str(d) for d in self.dtypes), *self.names]) + "]"
+
+
+@dataclass(frozen=True)
+class DtypeArgument:
+    """A ``ScalarType`` argument a variable's list names, with the dtypes the argument may name (its own key:
+    ``dtype: TAny``); ``optional`` when the schema lets it be None (``ScalarType? dtype=None``)."""
+
+    name: str
+    dtypes: tuple[DType, ...]
+    optional: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtypes", canonical(self.dtypes))
 
 
 def follows_problem(follows: Mapping[str, tuple[str, ...]]) -> str | None:
@@ -80,13 +113,21 @@ def follows_problem(follows: Mapping[str, tuple[str, ...]]) -> str | None:
     return None
 
 
-def possible_dtypes(name: str, dtypes: Mapping[str, tuple[DType, ...]], follows: Mapping[str, tuple[str, ...]]) -> tuple[DType, ...]:
-    """Every dtype a variable may take in some call: its own and those of the variables it follows (resolvable, see ``follows_problem``)."""
-    found, pending, seen = set(dtypes[name]), list(follows.get(name, ())), {name}
+def possible_dtypes(
+    name: str,
+    dtypes: Mapping[str, tuple[DType, ...]],
+    follows: Mapping[str, tuple[str, ...]],
+    arguments: Mapping[str, tuple[DType, ...]] | None = None,
+) -> tuple[DType, ...]:
+    """Every dtype a variable may take in some call: its own, those of the variables it follows (resolvable, see
+    ``follows_problem``), and those the argument each of them names may name (``arguments``: variable -> dtypes)."""
+    arguments = arguments or {}
+    found, pending, seen = set(dtypes[name]) | set(arguments.get(name, ())), list(follows.get(name, ())), {name}
     while pending:
         other = pending.pop()
         if other not in seen:
             seen.add(other)
             found.update(dtypes[other])
+            found.update(arguments.get(other, ()))
             pending.extend(follows.get(other, ()))
     return canonical(found)

@@ -2,8 +2,11 @@
 
 Resolution follows design.md: the entry's own ``type_constraints`` first, then the
 global sets of type_constraints.yaml; a name neither resolves is an error. A list may
-name other variables of the entry (``migrate.model.constraint``); a name that is none,
-or variables that follow each other in a cycle, are errors.
+name other variables of the entry (``migrate.model.constraint``), one ``ScalarType``
+argument, whose dtypes the entry states under the argument's own key (``dtype: TRealOrUInt8``; unstated,
+every dtype), and global sets (their dtypes), in that order of resolution; a name that is none of these, a key no
+list names, or variables
+that follow each other in a cycle, are errors.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from migrate.errors import InputError
-from migrate.model.constraint import ConstraintList, follows_problem
-from migrate.model.dtypes import UnknownDType
+from migrate.model.constraint import ConstraintError, ConstraintList, DtypeArgument, follows_problem
+from migrate.model.dtypes import TENSOR_DTYPES, UnknownDType
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions
 from migrate.model.plan import HAND, Evidence, GlobalSet, Variable
 from migrate.model.promotion import PROMOTION_KEY, Promotion, promotion_problem
@@ -28,26 +31,50 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
     mapping = native.fields(entry).get(CONSTRAINTS_KEY) if span else {}
     if not isinstance(mapping, dict):
         raise InputError(f"'{CONSTRAINTS_KEY}:' must be a mapping of type variables", native.path, line, entry.name)
+    arguments = entry.schema.dtype_arguments
     for name in mapping:
-        if name not in words:
+        if name in words and name in arguments:
+            raise InputError(f"{name} names both a type variable and a ScalarType argument", native.path, line, entry.name)
+        if name not in words and name not in arguments:
             raise InputError(f"'{CONSTRAINTS_KEY}' names {name}, which no slot of the schema uses", native.path, line, entry.name)
-    variables = []
-    for name, binds in words.items():
-        value = mapping.get(name, name)
-        where = f"{native.path.name}:{line}"
+
+    def dtypes_of(name: str, value: object) -> ConstraintList:
         if isinstance(value, str):
             if value not in sets:
                 raise InputError(f"unresolved type variable {value}", native.path, line, entry.name)
-            constraint = ConstraintList(sets[value].dtypes)
-        elif isinstance(value, list) and all(isinstance(d, str) for d in value):
+            return ConstraintList(sets[value].dtypes)
+        if isinstance(value, list) and all(isinstance(d, str) for d in value):
             try:
-                constraint = ConstraintList.from_items(value)
-            except UnknownDType as exc:
+                return ConstraintList.from_items(value, arguments if name in words else ())
+            except (UnknownDType, ConstraintError) as exc:
                 raise InputError(str(exc), native.path, line, entry.name) from exc
-        else:
-            raise InputError(f"{name} must be a list of dtypes or a set name", native.path, line, entry.name)
-        evidence = (Evidence(HAND, where, constraint.dtypes, binds),)
-        variables.append(Variable(name, constraint.dtypes, binds, evidence, constraint.follows))
+        raise InputError(f"{name} must be a list of dtypes or a set name", native.path, line, entry.name)
+
+    stated = {name: dtypes_of(name, value) for name, value in mapping.items() if name in arguments}
+    for name, listed in stated.items():
+        if listed.follows or listed.argument:
+            raise InputError(f"the dtypes of the argument {name} must be a list of dtypes or a set name", native.path, line, entry.name)
+    variables = []
+    for name, binds in words.items():
+        constraint = dtypes_of(name, mapping.get(name, name))
+        argument = None
+        if constraint.argument:  # unstated, the argument may name any dtype, as a plain Tensor may have any
+            named = stated[constraint.argument].dtypes if constraint.argument in stated else TENSOR_DTYPES
+            argument = DtypeArgument(constraint.argument, named, arguments[constraint.argument])
+            if argument.optional and not constraint.dtypes and not constraint.follows:  # [dtype]: None takes its dtypes
+                constraint = ConstraintList(named, (), constraint.argument)
+        for other in constraint.follows:
+            if other in words:
+                continue
+            if other not in sets:
+                message = f"unresolved type variable {other} in the list of {name}: neither a type variable, a ScalarType argument of the entry nor a global set"
+                raise InputError(message, native.path, line, entry.name)
+            constraint = ConstraintList((*constraint.dtypes, *sets[other].dtypes), tuple(f for f in constraint.follows if f != other), constraint.argument)
+        evidence = (Evidence(HAND, f"{native.path.name}:{line}", constraint.dtypes, binds),)
+        variables.append(Variable(name, constraint.dtypes, binds, evidence, constraint.follows, argument=argument))
+    unnamed = set(stated) - {v.argument.name for v in variables if v.argument is not None}
+    if unnamed:
+        raise InputError(f"'{CONSTRAINTS_KEY}' states the dtypes of the argument {min(unnamed)}, which no list names", native.path, line, entry.name)
     problem = follows_problem({v.name: v.follows for v in variables})
     if problem is not None:
         raise InputError(problem, native.path, line, entry.name)

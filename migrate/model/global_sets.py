@@ -12,11 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 from migrate.errors import InputError
-from migrate.model.constraint import ConstraintList
-from migrate.model.dtypes import UnknownDType, format_set, parse_set
+from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, format_set, parse_set
 from migrate.model.native import CONSTRAINTS_KEY, load_item, top_level_items
 from migrate.model.plan import Conflict, GlobalSet, Variable
 from migrate.model.schema import is_variable_name
@@ -33,23 +32,43 @@ def render_item(global_set: GlobalSet) -> str:
     return f"- name: {global_set.name}\n  dtypes: {format_set(global_set.dtypes)}\n  desc: {desc}\n"
 
 
-def constraints_value(variable: Variable, sets: Mapping[str, GlobalSet]) -> str | None:
+def constraints_value(variable: Variable, sets: Mapping[str, GlobalSet], taken: Collection[str] = ()) -> str | None:
     """How an entry's type_constraints spells a variable: nothing for a global set's own name, else a set name or a list.
 
-    A variable that follows others is always a list: its dtypes, then their names.
+    A variable that follows others or is set by an argument is always a list: its dtypes, then the names. Its
+    dtypes are the name of the global set of exactly those dtypes when one is and no variable or argument of the
+    entry (``taken``) has that name, which a list's names would mean first.
     """
-    if variable.follows:
-        return str(ConstraintList(variable.dtypes, variable.follows))
+    if variable.listed:
+        if variable.argument is not None and not variable.follows and variable.dtypes == (variable.argument.dtypes if variable.argument.optional else ()):
+            return f"[{variable.argument.name}]"  # None (when it may be) takes the dtypes the argument may name
+        spelled = next((s.name for s in sets.values() if s.dtypes == variable.dtypes and s.name not in taken), None) if variable.dtypes else None
+        if spelled is None:
+            return str(variable.constraint)
+        return "[" + ", ".join([spelled, *variable.constraint.names]) + "]"
     own = sets.get(variable.name)
     if own is not None and own.dtypes == variable.dtypes:
         return None
-    equal = next((s.name for s in sets.values() if s.dtypes == variable.dtypes), None)
-    return equal if equal is not None else format_set(variable.dtypes)
+    return set_value(variable.dtypes, sets)
+
+
+def set_value(dtypes: tuple[DType, ...], sets: Mapping[str, GlobalSet]) -> str:
+    """A dtype set as a ``type_constraints`` value: the name of a global set of those dtypes, else the list."""
+    equal = next((s.name for s in sets.values() if s.dtypes == dtypes), None)
+    return equal if equal is not None else format_set(dtypes)
 
 
 def constraints_line(indent: int, variables: Iterable[Variable], sets: Mapping[str, GlobalSet]) -> str | None:
-    """The ``type_constraints:`` line (no line end) of an entry whose variables are in schema order; None when none is needed."""
-    mapping = [(v.name, value) for v in variables if (value := constraints_value(v, sets)) is not None]
+    """The ``type_constraints:`` line (no line end) of an entry whose variables are in schema order; None when none is needed.
+
+    The ``ScalarType`` arguments the lists name follow the variables, each once, with the dtypes it may name;
+    an argument that may name every dtype has no key.
+    """
+    variables = tuple(variables)
+    arguments = {v.argument.name: v.argument.dtypes for v in variables if v.argument is not None}
+    taken = {v.name for v in variables} | set(arguments)
+    mapping = [(v.name, value) for v in variables if (value := constraints_value(v, sets, taken)) is not None]
+    mapping += [(name, set_value(dtypes, sets)) for name, dtypes in arguments.items() if dtypes != TENSOR_DTYPES]  # unstated: every dtype
     if not mapping:
         return None
     return " " * indent + f"{CONSTRAINTS_KEY}: {{" + ", ".join(f"{name}: {value}" for name, value in mapping) + "}"

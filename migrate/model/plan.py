@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from migrate.errors import InputError
 from migrate.model.autocast import Policies, ordered
-from migrate.model.constraint import possible_dtypes
+from migrate.model.constraint import ConstraintList, DtypeArgument, possible_dtypes
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, canonical, parse_set
 from migrate.model.promotion import Promotion
 
@@ -158,6 +158,8 @@ class Variable:
 
     A variable that ``follows`` others of its overload may also take, in a call, the dtype they have
     in that call (``migrate.model.constraint``); ``dtypes`` are then the ones it takes whatever they have.
+    A variable set by an ``argument`` (``ScalarType dtype``) is exactly the dtype the argument names when the
+    call gives one; ``dtypes`` and ``follows`` are then what it is when the argument is None.
     """
 
     name: str
@@ -166,10 +168,21 @@ class Variable:
     evidence: tuple[Evidence, ...] = ()
     follows: tuple[str, ...] = ()  # names of other variables of the overload
     verdicts: Verdicts | None = None  # per dtype, once inference has merged the evidence; None for a hand-written one
+    argument: DtypeArgument | None = None  # the ScalarType argument whose value it is when given
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", canonical(self.dtypes))
         object.__setattr__(self, "follows", tuple(sorted(set(self.follows))))
+
+    @property
+    def listed(self) -> bool:
+        """Written as its own list (it names variables or an argument): no global set spells it."""
+        return bool(self.follows or self.argument)
+
+    @property
+    def constraint(self) -> ConstraintList:
+        """The list the entry writes for it (its dtypes spelled out, where the writer may name a set)."""
+        return ConstraintList(self.dtypes, self.follows, self.argument.name if self.argument else "")
 
     @property
     def incomplete(self) -> bool:
@@ -185,6 +198,8 @@ class Variable:
         found = {"name": self.name, "dtypes": _dtypes_json(self.dtypes)}
         if self.follows:
             found["follows"] = list(self.follows)
+        if self.argument is not None:
+            found["argument"] = {"name": self.argument.name, "dtypes": _dtypes_json(self.argument.dtypes), "optional": self.argument.optional}
         found.update(binds=list(self.binds), sources=list(self.sources), evidence=[e.to_json() for e in self.evidence])
         if self.verdicts is not None:
             found.update(incomplete=self.incomplete, verdicts=self.verdicts.to_json())
@@ -199,7 +214,12 @@ class Variable:
             tuple(Evidence.from_json(e) for e in obj.get("evidence", ())),
             tuple(obj.get("follows", ())),
             Verdicts.from_json(obj["verdicts"]) if "verdicts" in obj else None,
+            _argument_from_json(obj["argument"]) if "argument" in obj else None,
         )
+
+
+def _argument_from_json(obj: dict[str, Any]) -> DtypeArgument:
+    return DtypeArgument(obj["name"], parse_set(obj["dtypes"]), obj.get("optional", True))
 
 
 @dataclass(frozen=True)
@@ -242,10 +262,12 @@ class OverloadPlan:
         return next((v for v in self.variables if slot in v.binds), None)
 
     def possible(self, variable: Variable) -> tuple[DType, ...]:
-        """Every dtype the variable may take in some call: its own, and those of the variables it follows."""
-        if not variable.follows:
+        """Every dtype the variable may take in some call: its own, those of the variables it follows, and those
+        the argument that sets it may name."""
+        if not variable.listed:
             return variable.dtypes
-        return possible_dtypes(variable.name, {v.name: v.dtypes for v in self.variables}, {v.name: v.follows for v in self.variables})
+        arguments = {v.name: v.argument.dtypes for v in self.variables if v.argument is not None}
+        return possible_dtypes(variable.name, {v.name: v.dtypes for v in self.variables}, {v.name: v.follows for v in self.variables}, arguments)
 
     def kept(self, keep: set[str]) -> OverloadPlan:
         """The plan with only the slots in ``keep``: variables bind them alone, evidence and conflicts speak of no other."""
@@ -258,14 +280,18 @@ class OverloadPlan:
                 )
                 variables.append(replace(variable, binds=binds, evidence=evidence))
         conflicts = tuple(c for c in self.conflicts if set(c.slots) <= keep)
-        return OverloadPlan(self.name, self.followed_within(variables), conflicts, self.autocast, self.promotion)
+        return OverloadPlan(self.name, self.followed_within(variables, same_schema=True), conflicts, self.autocast, self.promotion)
 
-    def followed_within(self, variables: Iterable[Variable]) -> tuple[Variable, ...]:
+    def followed_within(self, variables: Iterable[Variable], same_schema: bool = False) -> tuple[Variable, ...]:
         """Variables carried from this plan's (same names) to other slots: one that follows a variable not carried
-        with it takes every dtype it could take here instead, so that nothing is narrowed."""
+        with it, or (to another overload's schema) is set by an argument, takes every dtype it could take here
+        instead, so that nothing is narrowed."""
         variables = tuple(variables)
         names = {v.name for v in variables}
-        return tuple(v if set(v.follows) <= names else replace(v, dtypes=self.possible(v), follows=()) for v in variables)
+        return tuple(
+            v if set(v.follows) <= names and (same_schema or v.argument is None) else replace(v, dtypes=self.possible(v), follows=(), argument=None)
+            for v in variables
+        )
 
     def to_json(self) -> dict[str, Any]:
         found = {

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 TENSOR = "Tensor"
+SCALAR_TYPE = "ScalarType"
 
 # Type words of schemas that torchgen's BaseTy may not list in every release.
 _HISTORICAL_TYPE_WORDS = frozenset({"Dimname", "DimVector", "ConstQuantizerPtr", "Any", "Tensor"})
@@ -206,6 +207,11 @@ class TypedSchema:
             if s.word != TENSOR:
                 found.setdefault(s.word, []).append(s.name)
         return {k: tuple(v) for k, v in found.items()}
+
+    @functools.cached_property
+    def dtype_arguments(self) -> dict[str, bool]:
+        """Each ``ScalarType`` argument's name, with whether it may be None (``ScalarType? dtype=None``)."""
+        return {s.name: s.mods == "?" for s in self.slots if not s.is_return and s.word == SCALAR_TYPE and s.mods in ("", "?")}
 
     def with_words(self, words: dict[str, str]) -> str:
         """The text with the type word of each named slot replaced (every other byte kept)."""

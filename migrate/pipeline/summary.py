@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from migrate.model.dtypes import PREFIX
 from migrate.model.global_sets import constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions
 from migrate.model.plan import SOURCES, Plan
@@ -151,7 +152,8 @@ def coverage_summary(native: NativeFunctions, plan: Plan, result: YamlResult, ob
 
 @dataclass(frozen=True)
 class SpellingSummary:
-    """How the written yaml spells its variables: by a set's name or as an inline list; line lengths; the file's growth."""
+    """How the written yaml spells its variables: by a set's name (a list that spells no dtype out, ``[TAny, dtype]``,
+    counts so) or as an inline list; line lengths; the file's growth."""
 
     variables_written: int
     variables_named: int
@@ -185,13 +187,22 @@ def spelling_summary(native: NativeFunctions, plan: Plan, result: YamlResult) ->
     written = {o.name for o in result.outcomes if o.status == WRITTEN}
     set_names = []  # per written variable: the global set it is spelled by, or None for an inline list
     for overload in plan.overloads:
+        taken = {v.name for v in overload.variables} | {v.argument.name for v in overload.variables if v.argument is not None}
         for variable in overload.variables if overload.name in written else ():
-            value = constraints_value(variable, result.sets)
-            set_names.append(variable.name if value is None else None if value.startswith("[") else value)
+            value = constraints_value(variable, result.sets, taken)
+            set_names.append(variable.name if value is None else value if not value.startswith("[") else _listed_set(value, result.sets))
     named = [n for n in set_names if n is not None]
     lines = [len(line) for line in result.native_functions.decode().splitlines() if line.lstrip().startswith(CONSTRAINTS_KEY + ":")]
     growth = round((len(result.native_functions) - len(native.data)) / len(native.data), 4)
-    return SpellingSummary(len(set_names), len(named), len(set(named)), len(lines), max(lines, default=0), growth)
+    return SpellingSummary(len(set_names), len(named), len(set(named) - {""}), len(lines), max(lines, default=0), growth)
+
+
+def _listed_set(value: str, sets) -> str | None:
+    """A list that spells no dtype out (``[TAny, dtype]``, ``[dtype]``) counts as spelled by a name: its set's, or '' when
+    it holds no dtypes; one with an inline dtype is None."""
+    if PREFIX in value:
+        return None
+    return next((item for item in value.strip("[]").split(", ") if item in sets), "")
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,15 @@ exact inverse.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping
 
 from migrate.errors import InputError
 from migrate.model.autocast import AUTOCAST_KEY, Policies, autocast_line, declared_autocast
-from migrate.model.constraint import ConstraintList, follows_problem
+from migrate.model.constraint import follows_problem
 from migrate.model.declared import declared_promotion, declared_variables
+from migrate.model.dtypes import format_set
 from migrate.model.global_sets import constraints_line
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions, close_matches
 from migrate.model.plan import Conflict, GlobalSet, OverloadPlan, Plan, Variable, line_of
@@ -64,7 +65,7 @@ def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, Global
             if variable.name in names:
                 raise fail(f"type variable {variable.name} declared twice", overload.name)
             names.add(variable.name)
-            if not variable.dtypes and not variable.follows and variable.name not in sets:
+            if not variable.dtypes and not variable.listed and variable.name not in sets:
                 raise fail(f"unresolved type variable {variable.name}", overload.name)
             if not variable.binds:
                 raise fail(f"type variable {variable.name} binds no slot", overload.name)
@@ -77,7 +78,7 @@ def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, Global
                 if slot_name in bound:
                     raise fail(f"slot {slot_name} is bound by two type variables", overload.name)
                 bound.add(slot_name)
-        problem = follows_problem({v.name: v.follows for v in overload.variables})
+        problem = follows_problem({v.name: v.follows for v in overload.variables}) or _arguments_problem(entry, overload.variables)
         if problem is not None:
             raise fail(problem, overload.name)
         if overload.promotion is not None:
@@ -87,16 +88,33 @@ def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, Global
                 raise fail(problem, overload.name)
 
 
+def _arguments_problem(entry: Entry, variables: tuple[Variable, ...]) -> str | None:
+    """Why the arguments the variables name cannot be written: not a ScalarType argument of the schema, a
+    variable of that name, or two variables giving one argument different dtypes; None when they can."""
+    stated: dict[str, tuple] = {}
+    for variable in variables:
+        if variable.argument is None:
+            continue
+        name = variable.argument.name
+        if name not in entry.schema.dtype_arguments:
+            return f"type variable {variable.name} names {name}, which is not a ScalarType argument of the schema"
+        if any(v.name == name for v in variables):
+            return f"{name} names both a type variable and a ScalarType argument"
+        if stated.setdefault(name, variable.argument.dtypes) != variable.argument.dtypes:
+            return f"the variables that name the argument {name} give it different dtypes"
+    return None
+
+
 def _resolved(variable: Variable, sets: Mapping[str, GlobalSet]) -> Variable:
-    """A plan variable with no dtypes (and following none) stands for the global set of its name."""
-    if variable.dtypes or variable.follows:
+    """A plan variable with no dtypes (and naming nothing) stands for the global set of its name."""
+    if variable.dtypes or variable.listed:
         return variable
-    return Variable(variable.name, sets[variable.name].dtypes, variable.binds, variable.evidence, variable.follows, variable.verdicts)
+    return replace(variable, dtypes=sets[variable.name].dtypes)
 
 
 def _same_declaration(a: tuple[Variable, ...], b: tuple[Variable, ...]) -> bool:
     def key(variables):
-        return sorted((v.name, tuple(sorted(v.binds)), v.dtypes, v.follows) for v in variables)
+        return sorted((v.name, tuple(sorted(v.binds)), v.dtypes, v.follows, v.argument and (v.argument.name, v.argument.dtypes)) for v in variables)
 
     return key(a) == key(b)
 
@@ -308,5 +326,5 @@ def _fitting(entry: Entry, wanted: tuple[Variable, ...], status: str, promotion:
 def _describe(variables: tuple[Variable, ...]) -> str:
     if not variables:
         return "no constraints"
-    return "; ".join(f"{v.name}({', '.join(v.binds)}) = {ConstraintList(v.dtypes, v.follows)}" for v in variables)
+    return "; ".join(f"{v.name}({', '.join(v.binds)}) = {v.constraint}" + (f", {v.argument.name} = {format_set(v.argument.dtypes)}" if v.argument else "") for v in variables)
 

@@ -419,6 +419,22 @@ CASES: tuple[Case, ...] = (
     c("topk.values", "self values", lambda d: A(t(d, 2, 3), 2, values=t(d, 2, 2), indices=ix(I64, 1, 2, 2)), given={"indices": "int64"}),
     c("cummax.out", "self values", lambda d: A(t(d, 2, 3), 1, values=t(d, 2, 3), indices=ix(I64, 1, 2, 3)), given={"indices": "int64"}),
     c("aminmax.out", "self min max", lambda d: A(t(d, 2, 3), min=t(d), max=t(d))),
+    # returns a ScalarType argument sets: the dtype under test passed as ``dtype`` and wanted back at ``return.0``
+    c("to.dtype", "dtype return.0", lambda d: A(t(F32, 2, 3), d), given=_FLOAT32),
+    c("to.device", "dtype return.0", lambda d: A(t(F32, 2, 3), torch.device("cpu"), d), given=_FLOAT32),
+    c("to.dtype_layout", "dtype return.0", lambda d: A(t(F32, 2, 3), dtype=d), given=_FLOAT32),
+    c("_to_copy", "dtype return.0", lambda d: A(t(F32, 2, 3), dtype=d), given=_FLOAT32),
+    c("ones_like", "dtype return.0", lambda d: A(t(F32, 2, 3), dtype=d), given=_FLOAT32),
+    c("zeros_like", "dtype return.0", lambda d: A(t(F32, 2, 3), dtype=d), given=_FLOAT32),
+    c("sum", "dtype return.0", lambda d: A(t(F32, 2, 3), dtype=d), given=_FLOAT32),
+    c("sum.dim_IntList", "dtype return.0", lambda d: A(t(F32, 2, 3), [1], dtype=d), given=_FLOAT32),
+    c("zeros", "dtype return.0", lambda d: A([2, 3], dtype=d)),
+    c("ones", "dtype return.0", lambda d: A([2, 3], dtype=d)),
+    c("full", "dtype return.0", lambda d: A([2, 3], 1, dtype=d)),
+    c("empty.memory_format", "dtype return.0", lambda d: A([2, 3], dtype=d)),
+    c("arange", "dtype return.0", lambda d: A(5, dtype=d)),
+    c("arange.start", "dtype return.0", lambda d: A(0, 5, dtype=d)),
+    c("randn", "dtype return.0", lambda d: A([2, 3], dtype=d)),
 )
 
 

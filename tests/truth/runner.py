@@ -21,6 +21,7 @@ import torch
 from migrate.model.named_sets import ANY
 from tests.truth.cases import CASES, MIXED, Case, Mixed
 
+RETURN = "return."  # a case slot ``return.0``: the call must return the dtype under test there
 DTYPES: tuple[str, ...] = tuple(d.name for d in ANY)
 """The 21 dtypes of the project's vocabulary (``TAny``), in canonical order."""
 
@@ -53,9 +54,12 @@ def _check_arguments(case: Case, op: torch._ops.OpOverload, args: tuple, kwargs:
     if len(args) > len(names) or set(kwargs) - set(names):
         raise CaseError(f"{case.key}: arguments do not fit {op._schema}")
     bound = dict(zip(names, args)) | kwargs
-    wanted = {slot: dtype for slot in case.slots} | {slot: getattr(torch, name) for slot, name in case.given}
+    wanted = {slot: dtype for slot in case.slots if not slot.startswith(RETURN)} | {slot: getattr(torch, name) for slot, name in case.given}
     for slot in wanted:
-        if not _tensors(bound.get(slot)):
+        if isinstance(bound.get(slot), torch.dtype):  # a ScalarType argument (``dtype=``) names the dtype under test
+            if bound[slot] != wanted[slot]:
+                raise CaseError(f"{case.key}: {slot} is {bound[slot]}, the case says {wanted[slot]}")
+        elif not _tensors(bound.get(slot)):
             raise CaseError(f"{case.key}: no tensor is passed as {slot}")
     for name, value in bound.items():
         for tensor in _tensors(value):
@@ -87,8 +91,24 @@ def verdict(case: Case, dtype_name: str) -> Verdict:
                 continue
         if any(tensor.numel() == 0 for tensor in _tensors(result)):
             raise CaseError(f"{case.key} on {dtype_name}: an output is empty; an empty result proves nothing")
+        returned = _returned_otherwise(case, result, dtype)
+        if returned:
+            refusals.append(returned)
+            continue
         return Verdict(True, "")
     return Verdict(False, refusals[0])
+
+
+def _returned_otherwise(case: Case, result: Any, dtype: torch.dtype) -> str:
+    """Why a call that ran does not show the dtype at a return the case casts (``return.0``: ``zeros(dtype=d)``
+    returns ``d``); '' when every such return has it."""
+    outs = result if isinstance(result, (list, tuple)) else (result,)
+    for slot in case.slots:
+        if slot.startswith(RETURN):
+            got = outs[int(slot.removeprefix(RETURN))]
+            if not isinstance(got, torch.Tensor) or got.dtype != dtype:
+                return f"{slot} is {getattr(got, 'dtype', got)}, not {dtype}"
+    return ""
 
 
 def run_cases(cases: tuple[Case, ...] = CASES) -> dict[str, dict[str, Verdict]]:

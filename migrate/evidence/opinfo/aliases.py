@@ -9,12 +9,12 @@ slots), and the kernels that are one call of another overload (``migrate.evidenc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
 from migrate.evidence.opinfo.forwards import Forward
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import ALIASES, Evidence, OverloadPlan, Variable
+from migrate.model.plan import ALIASES, Evidence, OverloadPlan
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def alias_plans(aliases: Mapping[str, AliasOf], plans: Mapping[str, OverloadPlan
             binds = tuple(dict.fromkeys(a for a, t in of.slots if t in variable.binds))
             if binds:
                 evidence = (Evidence(ALIASES, of.why, variable.dtypes, binds),)
-                variables.append(Variable(variable.name, variable.dtypes, binds, evidence, variable.follows, variable.verdicts))
+                variables.append(replace(variable, binds=binds, evidence=evidence))
         bound = [slot for v in variables for slot in v.binds]
         if variables and len(bound) == len(set(bound)):
             taken[alias] = OverloadPlan(alias, plan.followed_within(variables))

@@ -6,10 +6,10 @@
 return's set was the few they happened to pass (``to.device`` written ``[torch.float64]``).
 
 For each overload of the installed torch with a CPU kernel, a ``ScalarType`` argument and a
-tensor return (out= aside), a worker builds a call from the schema with that argument at
-``torch.float32`` (``migrate.evidence.probe.schema_calls``), then calls it again with the argument at
-each dtype of the universe: what ATen accepts, what each call returns, and each refusal's
-message (``randn(dtype=torch.int64)``: ``"normal_kernel_cpu" not implemented for 'Long'``). A call
+tensor return (out= aside), a worker builds calls from the schema with that argument at
+``torch.float32`` (``migrate.evidence.probe.schema_calls``, one per base dtype of its tensors), then calls
+each again with the argument at each dtype of the universe, and the first once more with its tensors cast
+to that dtype too: what ATen accepts, what each call returns, and each refusal's message (``randn(dtype=torch.int64)``: ``"normal_kernel_cpu" not implemented for 'Long'``). A call
 on tensors without elements proves nothing, as everywhere. A return slot that had the argument's
 dtype in every accepted call *is the argument's value*; its variable is then exactly the dtypes
 the argument was accepted at (``with_dtype_arguments``). A return that took other dtypes gets every dtype it returned.
@@ -26,9 +26,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from migrate.cache import Stage, StageCache
-from migrate.model.dtypes import DType, canonical
-from migrate.model.plan import PROBE, Evidence, OverloadPlan, Variable
-from migrate.model.rejection import REJECTED
+from migrate.model.constraint import DtypeArgument as SetByArgument
+from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical
+from migrate.model.plan import EMPTY, PROBE, TORCHLIB, Evidence, OverloadPlan, Variable
+from migrate.model.rejection import REJECTED, is_rejection
 from migrate.runtime import torch_private
 from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.runtime.runs import interned_dtype, overload_key
@@ -44,8 +45,12 @@ class DtypeArgument:
     overload: str  # 'to.dtype'
     argument: str  # 'dtype'
     returns: tuple[str, ...]  # its tensor return slots, 'return.0', ...
-    accepted: tuple[tuple[DType, tuple[DType | None, ...]], ...]  # per dtype asked for: each return's dtype
-    refused: tuple[tuple[DType, str], ...]  # per dtype asked for: ATen's message
+    accepted: tuple[tuple[DType, tuple[DType | None, ...]], ...]  # per call that ran: the dtype asked for, each return's dtype
+    refused: tuple[tuple[DType, str], ...]  # per dtype no call ran at: ATen's first message
+
+    @property
+    def accepted_dtypes(self) -> tuple[DType, ...]:
+        return canonical(d for d, _ in self.accepted)
 
     def follows_argument(self, slot: str) -> bool:
         """Whether the return slot had the argument's dtype in every accepted call."""
@@ -87,8 +92,22 @@ def targets() -> list[Any]:
     ]
 
 
+def _cast(value: Any, dtype: Any) -> Any:
+    """The value with every tensor in it cast to ``dtype`` (lists of tensors too)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, dtype) for v in value)
+    return value
+
+
 def _report(name: str, timeout: float) -> dict[str, Any] | None:
-    """The overload's call built with the argument at float32, then at each dtype of the universe."""
+    """The overload's calls built with the argument at float32 (one per base dtype of its tensors), then each with
+    the argument at each dtype of the universe, and the first again with its tensors cast to that dtype too: a
+    return is the argument's value only if it is so beside inputs of other dtypes (``linalg_vector_norm`` of a
+    complex tensor returns the real dtype ``dtype=`` names)."""
     import signal
 
     import torch
@@ -101,35 +120,41 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
 
     func = torch_private.aten_overload(name)
     argument = _dtype_argument(func._schema)
-    calls = _built_calls(func, timeout, {argument.name: torch.float32})
-    call = next((c for c in calls if c.nonempty), None)
-    if call is None:
+    calls = [c for c in _built_calls(func, timeout, {argument.name: torch.float32}) if c.nonempty]
+    if not calls:
         return None
-    slots = call.slots
+    slots = calls[0].slots
     position = [a.name for a in func._schema.arguments].index(argument.name)
-    keyword = argument.kwarg_only or position >= len(call.args)
-    accepted, refused = [], []
-    for dtype in dtype_universe():
-        args, kwargs = list(call.args), dict(call.kwargs)
-        if keyword:
-            kwargs[argument.name] = dtype
-        else:
-            args[position] = dtype
-        torch.manual_seed(0)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
-        try:
-            out = func(*args, **kwargs)
-        except Exception as exc:
-            refused.append([dtype_name(dtype), one_line(exc)])
-            continue
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        outs = out if slots.returns_tuple else (out,)
-        values = [outs[position] for position, _, _ in slots.returns]
-        if all(isinstance(v, torch.Tensor) and has_elements(v) for v in values):
-            accepted.append([dtype_name(dtype), [dtype_name(v.dtype) for v in values]])
+    accepted, refused = [], {}
+    tries = [(call, False) for call in calls] + [(calls[0], True)]
+    for call, cast in tries:
+        keyword = argument.kwarg_only or position >= len(call.args)
+        for dtype in dtype_universe():
+            args, kwargs = list(call.args), dict(call.kwargs)
+            if cast:
+                args, kwargs = _cast(args, dtype), {k: _cast(v, dtype) for k, v in kwargs.items()}
+            if keyword:
+                kwargs[argument.name] = dtype
+            else:
+                args[position] = dtype
+            torch.manual_seed(0)
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                out = func(*args, **kwargs)
+            except Exception as exc:
+                if not cast:  # a refusal beside tensors cast too may be about the tensors
+                    refused.setdefault(dtype_name(dtype), one_line(exc))
+                continue
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            outs = out if slots.returns_tuple else (out,)
+            values = [outs[at] for at, _, _ in slots.returns]
+            if all(isinstance(v, torch.Tensor) and has_elements(v) for v in values):
+                accepted.append([dtype_name(dtype), [dtype_name(v.dtype) for v in values]])
+    taken = {d for d, _ in accepted}
     names = [slot for _, slot, _ in slots.returns]
-    return {"overload": slots.name, "argument": argument.name, "returns": names, "accepted": accepted, "refused": refused}
+    refusals = [[d, message] for d, message in refused.items() if d not in taken]
+    return {"overload": slots.name, "argument": argument.name, "returns": names, "accepted": accepted, "refused": refusals}
 
 
 def dtype_argument_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
@@ -203,22 +228,44 @@ def _returned_evidence(fact: DtypeArgument, slot: str) -> tuple[tuple[DType, ...
     return dtypes, tuple(evidence)
 
 
-def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgument | None) -> OverloadPlan | None:
+def probed_everywhere(fact: DtypeArgument) -> bool:
+    """Whether the argument was tried at every dtype a tensor can have, each accepted (with elements) or refused."""
+    return set(TENSOR_DTYPES) <= {d for d, _ in fact.accepted} | {d for d, _ in fact.refused}
+
+
+def _returned_by_calls(variable: Variable | None) -> tuple[DType, ...]:
+    """The variable's dtypes that calls showed (samples, probes, a device's claim): not torchlib's annotations, which
+    a run rewrites, nor refusals or calls on empty tensors."""
+    if variable is None:
+        return ()
+    shown = {d for e in variable.evidence if e.source not in (TORCHLIB, EMPTY) and not is_rejection(e) for d in e.dtypes}
+    return tuple(d for d in variable.dtypes if d in shown)
+
+
+def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgument | None, optional: bool | None = None) -> OverloadPlan | None:
     """The plan with each tensor return its ScalarType argument sets taken out of its variable and given its own.
 
     Where other evidence speaks for the returns, only when the argument was accepted at ``ARGUMENT_DTYPES``
     dtypes or more and some return had its dtype in every accepted call (``_log_softmax_backward_data``'s
     ``input_dtype``, accepted only beside inputs of its own dtype, sets nothing there); where none does
-    (``sparse_csr_tensor``), whatever the calls returned. A return that is the argument's value takes the dtypes the
-    argument was accepted at, any other return every dtype it returned; both keep what other calls
-    returned there (``linalg_vector_norm(float16 tensor)`` returns float16 with ``dtype=None``). Inputs
-    keep what the rest of the evidence says.
+    (``sparse_csr_tensor``), whatever the calls returned.
+
+    A return that was the argument's value in every accepted call, the argument tried at every dtype
+    (``probed_everywhere``) and in the yaml's schema (``optional``: whether it may be None there), is
+    *set by* the argument: its variable names it (``U: [dtype]``), the argument's own dtypes are those it was
+    accepted at, and the variable's dtypes are what it is when the argument is None: none for a required
+    argument (``to.dtype``), else what other calls returned there (samples, probes; not torchlib, which a run rewrites) (``zeros`` with ``dtype=None`` returns the
+    default dtype; the run keeps every dtype it saw there, as it cannot tell calls that gave the argument
+    from calls that did not), or, when no other call returned there, every dtype the argument was accepted at.
+    Any other return takes the dtypes the argument was accepted at if it was its value, else every dtype it
+    returned; both keep what other calls returned there (``linalg_vector_norm(float16 tensor)`` returns
+    float16 with ``dtype=None``). Inputs keep what the rest of the evidence says.
     """
     if fact is None or not fact.accepted:
         return plan
     plan = plan or OverloadPlan(name, ())
     unbound = not {s for v in plan.variables for s in v.binds} & set(fact.returns)
-    if not unbound and (len(fact.accepted) < ARGUMENT_DTYPES or not any(fact.follows_argument(slot) for slot in fact.returns)):
+    if not unbound and (len(fact.accepted_dtypes) < ARGUMENT_DTYPES or not any(fact.follows_argument(slot) for slot in fact.returns)):
         return plan
     kept = plan.kept({s for v in plan.variables for s in v.binds} - set(fact.returns))
     variables = list(kept.variables)
@@ -226,7 +273,12 @@ def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgume
         dtypes, evidence = _returned_evidence(fact, slot)
         theirs = next((v for v in plan.variables if slot in v.binds), None)
         if theirs is not None:  # what other calls returned there stays (the argument at None, other inputs)
-            dtypes = canonical((*dtypes, *theirs.dtypes))
             evidence = tuple(replace(e, slots=(slot,)) for e in theirs.evidence if not e.slots or slot in e.slots) + evidence
-        variables.append(Variable(f"R{number}~{fact.argument}", dtypes, (slot,), evidence))
+        argument = None
+        if optional is not None and fact.follows_argument(slot) and probed_everywhere(fact) and len(fact.accepted_dtypes) >= ARGUMENT_DTYPES:
+            argument = SetByArgument(fact.argument, dtypes, optional)
+            dtypes = (_returned_by_calls(theirs) or dtypes) if optional else ()
+        elif theirs is not None:
+            dtypes = canonical((*dtypes, *theirs.dtypes))
+        variables.append(Variable(f"R{number}~{fact.argument}", dtypes, (slot,), evidence, argument=argument))
     return replace(kept, variables=tuple(variables))

@@ -32,9 +32,9 @@ class VariableRow:
     name: str
     set_name: str | None  # the global set the yaml spells it with
     dtypes: tuple[DType, ...]
-    follows: tuple[str, ...]
+    follows: tuple[str, ...]  # the names its list gives after its dtypes: variables it follows, the argument that sets it
     binds: tuple[str, ...]
-    possible: frozenset[DType]  # its own dtypes and those of the variables it follows
+    possible: frozenset[DType]  # its own dtypes, those of the variables it follows, those its argument may name
     verdicts: Verdicts | None = None
     evidence: tuple[Evidence, ...] = ()
 
@@ -116,17 +116,18 @@ def overload_rows(native: NativeFunctions, plan: Plan | None) -> tuple[OverloadR
         variables = declared_variables(native, entry, sets)
         own = {v.name: v.dtypes for v in variables}
         follows = {v.name: v.follows for v in variables}
+        arguments = {v.name: v.argument.dtypes for v in variables if v.argument is not None}
         names = _set_names(entry, fields, sets)
         found = []
         for variable in variables:
             match = _matched(reported.get(entry.name), variable.binds)
-            possible = frozenset(possible_dtypes(variable.name, own, follows)) if variable.follows else frozenset(variable.dtypes)
+            possible = frozenset(possible_dtypes(variable.name, own, follows, arguments)) if variable.listed else frozenset(variable.dtypes)
             found.append(
                 VariableRow(
                     variable.name,
                     names.get(variable.name),
                     variable.dtypes,
-                    variable.follows,
+                    variable.constraint.names,
                     variable.binds,
                     possible,
                     match.verdicts if match is not None else None,

@@ -204,12 +204,14 @@ class AnnotationDecider:
     def variable_dtypes(self, overload: str, variable: Variable) -> tuple[DType, ...] | None:
         """A variable's dtypes; an empty list stands for the global set of its name (None: there is none).
 
-        A variable that follows others takes its own dtypes and theirs: ONNX type constraints cannot say
-        "the dtype of that input", so torchlib gets the union.
+        A variable that follows others takes its own dtypes and theirs, one set by a ``ScalarType`` argument
+        also every dtype the argument may name: ONNX type constraints cannot say "the dtype of that input"
+        or "the dtype that argument names", so torchlib gets the union.
         """
-        if variable.follows:
+        if variable.listed:
             theirs = [self.variable_dtypes(overload, v) for v in self.plans[overload].variables if v.name in variable.follows]
-            return None if None in theirs else canonical(variable.dtypes + tuple(d for dtypes in theirs for d in dtypes))
+            named = variable.argument.dtypes if variable.argument is not None else ()
+            return None if None in theirs else canonical(variable.dtypes + named + tuple(d for dtypes in theirs for d in dtypes))
         if variable.dtypes:
             return variable.dtypes
         global_set = self.global_sets.get(variable.name)

@@ -210,6 +210,8 @@ def written_form(plan: Plan) -> str:
 
     def variable(v: Variable) -> str:
         follows = f":{','.join(v.follows)}" if v.follows else ""
+        if v.argument is not None:
+            follows += f":{v.argument.name}={spelled(v.argument.dtypes)}"
         return f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}{follows}:{list(rejected_dtypes(v).items())}"
 
     lines = [f"{g.name}\0{spelled(g.dtypes)}\0{g.desc}" for g in plan.global_sets]
