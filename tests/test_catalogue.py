@@ -116,3 +116,26 @@ def test_the_report_says_why_an_entry_the_catalogue_reached_stays_untyped(tmp_pa
     assert found["_batch_norm_with_update"] == f"left out of the argument catalogue: {LEFT_OUT['_batch_norm_with_update']}"
     assert found["nested_to_padded_tensor"] == NOT_BUILT
 
+
+
+def test_an_optional_tensor_a_recipe_passes_is_judged_per_dtype():
+    """Samples leave nll_loss2d's weight, mkldnn_convolution's bias and stft's window None; the recipes pass them."""
+    plans = _plans(_reports("nll_loss2d", "mkldnn_convolution", "stft.center"))
+
+    loss = plans["nll_loss2d"]
+    (variable,) = [v for v in loss.variables if "weight" in v.binds]
+    assert {"self", "weight"} <= set(variable.binds) and {"float32", "float64"} <= _dtypes(loss, "weight")  # weight follows self
+    alone = [e for e in variable.evidence if is_rejection(e) and e.slots == ("weight",)]
+    target = torch.zeros(2, 4, 4, dtype=torch.int64)
+    by_hand = _message(lambda: torch.ops.aten.nll_loss2d(torch.rand(2, 3, 4, 4), target, torch.rand(3, dtype=torch.float64)))
+    assert rejection_messages(alone[0])[named("float64")[0]] == by_hand == "RuntimeError: expected scalar type Float but found Double"
+
+    bias = plans["mkldnn_convolution"]
+    assert "float32" in _dtypes(bias, "bias") and "float64" not in _dtypes(bias, "bias")
+    convolution = torch.ops.aten.mkldnn_convolution
+    by_hand = _message(lambda: convolution(torch.rand(1, 2, 4, 4), torch.rand(2, 2, 3, 3), torch.rand(2, dtype=torch.float64), [0, 0], [1, 1], [1, 1], 1))
+    assert _refusal(bias, "bias", "float64") == by_hand
+
+    window = plans["stft.center"]
+    torch.ops.aten.stft.center(torch.rand(16), 4, window=torch.ones(4, dtype=torch.int64), return_complex=True)  # runs
+    assert {"float32", "int64"} <= _dtypes(window, "window")
