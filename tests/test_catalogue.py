@@ -139,3 +139,12 @@ def test_an_optional_tensor_a_recipe_passes_is_judged_per_dtype():
     window = plans["stft.center"]
     torch.ops.aten.stft.center(torch.rand(16), 4, window=torch.ones(4, dtype=torch.int64), return_complex=True)  # runs
     assert {"float32", "int64"} <= _dtypes(window, "window")
+
+
+def test_an_input_beside_a_dtype_argument_at_none_is_judged():
+    """_sobol_engine_draw's quasi: no sample passes it, and dtype= makes the schema's own call unfit for probing."""
+    plan = _plans(_reports("_sobol_engine_draw"))["_sobol_engine_draw"]
+    assert _dtypes(plan, "quasi") == {"int64"}
+    draw = torch.ops.aten._sobol_engine_draw
+    by_hand = _message(lambda: draw(torch.zeros(2), 3, torch.ones(2, 30, dtype=torch.int64), 2, 0, torch.float32))
+    assert _refusal(plan, "quasi", "float32") == by_hand == "RuntimeError: quasi needs to be of type Long"

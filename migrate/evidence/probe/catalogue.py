@@ -227,6 +227,14 @@ RECIPES: dict[str, dict[str, Any]] = {
     "_masked_softmax_backward": {"grad_output": Data((2, 3)), "output": Data((2, 3)), "mask": Fixed([[False, True, False], [False, False, True]], "bool")},
     "_rowwise_prune": {"weight": Data((3, 2)), "mask": Fixed([True, False, True], "bool"), "compressed_indices_dtype": TorchName("int32")},
     "bernoulli_.Tensor": {"self": Data((2, 3)), "p": Full((2, 3), 0.5)},
+    # a dtype= argument at None: the return follows the input, which probing then judges (the return stays free)
+    "rand_like.generator": {"self": Data((2, 3))},
+    "randn_like.generator": {"self": Data((2, 3))},
+    "randint_like.generator": {"self": Data((2, 3)), "high": 3},
+    "linalg__powsum": {"self": Data((2, 3))},
+    "to_mkldnn": {"self": Data((2, 3))},
+    "view_copy.dtype": {"self": Data((2, 4)), "dtype": TorchName("float32")},  # 4 elements: any element size divides or is divided by 4 bytes
+    "_sobol_engine_draw": {"quasi": Fixed([0, 0]), "n": 3, "sobolstate": Full((2, 30), 1, "int64"), "dimension": 2, "num_generated": 0, "dtype": TorchName("float32")},
     "randint_like.Tensor": {"self": Data((2, 3)), "high": Fixed(3)},
     "randint_like.Tensor_generator": {"self": Data((2, 3)), "high": Fixed(3)},
     "randint_like.low_generator_dtype": {"self": Data((2, 3)), "low": 0, "high": 3},
