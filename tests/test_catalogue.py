@@ -148,3 +148,15 @@ def test_an_input_beside_a_dtype_argument_at_none_is_judged():
     draw = torch.ops.aten._sobol_engine_draw
     by_hand = _message(lambda: draw(torch.zeros(2), 3, torch.ones(2, 30, dtype=torch.int64), 2, 0, torch.float32))
     assert _refusal(plan, "quasi", "float32") == by_hand == "RuntimeError: quasi needs to be of type Long"
+
+
+def test_a_returned_list_keeps_its_elements_dtype_unless_an_argument_s_list_stays_free():
+    """meshgrid refuses mixed lists, so its returned list is its tensors' variable; broadcast_tensors runs a mixed
+    list and returns it mixed, so neither list is typed."""
+    plans = _plans(_reports("meshgrid", "broadcast_tensors"))
+    (variable,) = plans["meshgrid"].variables
+    assert set(variable.binds) == {"tensors", "return.0"}
+    assert {t.dtype for t in torch.meshgrid(torch.arange(2), torch.arange(3), indexing="ij")} == {torch.int64}
+    assert "int64" in _dtypes(plans["meshgrid"], "return.0")
+    assert {t.dtype for t in torch.broadcast_tensors(torch.rand(2, 3), torch.arange(3))} == {torch.float32, torch.int64}
+    assert "broadcast_tensors" not in plans
