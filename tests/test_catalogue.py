@@ -160,3 +160,13 @@ def test_a_returned_list_keeps_its_elements_dtype_unless_an_argument_s_list_stay
     assert "int64" in _dtypes(plans["meshgrid"], "return.0")
     assert {t.dtype for t in torch.broadcast_tensors(torch.rand(2, 3), torch.arange(3))} == {torch.float32, torch.int64}
     assert "broadcast_tensors" not in plans
+
+
+def test_a_list_cast_only_with_its_variable_is_tried_mixed_too():
+    """rnn_tanh's params are accepted at float64 only with the input and hidden state; a mixed list is refused."""
+    (report,) = _reports("rnn_tanh.input")
+    x, hx = torch.rand(3, 2, 3), torch.rand(1, 2, 4)
+    params = [torch.rand(4, 3), torch.rand(4, 4, dtype=torch.float64), torch.rand(4, dtype=torch.float64), torch.rand(4, dtype=torch.float64)]
+    by_hand = _message(lambda: torch.ops.aten.rnn_tanh.input(x, hx, params, True, 1, 0.0, False, False, False))
+    assert report[UNIFORM]["params"].startswith("RuntimeError: self and mat2 must have the same dtype") and by_hand.startswith("RuntimeError: self and mat2")
+    assert {"input", "hx", "params"} <= set(next(v.binds for v in _plans([report])["rnn_tanh.input"].variables if "params" in v.binds))
