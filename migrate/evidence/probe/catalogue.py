@@ -128,6 +128,7 @@ _EMBEDDING_BAG_BACKWARD = {
 _FP16_LINEAR = {"input": Data((2, 4)), "packed_weight": Made("fbgemm_pack_gemm_matrix_fp16", (Data((3, 4)),)), "bias": Data((3,))}
 _PACK_4BIT = {"weights": Ints((16, 16), 16, "uint8"), "scales_zeros": Data((16, 1)), "bias": None, "block_size": 32, "in_features": 32, "out_features": 16}
 _ATTENTION_WEIGHTS = {"qkv_weight": Data((12, 4)), "qkv_bias": Data((12,)), "proj_weight": Data((4, 4)), "proj_bias": Data((4,))}
+_ATTENTION_MASK = {"mask": Fixed([[False, True, False], [False, False, True], [False, False, False]], "bool"), "mask_type": 0}  # (L, L)
 _LAYER_NORMS = {f"norm_{kind}_{n}": Data((4,)) for kind in ("weight", "bias") for n in (1, 2)}
 
 # Per argument (name, schema type as the JIT spells it), a value any overload's call may take where its recipe names none.
@@ -264,11 +265,11 @@ RECIPES: dict[str, dict[str, Any]] = {
     # attention
     "_scaled_dot_product_attention_math": {"query": Data((1, 2, 3, 4)), "key": Data((1, 2, 3, 4)), "value": Data((1, 2, 3, 4)), "attn_mask": Data((3, 3))},
     "_transform_bias_rescale_qkv": {"qkv": Data((2, 3, 12)), "qkv_bias": Data((12,)), "num_heads": 2},
-    "_native_multi_head_attention": {"query": Data((2, 3, 4)), "key": Data((2, 3, 4)), "value": Data((2, 3, 4)), "embed_dim": 4, "num_head": 2, **_ATTENTION_WEIGHTS},
+    "_native_multi_head_attention": {"query": Data((2, 3, 4)), "key": Data((2, 3, 4)), "value": Data((2, 3, 4)), "embed_dim": 4, "num_head": 2, **_ATTENTION_WEIGHTS, **_ATTENTION_MASK},
     "_transformer_encoder_layer_fwd": {
         "src": Data((2, 3, 4)), "embed_dim": 4, "num_heads": 2, **_ATTENTION_WEIGHTS, "use_gelu": False, "norm_first": False,
         **_LAYER_NORMS, "ffn_weight_1": Data((8, 4)), "ffn_bias_1": Data((8,)), "ffn_weight_2": Data((4, 8)),
-        "ffn_bias_2": Data((4,)),
+        "ffn_bias_2": Data((4,)), **_ATTENTION_MASK,
     },  # fmt: skip
     "_nested_tensor_from_mask": {"t": Data((2, 3, 4)), "mask": Fixed([[True, True, True], [True, True, False]], "bool")},
     "_nested_tensor_from_mask_left_aligned": {"t": Data((2, 3, 4)), "mask": Fixed([[True, True, True], [True, True, False]], "bool")},
@@ -298,7 +299,7 @@ RECIPES: dict[str, dict[str, Any]] = {
     "fbgemm_linear_fp16_weight_fp32_activation": _FP16_LINEAR,
     "fbgemm_linear_fp16_weight.out": {**_FP16_LINEAR, "output": Data((2, 3))},
     "fbgemm_linear_fp16_weight_fp32_activation.out": {**_FP16_LINEAR, "output": Data((2, 3))},
-    "_dyn_quant_pack_4bit_weight": _PACK_4BIT,
+    "_dyn_quant_pack_4bit_weight": {**_PACK_4BIT, "bias": Data((16,))},
     "_dyn_quant_matmul_4bit": {
         "inp": Data((2, 32)), "packed_weights": Made("_dyn_quant_pack_4bit_weight", tuple(_PACK_4BIT.values())), "block_size": 32,
         "in_features": 32, "out_features": 16,
