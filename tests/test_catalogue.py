@@ -116,3 +116,57 @@ def test_the_report_says_why_an_entry_the_catalogue_reached_stays_untyped(tmp_pa
     assert found["_batch_norm_with_update"] == f"left out of the argument catalogue: {LEFT_OUT['_batch_norm_with_update']}"
     assert found["nested_to_padded_tensor"] == NOT_BUILT
 
+
+
+def test_an_optional_tensor_a_recipe_passes_is_judged_per_dtype():
+    """Samples leave nll_loss2d's weight, mkldnn_convolution's bias and stft's window None; the recipes pass them."""
+    plans = _plans(_reports("nll_loss2d", "mkldnn_convolution", "stft.center"))
+
+    loss = plans["nll_loss2d"]
+    (variable,) = [v for v in loss.variables if "weight" in v.binds]
+    assert {"self", "weight"} <= set(variable.binds) and {"float32", "float64"} <= _dtypes(loss, "weight")  # weight follows self
+    alone = [e for e in variable.evidence if is_rejection(e) and e.slots == ("weight",)]
+    target = torch.zeros(2, 4, 4, dtype=torch.int64)
+    by_hand = _message(lambda: torch.ops.aten.nll_loss2d(torch.rand(2, 3, 4, 4), target, torch.rand(3, dtype=torch.float64)))
+    assert rejection_messages(alone[0])[named("float64")[0]] == by_hand == "RuntimeError: expected scalar type Float but found Double"
+
+    bias = plans["mkldnn_convolution"]
+    assert "float32" in _dtypes(bias, "bias") and "float64" not in _dtypes(bias, "bias")
+    convolution = torch.ops.aten.mkldnn_convolution
+    by_hand = _message(lambda: convolution(torch.rand(1, 2, 4, 4), torch.rand(2, 2, 3, 3), torch.rand(2, dtype=torch.float64), [0, 0], [1, 1], [1, 1], 1))
+    assert _refusal(bias, "bias", "float64") == by_hand
+
+    window = plans["stft.center"]
+    torch.ops.aten.stft.center(torch.rand(16), 4, window=torch.ones(4, dtype=torch.int64), return_complex=True)  # runs
+    assert {"float32", "int64"} <= _dtypes(window, "window")
+
+
+def test_an_input_beside_a_dtype_argument_at_none_is_judged():
+    """_sobol_engine_draw's quasi: no sample passes it, and dtype= makes the schema's own call unfit for probing."""
+    plan = _plans(_reports("_sobol_engine_draw"))["_sobol_engine_draw"]
+    assert _dtypes(plan, "quasi") == {"int64"}
+    draw = torch.ops.aten._sobol_engine_draw
+    by_hand = _message(lambda: draw(torch.zeros(2), 3, torch.ones(2, 30, dtype=torch.int64), 2, 0, torch.float32))
+    assert _refusal(plan, "quasi", "float32") == by_hand == "RuntimeError: quasi needs to be of type Long"
+
+
+def test_a_returned_list_keeps_its_elements_dtype_unless_an_argument_s_list_stays_free():
+    """meshgrid refuses mixed lists, so its returned list is its tensors' variable; broadcast_tensors runs a mixed
+    list and returns it mixed, so neither list is typed."""
+    plans = _plans(_reports("meshgrid", "broadcast_tensors"))
+    (variable,) = plans["meshgrid"].variables
+    assert set(variable.binds) == {"tensors", "return.0"}
+    assert {t.dtype for t in torch.meshgrid(torch.arange(2), torch.arange(3), indexing="ij")} == {torch.int64}
+    assert "int64" in _dtypes(plans["meshgrid"], "return.0")
+    assert {t.dtype for t in torch.broadcast_tensors(torch.rand(2, 3), torch.arange(3))} == {torch.float32, torch.int64}
+    assert "broadcast_tensors" not in plans
+
+
+def test_a_list_cast_only_with_its_variable_is_tried_mixed_too():
+    """rnn_tanh's params are accepted at float64 only with the input and hidden state; a mixed list is refused."""
+    (report,) = _reports("rnn_tanh.input")
+    x, hx = torch.rand(3, 2, 3), torch.rand(1, 2, 4)
+    params = [torch.rand(4, 3), torch.rand(4, 4, dtype=torch.float64), torch.rand(4, dtype=torch.float64), torch.rand(4, dtype=torch.float64)]
+    by_hand = _message(lambda: torch.ops.aten.rnn_tanh.input(x, hx, params, True, 1, 0.0, False, False, False))
+    assert report[UNIFORM]["params"].startswith("RuntimeError: self and mat2 must have the same dtype") and by_hand.startswith("RuntimeError: self and mat2")
+    assert {"input", "hx", "params"} <= set(next(v.binds for v in _plans([report])["rnn_tanh.input"].variables if "params" in v.binds))

@@ -110,8 +110,9 @@ MIXED_TRIES = 3  # other dtypes a list's elements are given beside its first one
 
 def _uniform_lists(call: Any, report: dict[str, Any], timeout: float) -> dict[str, str]:
     """The call's tensor lists whose elements ATen wants of one dtype, with its last refusal: the list's first element
-    at its own dtype and the others at another dtype the whole list was accepted at (as called, no gating argument
-    set), refused for each of up to MIXED_TRIES such dtypes (``meshgrid``). ``broadcast_tensors`` of such a list runs,
+    at its own dtype and the others at another dtype the whole list was accepted at (cast alone, else with the slots
+    of its variable, as an RNN's ``params`` with its input; no gating argument set), refused for each of up to
+    MIXED_TRIES such dtypes (``meshgrid``, ``lstm_cell``'s ``hx``). ``broadcast_tensors`` of such a list runs,
     and so does ``_foreach_powsum`` of float32 beside float64, though not beside int64: one that runs leaves the list
     free, since ``T[]``, every element of one dtype, would refuse it."""
     import signal
@@ -123,8 +124,9 @@ def _uniform_lists(call: Any, report: dict[str, Any], timeout: float) -> dict[st
     found = {}
     for position, name, keyword_only, _ in call.slots.arguments:
         value = argument_of(call.args, call.kwargs, (position, name, keyword_only, False))
-        alone = [(rows, {d for d, _ in gated}) for cast, rows, _, gated in report.get("probes", ()) if cast == [name]]
-        others = [dtype for rows, gated in alone for dtype, _ in rows if dtype not in gated][:MIXED_TRIES]
+        probes = report.get("probes", ())
+        casts = [(rows, {d for d, _ in gated}) for cast, rows, _, gated in (*(p for p in probes if p[0] == [name]), *(p for p in probes if name in p[0]))]
+        others = list(dict.fromkeys(dtype for rows, gated in casts for dtype, _ in rows if dtype not in gated))[:MIXED_TRIES]
         if not isinstance(value, list) or len(value) < 2 or report["again"] or not others:
             continue
         refusals = []

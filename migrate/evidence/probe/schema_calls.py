@@ -300,7 +300,9 @@ def schema_call_plans(
     (``free_returns``: ``_sparse_sum.dtype``, or a quantized return) keep their returns free.
     A list's elements all had one dtype here; unless ATen refused a list of mixed dtypes
     (``uniform``: (overload, slot), found by ``catalogue_calls``), where ``T[]`` says just that,
-    whether it takes such lists was never tried, so list slots stay free too.
+    whether it takes such lists was never tried, so list slots stay free too. A returned list is ATen's own
+    output, not a list it takes: it keeps the dtypes its elements had (``split.sizes``, ``where``), unless an
+    argument's list stays free, whose mixed elements a returned list may carry (``broadcast_tensors``).
     """
     lists: dict[str, set[str]] = {}  # per overload, its slots that held a list whose elements may differ
     for call in calls:
@@ -308,7 +310,7 @@ def schema_call_plans(
         lists.setdefault(key, set()).update(n for n, dtypes in call.slots if isinstance(dtypes, tuple) and (key, n) not in uniform)
     plans = {}
     for name, plan in probe_plans(calls).items():
-        free = lists[name] | ({slot for v in plan.variables for slot in v.binds if slot.startswith("return.")} if name in free_returns else set())
+        free = (lists[name] if any(not n.startswith("return.") for n in lists[name]) else set()) | ({slot for v in plan.variables for slot in v.binds if slot.startswith("return.")} if name in free_returns else set())
         kept = plan.kept({slot for v in plan.variables for slot in v.binds} - free)
         if any(not slot.startswith("return.") for v in kept.variables for slot in v.binds):
             plans[name] = OverloadPlan(name, kept.variables, kept.conflicts)
