@@ -323,17 +323,20 @@ def _cached_or_run(folder: Path, wanted: Mapping[str, Any], request: Any, refres
 def unreached_functions(
     found: Mapping[str, tuple[CaseResult, ...]], functions: Mapping[str, Iterable[str]] | None = None
 ) -> dict[tuple[str, str], tuple[CaseRequest, ...]]:
-    """Per (overload, real function registered for it) that no export ran (the exporter decomposed the overload
-    before dispatch, or sent it to another function), the overload's cases with a sampled call, complex ones
-    aside (the exporter gives complex inputs to a ``complex=True`` function): the function-level judge's work."""
+    """Per (overload, real function registered for it), the overload's cases with a sampled call none of whose calls
+    ran that function (the exporter decomposed the overload for that call, sent it to another function, or failed
+    before dispatch), complex ones aside (the exporter gives complex inputs to a ``complex=True`` function): the
+    function-level judge's work. A case is about a function only when the function ran for that case, so an
+    overload some of whose cases reach its function and some decompose (``eq.Scalar``) is judged directly on the
+    decomposed ones only."""
     wanted = {}
     for overload, results in found.items():
-        ran = {f for r in results for call in r.calls for f in call.ran}
-        sampled = tuple(CaseRequest(overload, r.cast, r.dtype) for r in results if r.calls and not r.dtype.name.startswith("complex"))
         registered = functions.get(overload, ()) if functions is not None else {r.function for r in results if r.function}
-        for function in sorted(set(registered) - ran):
-            if sampled:
-                wanted[overload, function] = sampled
+        sampled = [r for r in results if r.calls and not r.dtype.name.startswith("complex")]
+        for function in sorted(set(registered)):
+            cases = tuple(CaseRequest(overload, r.cast, r.dtype) for r in sampled if not any(function in call.ran for call in r.calls))
+            if cases:
+                wanted[overload, function] = cases
     return wanted
 
 
