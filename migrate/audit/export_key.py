@@ -6,7 +6,8 @@ call, not every module they import: a new helper in ``torch_private`` for the ch
 export), and, in the torch_lib, on the functions registered for its overload and those the exporter
 ran for it, each with the definitions it reaches (its helpers, the TypeVars of its annotations, the
 decorator that registers it). Both are digests of definitions: a top-level function, class or
-assignment, unparsed (comments and layout do not count), with the definitions its names reach in its
+assignment, unparsed (comments, layout and docstrings do not count: the rewrite writes a function's
+schema into its docstring), with the definitions its names reach in its
 own module and in the modules of its package it imports, transitively. A name looked up dynamically
 (``getattr`` with a string) is not followed; the module's other top-level statements always count.
 """
@@ -82,7 +83,7 @@ class Definitions:
 
     def _text(self, statement: ast.stmt) -> str:
         if id(statement) not in self._texts:
-            self._texts[id(statement)] = ast.unparse(statement)
+            self._texts[id(statement)] = _unparsed(statement)
         return self._texts[id(statement)]
 
     def _reaches(self, key: tuple[str, str]) -> tuple[tuple[str, str], ...]:
@@ -140,6 +141,23 @@ def _defines(statement: ast.stmt) -> list[str]:
         return [statement.name]
     targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target] if isinstance(statement, ast.AnnAssign) else []
     return [node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)]
+
+
+def _unparsed(statement: ast.stmt) -> str:
+    """The statement as code, without the docstrings of the functions and classes in it: the rewrite writes a
+    torchlib function's schema into its docstring, which changes no export."""
+    documented = [
+        (node, node.body)
+        for node in ast.walk(statement)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body and _is_docstring(node.body[0])
+    ]
+    try:
+        for node, body in documented:
+            node.body = body[1:] or [ast.Pass()]
+        return ast.unparse(statement)
+    finally:
+        for node, body in documented:
+            node.body = body
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
