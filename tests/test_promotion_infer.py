@@ -168,3 +168,66 @@ def test_in_place_and_out_overloads_take_the_functional_promotion():
     assert [v.binds for v in found["add_.Tensor"].variables] == [("self", "other", "return.0")]
     assert [v.binds for v in found["add.out"].variables] == [("self", "other", "out", "return.0")]
     assert found["add.out"].variables[0].dtypes == named("int64", "float32")
+
+
+def test_a_dtype_the_kernel_computes_in_another_is_promoted_there_and_refused_where_a_sibling_writes_it():
+    """acos(int64) runs in float32 (int_to_float): settled as promoted, not unknown, and still not in the set; acos_
+    and acos.out write the float result into an int64 tensor, which ATen refuses: rejected with its message."""
+    from migrate.evidence.promotion.sets import sibling_promotions
+    from migrate.model.native import NativeFunctions
+    from migrate.model.plan import PROMOTED_AWAY
+    from tests.conftest import REAL_NATIVE_FUNCTIONS
+
+    native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+    float32, int64, bool_ = DType("float32"), DType("int64"), DType("bool")
+    diagonal = (Evidence(PROBE, f"self at one dtype, a call built for promotion{ACCEPTED}", named("int64", "float32"), ("self",)),)
+    finding = PromotionFinding("acos", Promotion("int_to_float", ("self",)), ("self",), (), diagonal)
+    acos = with_verdicts(with_promotion(OverloadPlan("acos", (Variable("P0", named("float32"), ("self", "return.0")),)), finding))
+    (variable,) = acos.variables
+    assert variable.dtypes == named("float32")
+    assert variable.verdicts.of(int64) == PROMOTED_AWAY and variable.verdicts.of(float32) == ACCEPTED_VERDICT
+    assert variable.verdicts.of(bool_) == UNKNOWN  # no call ran at bool: nothing settles it
+    assert dict(variable.verdicts.promoted)[int64] == "computed in torch.float32 (int_to_float)"
+    assert variable.verdicts.to_json()["promoted"] == {"torch.int64": "computed in torch.float32 (int_to_float)"}
+    assert Variable.from_json(variable.to_json()).verdicts == variable.verdicts
+
+    refusal = "RuntimeError: result type Float can't be cast to the desired output type Long"
+    inplace = OverloadPlan("acos_", (Variable("P0", named("float32"), ("self", "return.0"), (
+        Evidence(PROBE, f"self cast alone, OpInfo acos (1 call){ACCEPTED}", named("float32"), ("self",)),
+        Evidence(PROBE, f"self cast alone, OpInfo acos (1 call){REJECTED}{refusal}", named("int64"), ("self",)),
+    )),))
+    out = OverloadPlan("acos.out", (
+        Variable("P0", named("float32"), ("self",)),
+        Variable("P1", named("float32"), ("out", "return.0"), (
+            Evidence(PROBE, f"self, out cast together, OpInfo acos (1 call){ACCEPTED}", named("float32"), ("out",)),
+            Evidence(PROBE, f"self, out cast together, OpInfo acos (1 call){REJECTED}{refusal}", named("int64"), ("out",)),
+        )),
+    ))
+    found = sibling_promotions(native, {"acos": acos, "acos_": inplace, "acos.out": out}, {"acos": finding})
+    for name in ("acos_", "acos.out"):
+        (variable,) = found[name].variables
+        assert variable.dtypes == named("float32")
+        assert variable.verdicts.of(int64) == REJECTED_VERDICT, name  # the functional's int64 call is not this overload's
+        assert dict(variable.verdicts.rejected)[int64] == refusal
+
+
+def test_a_return_no_call_bound_joins_the_promoted_variable_where_the_kind_returns_the_computation_dtype():
+    """special_xlog1py.self_scalar's calls built from the schema returned float32 for int64 inputs, so its return was
+    a variable of its own, which such calls leave free: int_to_float returns the computation dtype, and so does its
+    out= overload, whose ``out`` joins too (ATen refuses an int64 ``out``)."""
+    from migrate.evidence.promotion.sets import one_tensor_return, sibling_promotions
+    from migrate.model.native import NativeFunctions
+    from tests.conftest import REAL_NATIVE_FUNCTIONS
+
+    native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+    functional, out = "special_xlog1py.self_scalar", "special_xlog1py.self_scalar_out"
+    assert one_tensor_return(native.by_name[functional].schema) and not one_tensor_return(native.by_name["sort"].schema)
+    diagonal = (Evidence(PROBE, f"other at one dtype, a call built for promotion{ACCEPTED}", named("int64", "float32", "float64"), ("other",)),)
+    finding = PromotionFinding(functional, Promotion("int_to_float", ("self", "other")), ("other",), (), diagonal)
+    plan = OverloadPlan(functional, (Variable("P0", named("float32"), ("other",)),))
+    assert [v.binds for v in with_promotion(plan, finding).variables] == [("other",)]  # the return stays free unless the schema says
+    written = with_promotion(plan, finding, free_return=True)
+    assert [(v.binds, v.dtypes) for v in written.variables] == [(("other", "return.0"), named("float32", "float64"))]
+    plans = {functional: written, out: OverloadPlan(out, (Variable("P0", named("float32"), ("other",)),))}
+    (variable,) = sibling_promotions(native, plans, {functional: finding})[out].variables
+    assert variable.binds == ("other", "out", "return.0") and variable.dtypes == named("float32", "float64")

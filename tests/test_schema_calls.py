@@ -36,7 +36,8 @@ def plans_of(reports) -> dict[str, OverloadPlan]:
 
 @pytest.mark.slow  # built calls, in workers
 def test_what_a_built_call_accepts_is_what_aten_accepts_when_called_directly(built):
-    (variable,) = plans_of(built)["special_zeta.self_scalar"].variables
+    variable, returned = plans_of(built)["special_zeta.self_scalar"].variables
+    assert returned.binds == ("return.0",) and DType("int64") not in returned.dtypes  # int_to_float: float32 for int64
     accepted = []
     for dtype in dtype_universe():
         try:
@@ -58,11 +59,13 @@ def test_an_index_beside_the_data_is_given_int64_so_the_data_is_not_typed_int64_
 
 
 @pytest.mark.slow  # built calls, in workers
-def test_returns_no_argument_carries_and_list_slots_stay_free(built):
+def test_a_return_no_argument_carries_takes_what_the_probes_returned_and_list_slots_stay_free(built):
     plans = plans_of(built)
     assert "_stack" not in plans  # lists of one dtype were tried, never mixed ones
-    returns = {s for v in plans["_add_relu.Tensor"].variables for s in v.binds if s.startswith("return.")}
-    assert returns == set()  # promoted from two arguments cast apart: no argument's dtype alone
+    (returned,) = [v for v in plans["_add_relu.Tensor"].variables if any(s.startswith("return.") for s in v.binds)]
+    assert returned.binds == ("return.0",)  # promoted from two arguments cast apart: no argument's dtype alone
+    assert set(named("int64", "float32")) <= set(returned.dtypes) and DType("bool") not in returned.dtypes
+    assert any(e.where.startswith("returned by accepted probes") for e in returned.evidence)
 
 
 @pytest.mark.slow  # built calls, in workers

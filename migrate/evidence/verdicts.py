@@ -12,6 +12,9 @@ So every dtype a plain tensor can have gets one verdict per variable, the first 
 - ``rejected``: a probe of such a call raised, with ATen's message; for a variable of returns only,
   also a dtype no accepted call returned although probing cast the inputs to every dtype
   (``NEVER_RETURNED``): a return takes what the inputs give it;
+- ``promoted``: a diagonal call with every promoted tensor at this dtype ran, and the kernel computed
+  in another dtype, as the overload's ``type_promotion:`` kind says (``acos`` of int64 computes in
+  float32 under ``int_to_float``): settled, and not in the set of computation dtypes;
 - ``unknown``: nothing says. A variable with unknown verdicts is ``incomplete``: its set is a
   lower bound, never a reason to narrow anything.
 
@@ -30,6 +33,7 @@ from migrate.model.dtypes import TENSOR_DTYPES
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import (
     ACCEPTED,
+    COMPUTED_IN,
     DECLARED,
     EMPTY,
     EMPTY_ONLY,
@@ -41,6 +45,7 @@ from migrate.model.plan import (
     OPINFO,
     OTHER_DEVICE,
     PROBE,
+    PROMOTED_AWAY,
     REJECTED,
     UNKNOWN,
     OverloadPlan,
@@ -62,9 +67,12 @@ def _returns_probed(variable: Variable) -> bool:
 
 def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
     """The verdicts its evidence gives (see the module's docstring), each unknown one with why (``UNKNOWN_REASONS``)."""
-    accepted, other, rejected, empty = set(), set(), {}, set()
+    accepted, other, rejected, empty, promoted = set(), set(), {}, set(), {}
     for evidence in variable.evidence:
-        if is_rejection(evidence):
+        if evidence.source == PROBE and evidence.where.startswith(COMPUTED_IN):
+            for dtype in evidence.dtypes:
+                promoted.setdefault(dtype, evidence.where.split(":", 1)[0])
+        elif is_rejection(evidence):
             for dtype, message in rejection_messages(evidence).items():
                 rejected.setdefault(dtype, message)
         elif evidence.source in (OPINFO, PROBE, KERNEL):
@@ -83,7 +91,7 @@ def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
         reason = dict.fromkeys(TENSOR_DTYPES, NO_VALID_CALL)
     else:
         reason = {d: EMPTY_ONLY if d in empty else NOT_TRIED for d in TENSOR_DTYPES}
-    return Verdicts(tuple(accepted), tuple(other), tuple(rejected.items()), tuple(reason.items()))
+    return Verdicts(tuple(accepted), tuple(other), tuple(rejected.items()), tuple(reason.items()), tuple(promoted.items()))
 
 
 def with_verdicts(plan: OverloadPlan, cpu_kernel: bool = True) -> OverloadPlan:
@@ -185,7 +193,7 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> VerdictSummary
     return VerdictSummary(
         variables,
         incomplete,
-        {verdict: counts[verdict] for verdict in (ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN)},
+        {verdict: counts[verdict] for verdict in (ACCEPTED, OTHER_DEVICE, REJECTED, PROMOTED_AWAY, UNKNOWN)},
         dict(sorted(unknown_by_kind.items(), key=lambda item: (-item[1], item[0]))),
         {"before": before, "now": now},
         observed_built,

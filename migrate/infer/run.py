@@ -19,7 +19,7 @@ from migrate.evidence.align import Alignment
 from migrate.evidence.gather import Sources
 from migrate.evidence.opinfo.aliases import alias_plans
 from migrate.evidence.probe.dtype_arguments import with_dtype_arguments
-from migrate.evidence.promotion.sets import sibling_promotions, with_promotion
+from migrate.evidence.promotion.sets import one_tensor_return, sibling_promotions, with_promotion
 from migrate.evidence.verdicts import with_verdicts
 from migrate.infer.merge import merge_overload, with_follows
 from migrate.infer.naming import global_sets, name_variables
@@ -52,7 +52,8 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
         if torchlib or opinfo or probe or schema_call:
             merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()), schema_call)
             merged[name] = with_follows(merged[name], sources.follows.get(name, ()))
-            merged[name] = with_promotion(merged[name], sources.promotions.get(name))  # issue 31: promoted slots, diagonal sets
+            free_return = one_tensor_return(native.by_name[name].schema)
+            merged[name] = with_promotion(merged[name], sources.promotions.get(name), free_return=free_return)  # issue 31: promoted slots, diagonal sets
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan

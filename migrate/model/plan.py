@@ -68,8 +68,10 @@ class Evidence:
 ACCEPTED = "accepted"  # a call with an element in every tensor argument and return ran
 OTHER_DEVICE = "other-device"  # none ran here, but the OpInfo of this very overload claims it for CUDA (tested by PyTorch's CI)
 REJECTED = "rejected"  # no such call ran and one raised: ATen's message is kept
+PROMOTED_AWAY = "promoted"  # a diagonal call at this dtype ran, the kernel computing in another one (``type_promotion:``): not in the set
 UNKNOWN = "unknown"  # nothing says: never a reason to narrow anything
-VERDICTS = (ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN)
+VERDICTS = (ACCEPTED, OTHER_DEVICE, REJECTED, PROMOTED_AWAY, UNKNOWN)
+COMPUTED_IN = "computed in "  # opens the ``where`` of the probe evidence of promoted-away dtypes: 'computed in float32 (int_to_float): ...'
 
 # Why a dtype's verdict is unknown: no CPU call could judge it (docs/evidence.md).
 NO_CPU_KERNEL = "no-cpu-kernel"  # the overload has only CUDA (MPS, sparse, ...) kernels: no CPU call reaches it
@@ -87,6 +89,7 @@ class Verdicts:
     other_device: tuple[DType, ...] = ()
     rejected: tuple[tuple[DType, str], ...] = ()  # each with ATen's message
     unknown_reasons: tuple[tuple[DType, str], ...] = ()  # why each unknown dtype is (``UNKNOWN_REASONS``)
+    promoted: tuple[tuple[DType, str], ...] = ()  # each with the dtype the kernel computed in, and the promotion kind
 
     def __post_init__(self) -> None:
         accepted = canonical(self.accepted)
@@ -96,13 +99,17 @@ class Verdicts:
         object.__setattr__(self, "other_device", other)
         object.__setattr__(self, "rejected", rejected)
         known = {*accepted, *other, *dict(rejected)}
+        promoted = tuple(sorted(((d, m) for d, m in dict(self.promoted).items() if d not in known), key=lambda p: p[0].sort_key))
+        object.__setattr__(self, "promoted", promoted)
+        known |= set(dict(promoted))
         reasons = sorted(((d, r) for d, r in dict(self.unknown_reasons).items() if d not in known), key=lambda p: p[0].sort_key)
         object.__setattr__(self, "unknown_reasons", tuple(reasons))
 
     @functools.cached_property
     def _by_dtype(self) -> dict[DType, str]:
         """Each dtype with a verdict other than unknown (a run's summary asks for every one of thousands of variables)."""
-        found = dict.fromkeys((d for d, _ in self.rejected), REJECTED)
+        found = dict.fromkeys((d for d, _ in self.promoted), PROMOTED_AWAY)
+        found.update(dict.fromkeys((d for d, _ in self.rejected), REJECTED))
         found.update(dict.fromkeys(self.other_device, OTHER_DEVICE))
         found.update(dict.fromkeys(self.accepted, ACCEPTED))
         return found
@@ -126,6 +133,8 @@ class Verdicts:
     def to_json(self) -> dict[str, Any]:
         dtypes = canonical((*TENSOR_DTYPES, *self.accepted, *self.other_device, *dict(self.rejected)))
         found = {"by_dtype": {str(d): self.of(d) for d in dtypes}, "messages": {str(d): m for d, m in self.rejected}}
+        if self.promoted:
+            found["promoted"] = {str(d): m for d, m in self.promoted}
         reasons = {str(d): self.reason_of(d) for d in dtypes if self.reason_of(d)}
         if reasons:
             found["unknown_reasons"] = reasons
@@ -139,7 +148,8 @@ class Verdicts:
         messages = obj.get("messages", {})
         rejected = tuple((d, messages.get(str(d), "")) for d in by_verdict.get(REJECTED, ()))
         reasons = tuple((DType.parse(text), reason) for text, reason in obj.get("unknown_reasons", {}).items())
-        return cls(tuple(by_verdict.get(ACCEPTED, ())), tuple(by_verdict.get(OTHER_DEVICE, ())), rejected, reasons)
+        promoted = tuple((DType.parse(text), note) for text, note in obj.get("promoted", {}).items())
+        return cls(tuple(by_verdict.get(ACCEPTED, ())), tuple(by_verdict.get(OTHER_DEVICE, ())), rejected, reasons, promoted)
 
 
 @dataclass(frozen=True)

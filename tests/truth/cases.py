@@ -406,6 +406,19 @@ CASES: tuple[Case, ...] = (
     c("sum.IntList_out", "self out", lambda d: A(t(d, 2, 3), [1], out=t(d, 2))),
     c("cat.out", "tensors out", lambda d: A([t(d, 2, 3), t(d, 2, 3)], out=t(d, 4, 3))),
     *promoting("where.self_out", "self other out", lambda ds: A(mask(2, 3), t(ds[0], 2, 3), t(ds[1], 2, 3), out=t(ds[2], 2, 3)), given={"condition": "bool"}),
+    # issue 33 (slots): out= and in-place overloads of int_to_float ops, whose written tensor cannot hold the float
+    # result of an integer input (``acos_(int64)``), and out= overloads that write several tensors, the values
+    # judged beside int64 indices
+    *_unary_out("acos.out", "sin.out", "log.out", "rsqrt.out", "erf.out"),
+    *_unary("acos_", "sin_", "log_", "rsqrt_", "erf_", "sgn_"),
+    *_binary_out("atan2.out"),
+    *_binary("atan2_"),
+    c("max.dim_max", "self max", lambda d: A(t(d, 2, 3), 1, max=t(d, 2), max_values=ix(I64, 1, 2)), given={"max_values": "int64"}),
+    c("min.dim_min", "self min", lambda d: A(t(d, 2, 3), 1, min=t(d, 2), min_indices=ix(I64, 1, 2)), given={"min_indices": "int64"}),
+    c("sort.values", "self values", lambda d: A(t(d, 2, 3), values=t(d, 2, 3), indices=ix(I64, 1, 2, 3)), given={"indices": "int64"}),
+    c("topk.values", "self values", lambda d: A(t(d, 2, 3), 2, values=t(d, 2, 2), indices=ix(I64, 1, 2, 2)), given={"indices": "int64"}),
+    c("cummax.out", "self values", lambda d: A(t(d, 2, 3), 1, values=t(d, 2, 3), indices=ix(I64, 1, 2, 3)), given={"indices": "int64"}),
+    c("aminmax.out", "self min max", lambda d: A(t(d, 2, 3), min=t(d), max=t(d))),
 )
 
 

@@ -277,8 +277,11 @@ def _names_report(_: None) -> Iterator[list[str]]:
 def schema_call_plans(calls: tuple[ProbedCall, ...]) -> dict[str, OverloadPlan]:
     """Per overload, the variables its built calls' probes show, over the slots such a call can speak for.
 
-    A return no argument's dtype carried may follow a dtype the call fixed (``dtype=``, a
-    factory's default): what it returned here says nothing of other calls, so it stays free.
+    A return no argument's dtype carries takes the dtypes the calls returned while their probes cast the
+    inputs to every dtype (``isin.Tensor_Scalar -> bool``, ``_add_relu.Tensor``'s return apart from
+    ``self``), as a sample's probes give it. An overload with no tensor input (a factory's default dtype)
+    has no such probes: what it returned here says nothing of other calls, so it stays free; the
+    overloads with a ``dtype=`` argument are not built here at all.
     A list's elements all had one dtype here; whether the overload takes lists of mixed
     dtypes was never tried, so list slots stay free too.
     """
@@ -288,7 +291,6 @@ def schema_call_plans(calls: tuple[ProbedCall, ...]) -> dict[str, OverloadPlan]:
     plans = {}
     for name, plan in probe_plans(calls).items():
         kept = plan.kept({slot for v in plan.variables for slot in v.binds} - lists[name])
-        variables = tuple(v for v in kept.variables if any(not slot.startswith("return.") for slot in v.binds))
-        if variables:
-            plans[name] = OverloadPlan(name, variables, kept.conflicts)
+        if any(not slot.startswith("return.") for v in kept.variables for slot in v.binds):
+            plans[name] = OverloadPlan(name, kept.variables, kept.conflicts)
     return plans

@@ -7,7 +7,9 @@ every promoted tensor has one dtype and an element: the probes that cast all of 
 the calls built for promotion (``migrate.evidence.promotion.calls``). A call with a 0-dim or
 lower-category companion (a probe casting one of them alone, an observation) proves promotion,
 never a dtype. A dtype such a call accepted is that of the kernel: integers under ``int_to_float``
-are computed in the default float (``computation_dtype``).
+are computed in the default float (``computation_dtype``). The dtypes a diagonal call ran at and the
+kernel computed in another are kept apart (``promoted_away``): each is settled as ``promoted``, not
+left unknown, and stays out of the set.
 
 The return takes the kind's rule: it is the promoted variable itself (``default``, ``no_opmath``,
 ``int_to_float``, ``bool_to_long``), the real counterparts of its dtypes (``complex_to_float``), or
@@ -24,10 +26,11 @@ from dataclasses import replace
 
 from migrate.evidence.probe.merge import is_rejection
 from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, real_counterpart, returns_possible
-from migrate.model.dtypes import canonical
+from migrate.model.dtypes import DType, canonical
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
+from migrate.model.plan import COMPUTED_IN, DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
 from migrate.model.promotion import Promotion
+from migrate.model.schema import TypedSchema
 
 SHARED_RETURN = ("default", "no_opmath", "int_to_float", "bool_to_long")  # kinds whose return is the computation dtype
 PROMOTED = "TPromoted"  # the promoted variable's name until names are given
@@ -40,14 +43,21 @@ def _cast_slots(evidence: Evidence) -> set[str] | None:
     return set(found.group(1).split(", ")) if found else None
 
 
-def _diagonal_pieces(plan: OverloadPlan, finding: PromotionFinding) -> list[Evidence]:
-    """The plan's evidence that speaks of diagonal calls, at the promoted tensors, in computation dtypes."""
+def _diagonal_pieces(
+    plan: OverloadPlan, finding: PromotionFinding, written: tuple[str, ...] = ()
+) -> tuple[list[Evidence], list[Evidence], list[Evidence]]:
+    """The plan's evidence that speaks of diagonal calls, at the promoted tensors, in computation dtypes; then, of
+    the calls with every slot of the promoted variable at one dtype (``written``: the arguments a sibling writes,
+    besides the tensors), those ATen ran, in their own dtypes, and its refusals at dtypes the kernel does not compute
+    in (``acos_`` of int64: ``result type Float can't be cast to the desired output type Long``)."""
     tensors, kind = set(finding.tensors), finding.promotion.kind
+    together = tensors | {s for s in written if not s.startswith("return.")}
     scalars = [a for a in finding.promotion.args if a not in tensors]
-    pieces, seen = [], set()
+    pieces, ran, refused, seen = [], [], [], set()
     for variable in plan.variables:
         for piece in variable.evidence:
-            if not tensors & set(piece.slots) or id(piece) in seen:
+            at_tensors = bool(tensors & set(piece.slots))
+            if not together & set(piece.slots) or id(piece) in seen:
                 continue
             seen.add(id(piece))
             cast = _cast_slots(piece) if piece.source == PROBE else None
@@ -55,17 +65,23 @@ def _diagonal_pieces(plan: OverloadPlan, finding: PromotionFinding) -> list[Evid
                 if cast is None or not tensors <= cast or any(f" and {s}=" in piece.where for s in scalars):
                     continue  # not a diagonal call, or one whose promoting Scalar moved the computation dtype
                 if is_rejection(piece):
-                    if cast != tensors:
+                    away = tuple(d for d in piece.dtypes if computation_dtype(kind, d) != d)
+                    if away and cast == together:
+                        refused.append(replace(piece, dtypes=away, slots=finding.tensors))
+                    if cast != tensors or not at_tensors:
                         continue  # another slot cast with them may be what ATen refused
                     dtypes = tuple(d for d in piece.dtypes if computation_dtype(kind, d) == d)
                     if dtypes:
                         pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
                     continue
+                if together <= cast:
+                    ran.append(piece)
             elif piece.source not in (DECLARED, TORCHLIB):
                 continue  # observations mix dtypes per slot; the rest speaks of slots apart
-            dtypes = canonical({computation_dtype(kind, d) for d in piece.dtypes})
-            pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
-    return pieces
+            if at_tensors:
+                dtypes = canonical({computation_dtype(kind, d) for d in piece.dtypes})
+                pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
+    return pieces, ran, refused
 
 
 def _remaining(variable: Variable, moved: set[str]) -> Variable | None:
@@ -93,6 +109,22 @@ def _mapped(finding: PromotionFinding) -> list[Evidence]:
     return found
 
 
+def promoted_away(pieces: list[Evidence], kind: str, tensors: tuple[str, ...]) -> list[Evidence]:
+    """Of the accepted diagonal probes (before their dtypes were mapped), the dtypes the kernel computed in
+    another dtype, per computation dtype: ``computed in float32 (int_to_float): <the probe's where>``."""
+    found: dict[tuple[DType, str], set[DType]] = {}
+    for piece in pieces:
+        if piece.source != PROBE or is_rejection(piece) or piece.where.startswith(COMPUTED_IN):
+            continue
+        for dtype in piece.dtypes:
+            if (computed := computation_dtype(kind, dtype)) != dtype:
+                found.setdefault((computed, piece.where), set()).add(dtype)
+    return [
+        Evidence(PROBE, f"{COMPUTED_IN}{computed} ({kind}): {where}", canonical(dtypes), tensors)
+        for (computed, where), dtypes in sorted(found.items(), key=lambda item: (item[0][0].sort_key, item[0][1]))
+    ]
+
+
 def _checked_by_returns(plan: OverloadPlan, finding: PromotionFinding) -> PromotionFinding:
     """The finding, its kind ``default`` where calls seen here returned a dtype the kind never returns
     (``div.Tensor_mode`` built with ``rounding_mode=None`` divides as ``int_to_float``; its samples floor
@@ -116,14 +148,28 @@ def _checked_by_returns(plan: OverloadPlan, finding: PromotionFinding) -> Promot
     return replace(finding, promotion=promotion, conflicts=finding.conflicts + (Conflict(CONFLICT, finding.promotion.args, impossible, message),))
 
 
+def one_tensor_return(schema: TypedSchema) -> bool:
+    """The schema returns one plain tensor (not a list, not several)."""
+    returned = [s for s in schema.slots if s.is_return]
+    return len(returned) == 1 and returned[0].is_tensor and not returned[0].mods
+
+
 def with_promotion(
-    plan: OverloadPlan, finding: PromotionFinding | None, returns: bool = True, written: tuple[str, ...] = (), sibling: bool = False
+    plan: OverloadPlan,
+    finding: PromotionFinding | None,
+    returns: bool = True,
+    written: tuple[str, ...] = (),
+    sibling: bool = False,
+    free_return: bool = False,
 ) -> OverloadPlan:
     """The plan with its promotion, and its promoted tensors one variable of their diagonal dtypes (see the module).
 
     ``returns`` False leaves the return with the variable it has; ``written`` (an out= overload's ``out`` and
     return) join the promoted variable: torch casts the result into any dtype of its set. A ``sibling`` (in-place,
-    out=) takes its functional overload's kind as written: what it returns is what it writes into."""
+    out=) takes its functional overload's kind as written: what it returns is what it writes into. ``free_return``:
+    the schema returns one plain tensor, which joins the promoted variable where the kind returns its computation
+    dtype although no variable of the plan binds it (``special_xlog1py.self_scalar``'s calls built from the schema
+    returned float32 for int64 inputs, so it was a variable of its own, which those calls leave free)."""
     if finding is None:
         return plan
     if finding.promotion is None or not finding.tensors:
@@ -131,11 +177,15 @@ def with_promotion(
     finding = finding if sibling else _checked_by_returns(plan, finding)
     bound = {s for v in plan.variables for s in v.binds}
     kind = finding.promotion.kind
-    pieces = _diagonal_pieces(plan, finding) + _mapped(finding)
+    diagonal, ran, refused = _diagonal_pieces(plan, finding, written)
+    pieces = diagonal + _mapped(finding)
     dtypes = canonical({d for e in pieces if e.source != TORCHLIB and not is_rejection(e) for d in e.dtypes})
     if not dtypes:
         return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
-    shared_return = returns and kind in SHARED_RETURN and "return.0" in bound
+    # A dtype the kernel computes in another is settled by this overload's own calls: a sibling writes the promoted
+    # result into its own tensor, so the functional's calls (its finding's) never say whether its call runs.
+    pieces += promoted_away(ran + ([] if sibling else list(finding.diagonal)), kind, finding.tensors) + refused
+    shared_return = returns and kind in SHARED_RETURN and ("return.0" in bound or free_return)
     moved = set(finding.tensors) | set(written) | ({"return.0"} if shared_return or (returns and kind == "complex_to_float") else set())
     binds = finding.tensors + tuple(s for s in written if s not in finding.tensors) + (("return.0",) if shared_return else ())
     promoted = Variable(PROMOTED, dtypes, binds, tuple(pieces))
@@ -178,9 +228,12 @@ def sibling_promotions(native: NativeFunctions, plans: Mapping[str, OverloadPlan
         arguments = {s.name for s in native.by_name[name].schema.slots if not s.is_return}
         if set(finding.promotion.args) <= arguments:
             sibling = replace(finding, name=name, conflicts=())
+            schema = native.by_name[name].schema
             if name in group.of_kind("out"):  # the return is ``out``: it joins the promoted variable where the kind returns its dtype
                 out = next((v.binds for v in plan.variables if "return.0" in v.binds), ()) if finding.promotion.kind in SHARED_RETURN else ()
+                if not out and finding.promotion.kind in SHARED_RETURN and one_tensor_return(schema):  # no call bound them
+                    out = tuple(s.name for s in schema.slots if s.is_tensor and not s.is_return and "!" in s.alias) + ("return.0",)
                 found[name] = with_verdicts(with_promotion(plan, sibling, returns=False, written=out, sibling=True))
             else:
-                found[name] = with_verdicts(with_promotion(plan, sibling, sibling=True))
+                found[name] = with_verdicts(with_promotion(plan, sibling, sibling=True, free_return=one_tensor_return(schema)))
     return found

@@ -13,11 +13,11 @@ import json
 from importlib import resources
 
 from migrate.model.dtypes import TENSOR_DTYPES
-from migrate.model.plan import ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN
+from migrate.model.plan import ACCEPTED, OTHER_DEVICE, PROMOTED_AWAY, REJECTED, UNKNOWN
 from migrate.write.reference.rows import DECLARED, NOT_DECLARED, OverloadRow
 
-STATES = (ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN, DECLARED, NOT_DECLARED)
-CODES = {state: state[0] if state != NOT_DECLARED else "n" for state in STATES}  # a, o, r, u, d, n
+STATES = (ACCEPTED, OTHER_DEVICE, REJECTED, PROMOTED_AWAY, UNKNOWN, DECLARED, NOT_DECLARED)
+CODES = {state: state[0] if state != NOT_DECLARED else "n" for state in STATES}  # a, o, r, p, u, d, n
 PLACEHOLDER = "/*DATA*/null"
 REJECTION = ": rejected: "  # the probe's evidence line for refused dtypes carries their shared message after this
 
