@@ -12,15 +12,22 @@ did not; the two judges' verdicts are counted apart. Every dtype the run added o
 and ``dtype-removed`` notes, by the judge they name) must rest on a call of the original torch_lib that ran
 the function: those that do not are counted (target 0).
 
-    .venv/bin/python bench/check_rewrite.py OUT ORIGINAL.json REWRITTEN.json
+    .venv/bin/python bench/check_rewrite.py OUT [ORIGINAL.json REWRITTEN.json] [-j N]
 
 OUT is the run's ``--out`` (its native_functions.yaml, torch_lib and ``--report`` OUT/report.json); the two
 reports are ``export-check --report`` of the installed torch_lib and of OUT/torch_lib (with
-``--native-functions OUT/native_functions.yaml``).
+``--native-functions OUT/native_functions.yaml``). Without them, both checks run here, over every overload
+either torch_lib registers, and their reports are written to OUT/export-original.json and
+OUT/export-rewritten.json: the original's from the cache once it has run, the rewritten one's from the same
+results for every overload whose functions the rewrite left as they were (the cache is keyed by the functions a
+case depends on), so only the overloads of changed functions are exported again.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 import json
 import re
 import sys
@@ -29,7 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from migrate.cache import StageCache
+from migrate.cache import StageCache  # noqa: E402
+from migrate.cli import main as cli  # noqa: E402
 from migrate.torchlib_source.resolve import installed_torchlib, scan_torchlib  # noqa: E402
 from migrate.model.declared import declared_variables  # noqa: E402
 from migrate.model.dtypes import DType  # noqa: E402
@@ -78,8 +86,33 @@ def unreached_changes(notes: list[str], original: dict[str, tuple[ExportVerdict,
     return counts, unreached
 
 
+def export_check(report: Path, *argv: str) -> None:
+    """``dtype-migrate export-check`` of a torch_lib, its report written; its totals printed."""
+    table = io.StringIO()
+    with contextlib.redirect_stdout(table):
+        code = cli(["export-check", "--report", str(report), *argv])
+    if code != 0:
+        raise SystemExit(f"dtype-migrate export-check {' '.join(argv)} exited {code}")
+    print(*table.getvalue().splitlines()[-3:], sep="\n")
+
+
 def main() -> None:
-    out, original_report, rewritten_report = (Path(a) for a in sys.argv[1:4])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("reports", type=Path, nargs="*", help="ORIGINAL.json REWRITTEN.json (default: run both checks)")
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--op", action="append", default=[], help="only these overloads, when the checks run here (default: all)")
+    args = parser.parse_args()
+    out = args.out
+    if args.reports:
+        original_report, rewritten_report = args.reports
+    else:
+        original_report, rewritten_report = out / "export-original.json", out / "export-rewritten.json"
+        common = ["-j", str(args.jobs), *(f"--op={op}" for op in args.op)]
+        export_check(original_report, *common)
+        export_check(rewritten_report, *common, "--native-functions", str(out / "native_functions.yaml"), "--torchlib", str(out / "torch_lib"))
+        summary = json.loads(rewritten_report.read_text())["summary"]
+        print(f"rewritten torch_lib: {summary['overloads_run']} overloads exported again, {summary['overloads_from_cache']} from the cache")
     native = NativeFunctions.load(installed_native_functions())
     before = scan_torchlib(installed_torchlib(), native, StageCache.at())
     after = scan_torchlib(out / "torch_lib", native, StageCache.at())

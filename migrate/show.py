@@ -193,9 +193,9 @@ def schema_call_section(context: ShowContext, overload: str) -> list[str]:
 
 def export_section(context: ShowContext, overload: str) -> list[str]:
     """Each checked dtype's export status (from ``export-check`` results cached for this torch_lib), per cast slots."""
-    from migrate.audit.export import cached_results, results_dir
+    from migrate.audit.export import ResultStore
 
-    results = cached_results(results_dir(context.session.torchlib_root, context.session.cache), overload)
+    results = ResultStore.of(context.session.torchlib_root, context.session.cache).get(overload)
     if results is None:
         return ["export: not checked (run 'dtype-migrate export-check')"]
     lines = ["export:" + (f" {results[0].function}" if results and results[0].function else "")]

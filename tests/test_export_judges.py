@@ -124,6 +124,27 @@ def test_functions_no_export_ran_go_to_the_function_level_judge():
     assert list(shadowed) == [("tile", "aten_tile_other")]
 
 
+def test_a_partially_decomposed_overload_is_judged_directly_on_its_decomposed_cases_only():
+    """eq.Scalar: the exporter keeps the overload for some dtypes (aten_eq ran) and decomposes it for others; each
+    case is about aten_eq only when aten_eq ran for it, so the function-level judge takes the decomposed ones."""
+    kept = CallResult((("self", "torch.float32"),), OK, "", ("aten_eq",), ("aten_eq",))
+    gone = CallResult((("self", "torch.bool"),), OK, "", (), ("aten_eq_tensor",), True)
+    cases = (
+        CaseResult("eq.Scalar", ("self",), F32, "aten_eq", (), OK, "", (kept,)),
+        CaseResult("eq.Scalar", ("self",), BOOL, "aten_eq", (), DECOMPOSED, "decomposed", (gone,)),
+        CaseResult("eq.Scalar", ("self",), DType("complex64"), "aten_eq", (), DECOMPOSED, "decomposed", (gone,)),
+    )
+    wanted = unreached_functions({"eq.Scalar": cases})
+    assert {key: [c.dtype for c in found] for key, found in wanted.items()} == {("eq.Scalar", "aten_eq"): [BOOL]}
+    # the rewrite then reads the export for float32 and the function-level judge for bool
+    judged = ExportVerdict(("self",), BOOL, INVALID_MODEL, BOOL_SPEC, ((("self",), INVALID_MODEL, BOOL_SPEC, ("aten_eq",)),), FUNCTION_JUDGE)
+    verdicts = tuple(c.verdict() for c in cases) + (judged,)
+    assert tied_verdicts({"eq.Scalar": verdicts}, [("eq.Scalar", ("self",))], "aten_eq") == {
+        F32: (OK, "", "export"),
+        BOOL: (INVALID_MODEL, BOOL_SPEC, FUNCTION_JUDGE),
+    }
+
+
 def test_decomposed_cases_are_counted_in_the_table_and_the_provisioning_list():
     judged = tuple(
         CaseResult("mT", ("self",), d, "aten_mT", (), s, m, (CallResult((("self", str(d)),), s, m, ("aten_mT",)),), judge=FUNCTION_JUDGE)

@@ -6,17 +6,18 @@ reach the overload, with that variable's slots cast to the dtype, exported with
 ``torch.onnx.export(dynamo=True)`` against that torch_lib, run in onnxruntime and compared
 with eager PyTorch (``migrate.audit.export_worker`` does that, in forked workers).
 
-Results are cached per overload under ``<cache>/export/<key>/``, the key made of the
-torch, onnxscript and onnxruntime versions, the torch_lib's content and the worker's
-code: a re-run reads them, ``--op`` runs only the named overloads, ``--refresh`` runs
-again. Which OpInfo gives an overload's calls comes from the OpInfo sweep's cache.
+Results are cached per overload (``ResultStore``), keyed by what they depend on: the
+torch, onnxscript, onnx, onnx_ir and onnxruntime versions, the code the workers run
+(``export_key``: the definitions their entry points reach, not whole modules), and the
+digests of the torch_lib functions registered for the overload and used by its calls.
+A re-run reads them, ``--op`` runs only the named overloads, ``--refresh`` runs again.
+Which OpInfo gives an overload's calls comes from the OpInfo sweep's cache.
 A main run reads the same cache to mark its export-coverage-gap conflicts confirmed
 or refuted (``verdicts``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
@@ -29,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from migrate.audit import export_worker, function_worker
+from migrate.audit.export_key import TorchlibKeys, torchlib_keys, worker_digest
 from migrate.cache import StageCache, store
 from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.runtime.runs import CatalogueEntry
-from migrate.model import export_status
 from migrate.model.dtypes import DType, canonical
 from migrate.model.export_status import (
     DECOMPOSED,
@@ -228,54 +229,67 @@ def _input_slots(variable: Variable) -> tuple[str, ...]:
 # --- the cache -----------------------------------------------------------------------------------
 
 
-def torchlib_digest(root: Path) -> str:
-    """The torch_lib's content: every module's path and bytes."""
-    found = hashlib.sha256()
-    for path in sorted(p for p in Path(root).rglob("*.py") if p.is_file()):
-        found.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return found.hexdigest()
+# What a stored result depends on in the tool's code: the workers, the statuses' rules, and how a worker's reports
+# become results (``export_key`` follows what these reach; other changes keep the results cached).
+EXPORT_CODE = ("migrate.audit.export_worker:export_reports", "migrate.model.export_status", "migrate.audit.export:CaseResult", "migrate.audit.export:_in_workers")
+JUDGE_CODE = ("migrate.audit.function_worker:function_reports", *EXPORT_CODE[1:])
+KEPT_VERSIONS = 4  # results kept per overload for other versions of its functions (the original and a rewritten torch_lib)
 
 
-def results_dir(torchlib: Path, cache: StageCache) -> Path:
-    """Where the results for this torch_lib live: the ``export`` stage (keyed by the worker's code and the
-    torch, onnxscript and onnxruntime versions), a folder per torch_lib content."""
-    return cache.stage("export", export_worker.__name__, export_status.__name__).folder / torchlib_digest(torchlib)[:32]
+@dataclass(frozen=True)
+class ResultStore:
+    """One judge's cached results for one torch_lib, a file per overload under ``<cache>/export/<code>/`` (or
+    ``export-function``), ``<code>`` the digest of the code the judge runs (``EXPORT_CODE``, ``JUDGE_CODE``)
+    and of the torch, onnxscript, onnx, onnx_ir and onnxruntime versions. A result holds the cases it answers
+    and the digests of the torch_lib functions it depends on: those registered for its overload (in order) and
+    those its calls used. It answers for any torch_lib whose functions have those digests, so a rewritten
+    torch_lib re-runs only the overloads whose functions changed."""
 
+    folder: Path
+    keys: TorchlibKeys
 
-def judged_dir(torchlib: Path, cache: StageCache) -> Path:
-    """Where the function-level judge's results for this torch_lib live (the ``export-function`` stage, keyed as ``export``)."""
-    return cache.stage("export-function", function_worker.__name__, export_status.__name__).folder / torchlib_digest(torchlib)[:32]
+    @classmethod
+    def of(cls, torchlib: Path, cache: StageCache, judge: str = EXPORT_JUDGE) -> ResultStore:
+        stage, code = ("export", EXPORT_CODE) if judge == EXPORT_JUDGE else ("export-function", JUDGE_CODE)
+        return cls(cache.root / stage / worker_digest(*code)[:16], torchlib_keys(torchlib, cache))
 
+    def get(self, overload: str, request: Any = None) -> tuple[CaseResult, ...] | None:
+        """The overload's results (asked for by exactly this ``request``, when given) whose functions are this
+        torch_lib's; None on a miss."""
+        for entry in self._entries(overload):
+            if request is not None and entry.get("request") != request:
+                continue
+            depends = entry.get("depends", {})
+            if entry.get("registered") == list(self.keys.registered.get(overload, ())) and depends == self.keys.depends(overload, depends):
+                return tuple(CaseResult.from_json(case) for case in entry["cases"])
+        return None
 
-def _file(folder: Path, overload: str) -> Path:
-    return folder / f"{overload}.json"
+    def put(self, overload: str, request: Any, results: Iterable[CaseResult]) -> None:
+        results = tuple(results)
+        used = {f for r in results for call in r.calls for f in (*call.used, *call.ran)} | {r.function for r in results if r.function}
+        entry = {
+            "request": request,
+            "registered": list(self.keys.registered.get(overload, ())),
+            "depends": self.keys.depends(overload, used),
+            "cases": [r.to_json() for r in results],
+        }
+        same = (entry["request"], entry["registered"], entry["depends"])
+        kept = [e for e in self._entries(overload) if (e.get("request"), e.get("registered"), e.get("depends")) != same]
+        store(self._file(overload), json.dumps({"entries": [entry, *kept][:KEPT_VERSIONS]}, separators=(",", ":")).encode())
+
+    def _file(self, overload: str) -> Path:
+        return self.folder / f"{overload}.json"
+
+    def _entries(self, overload: str) -> list[dict[str, Any]]:
+        try:
+            obj = json.loads(self._file(overload).read_bytes())
+        except (OSError, ValueError):
+            return []
+        return [e for e in obj.get("entries", ()) if isinstance(e, dict)] if isinstance(obj, dict) else []
 
 
 def _request_json(cases: tuple[CaseRequest, ...]) -> list[Any]:
     return [[list(case.cast), case.dtype.name] for case in cases]
-
-
-def cached_results(folder: Path, overload: str, cases: tuple[CaseRequest, ...] | None = None) -> tuple[CaseResult, ...] | None:
-    """An overload's cached results (for exactly these cases, when given); None on a miss."""
-    return _cached(folder, overload, None if cases is None else _request_json(cases))
-
-
-def _cached(folder: Path, overload: str, request: Any = None) -> tuple[CaseResult, ...] | None:
-    """An overload's cached results (asked for by exactly this ``request``, when given); None on a miss."""
-    try:
-        obj = json.loads(_file(folder, overload).read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(obj, dict):
-        return None
-    if request is not None and obj.get("request") != request:
-        return None
-    return tuple(CaseResult.from_json(case) for case in obj["cases"])
-
-
-def _store(folder: Path, overload: str, request: Any, results: Iterable[CaseResult]) -> None:
-    obj = {"request": request, "cases": [r.to_json() for r in results]}
-    store(_file(folder, overload), json.dumps(obj, separators=(",", ":")).encode())
 
 
 # --- running -------------------------------------------------------------------------------------
@@ -297,18 +311,18 @@ def run_export_check(
     started = time.monotonic()
     wanted = requests(declared, registered)
     run = partial(_run, torchlib=torchlib, jobs=jobs, cache=cache, progress=progress)
-    found, ran = _cached_or_run(results_dir(torchlib, cache), wanted, _request_json, refresh, run)
+    found, ran = _cached_or_run(ResultStore.of(torchlib, cache), wanted, _request_json, refresh, run)
     cases = tuple(result for overload in wanted for result in found[overload])
     judged = judge_functions(unreached_functions(found, functions), torchlib, cache, jobs, refresh, progress)
     return ExportCheck(cases, Path(torchlib), len(wanted), ran, time.monotonic() - started, judged)
 
 
-def _cached_or_run(folder: Path, wanted: Mapping[str, Any], request: Any, refresh: bool, run: Any) -> tuple[dict[str, tuple[CaseResult, ...]], int]:
+def _cached_or_run(stored: ResultStore, wanted: Mapping[str, Any], request: Any, refresh: bool, run: Any) -> tuple[dict[str, tuple[CaseResult, ...]], int]:
     """Per overload, its results: cached for exactly ``request(wanted[overload])``, or from ``run`` of the missing
     ones (stored when complete); and how many overloads ran."""
     found: dict[str, tuple[CaseResult, ...]] = {}
     for overload, asked in wanted.items():
-        cached = None if refresh else _cached(folder, overload, request(asked))
+        cached = None if refresh else stored.get(overload, request(asked))
         if cached is not None:
             found[overload] = cached
     missing = {overload: asked for overload, asked in wanted.items() if overload not in found}
@@ -316,24 +330,27 @@ def _cached_or_run(folder: Path, wanted: Mapping[str, Any], request: Any, refres
         for overload, results, complete in run(missing):
             found[overload] = results
             if complete:
-                _store(folder, overload, request(missing[overload]), results)
+                stored.put(overload, request(missing[overload]), results)
     return found, len(missing)
 
 
 def unreached_functions(
     found: Mapping[str, tuple[CaseResult, ...]], functions: Mapping[str, Iterable[str]] | None = None
 ) -> dict[tuple[str, str], tuple[CaseRequest, ...]]:
-    """Per (overload, real function registered for it) that no export ran (the exporter decomposed the overload
-    before dispatch, or sent it to another function), the overload's cases with a sampled call, complex ones
-    aside (the exporter gives complex inputs to a ``complex=True`` function): the function-level judge's work."""
+    """Per (overload, real function registered for it), the overload's cases with a sampled call none of whose calls
+    ran that function (the exporter decomposed the overload for that call, sent it to another function, or failed
+    before dispatch), complex ones aside (the exporter gives complex inputs to a ``complex=True`` function): the
+    function-level judge's work. A case is about a function only when the function ran for that case, so an
+    overload some of whose cases reach its function and some decompose (``eq.Scalar``) is judged directly on the
+    decomposed ones only."""
     wanted = {}
     for overload, results in found.items():
-        ran = {f for r in results for call in r.calls for f in call.ran}
-        sampled = tuple(CaseRequest(overload, r.cast, r.dtype) for r in results if r.calls and not r.dtype.name.startswith("complex"))
         registered = functions.get(overload, ()) if functions is not None else {r.function for r in results if r.function}
-        for function in sorted(set(registered) - ran):
-            if sampled:
-                wanted[overload, function] = sampled
+        sampled = [r for r in results if r.calls and not r.dtype.name.startswith("complex")]
+        for function in sorted(set(registered)):
+            cases = tuple(CaseRequest(overload, r.cast, r.dtype) for r in sampled if not any(function in call.ran for call in r.calls))
+            if cases:
+                wanted[overload, function] = cases
     return wanted
 
 
@@ -350,7 +367,7 @@ def judge_functions(
     for (overload, function), cases in wanted.items():
         by_overload.setdefault(overload, {})[function] = cases
     run = partial(_run_judge, torchlib=torchlib, jobs=jobs, cache=cache, progress=progress)
-    found, _ = _cached_or_run(judged_dir(torchlib, cache), by_overload, _judge_request, refresh, run)
+    found, _ = _cached_or_run(ResultStore.of(torchlib, cache, FUNCTION_JUDGE), by_overload, _judge_request, refresh, run)
     return tuple(result for overload in by_overload for result in found[overload])
 
 
@@ -485,16 +502,16 @@ def verdict(conflict: Conflict, results: Iterable[CaseResult]) -> str:
 
 def verdicts(conflicts: Mapping[str, tuple[Conflict, ...]], torchlib: Path, cache: StageCache) -> dict[tuple[str, int], str]:
     """Per (overload, index of the conflict), the verdict on each export-coverage-gap conflict with cached results."""
-    folder, judged = results_dir(torchlib, cache), judged_dir(torchlib, cache)
+    exported, judged = ResultStore.of(torchlib, cache), ResultStore.of(torchlib, cache, FUNCTION_JUDGE)
     found = {}
     for overload, listed in conflicts.items():
         gaps = [(i, c) for i, c in enumerate(listed) if c.kind == COVERAGE_GAP]
         if not gaps:
             continue
-        results = cached_results(folder, overload)
+        results = exported.get(overload)
         if results is None:
             continue
-        results += _cached(judged, overload) or ()
+        results += judged.get(overload) or ()
         for index, conflict in gaps:
             found[overload, index] = verdict(conflict, results)
     return found
@@ -525,10 +542,10 @@ def rewrite_verdicts(
     overloads = sorted(set(registered) & declared.keys())
     if compute:
         run_export_check(declared, overloads, torchlib, cache, jobs, functions=registered)
-    folder, judged = results_dir(torchlib, cache), judged_dir(torchlib, cache)
+    exported, judged = ResultStore.of(torchlib, cache), ResultStore.of(torchlib, cache, FUNCTION_JUDGE)
     found = {}
     for overload in overloads:
-        results = (cached_results(folder, overload) or ()) + (_cached(judged, overload) or ())
+        results = (exported.get(overload) or ()) + (judged.get(overload) or ())
         if results:
             found[overload] = tuple(r.verdict() for r in results)
     return found

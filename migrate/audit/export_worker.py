@@ -171,6 +171,7 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     from migrate.runtime import torch_private
 
     functions = _dispatched_functions()
+    torch_private.memoise_export_tables()
     torch_private.record_onnx_lowering(_LOWERED)
     for group in argument["groups"]:
         cases = []
@@ -457,7 +458,7 @@ def _attempt(cases: list[Run]) -> tuple[str, str] | None:
     try:
         program = torch.onnx.export(exported if exported is not None else module, inputs, dynamo=True, verbose=False)
     except Exception as exc:
-        return _fail(cases, _blame_fx(str(exc), exported), EXPORT_ERROR, _first_line(exc))
+        return _fail(cases, _blame_fx(str(exc), exported, [len(_tensors(case)) for case in cases]), EXPORT_ERROR, _first_line(exc))
     finally:
         _record_lowering(cases, _LOWERED[start:])
         del _LOWERED[start:]
@@ -567,19 +568,33 @@ def _drop_outputs(model: Any, values: list[Any]) -> None:
     RemoveUnusedNodesPass()(model)
 
 
-_FX_NODE = re.compile(r"translating node %([A-Za-z0-9_]+)")
+_FX_NODE = re.compile(r"translating node %([A-Za-z0-9_]+)([^\n]*)")
+_FX_ARGUMENT = re.compile(r"%([A-Za-z0-9_]+)")
 
 
-def _blame_fx(text: str, exported: Any) -> list[int]:
-    """The case whose submodule holds the FX node a conversion error names."""
+def _blame_fx(text: str, exported: Any, counts: list[int]) -> list[int]:
+    """The cases a conversion error names: the FX node it was translating, by the submodule of its module stack;
+    an input (a placeholder: the exporter cannot take a float8_e8m0fnu tensor), by the case it feeds (``counts``:
+    each case's number of inputs, in order); a node the exporter's decompositions made (a type promotion's
+    ``convert_element_type``), by the first of its arguments that names a case. Unnamed: no case (the batch is halved)."""
     if exported is None:
         return []
-    named = set(_FX_NODE.findall(text))
-    found = set()
-    for node in exported.graph.nodes:
-        if node.name in named:
-            for path, _ in (node.meta.get("nn_module_stack") or {}).values():
-                found.update(int(n) for n in _CASE.findall(path))
+    nodes = {node.name: node for node in exported.graph.nodes}
+    inputs = [node.name for node in exported.graph.nodes if node.op == "placeholder"]
+    feeds = [index for index, count in enumerate(counts) for _ in range(count)]
+    found: set[int] = set()
+    for name, rest in _FX_NODE.findall(text):
+        for candidate in (name, *_FX_ARGUMENT.findall(rest)):
+            node = nodes.get(candidate)
+            if node is None:
+                continue
+            if node.op == "placeholder":
+                owners = {feeds[inputs.index(candidate)]} if len(inputs) == len(feeds) else set()
+            else:
+                owners = {int(n) for path, _ in (node.meta.get("nn_module_stack") or {}).values() for n in _CASE.findall(path)}
+            if owners:
+                found |= owners
+                break
     return sorted(found)
 
 
