@@ -110,9 +110,16 @@ def test_the_command_prints_a_table_writes_the_report_and_the_run_reads_verdicts
     assert written["summary"]["cases"] == len(written["cases"]) > 10
     assert sum(written["summary"]["by_status"].values()) == len(written["cases"])
     assert ResultStore.of(installed_torchlib(), StageCache.at(cache)).get("sin") is not None
-    # The main run marks the coverage gaps of those overloads confirmed or refuted.
-    plan_path = tmp_path / "report.json"
-    code, _, err = run_cli(capfd, "--dry-run", "--op", "sin", "--op", "angle", "--cache-dir", str(cache), "--report", str(plan_path))
+    # Without --export-check the main run reads no export result (its outputs never depend on what the cache holds);
+    # with it, it marks the coverage gaps of those overloads confirmed or refuted from the cached results.
+    plain_path, plan_path = tmp_path / "plain.json", tmp_path / "report.json"
+    code, _, err = run_cli(capfd, "--dry-run", "--op", "sin", "--op", "angle", "--cache-dir", str(cache), "--report", str(plain_path))
+    assert code == 0, err
+    plain = json.loads(plain_path.read_text())
+    assert all(not c.get("export") for o in plain["overloads"] for c in o["conflicts"])
+    code, _, err = run_cli(
+        capfd, "--dry-run", "--export-check", "--op", "sin", "--op", "angle", "--cache-dir", str(cache), "--report", str(plan_path)
+    )
     assert code == 0, err
     plan = json.loads(plan_path.read_text())
     gaps = [c for o in plan["overloads"] for c in o["conflicts"] if c["kind"] == "export-coverage-gap"]

@@ -295,7 +295,7 @@ class Session:
             outputs += rewritten
             summary = replace(summary, torchlib=rewrite_summary)
         if request.report is not None:
-            store(request.report, self._report(plan, result, summary.to_json()).dumps().encode())
+            store(request.report, self._report(plan, result, summary.to_json(), request.export_check).dumps().encode())
         return Migration(tuple(outputs), summary)
 
     def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None) -> tuple[YamlResult, dict, str]:
@@ -353,31 +353,32 @@ class Session:
     def _torchlib_outputs(
         self, plan: Plan, result: YamlResult, targets: Targets, export_check: bool, written: str
     ) -> tuple[list[Output], TorchlibSummary]:
-        """torchlib rewritten to what the yaml says (hand-written constraints the run kept are not pushed into it), and to
-        what export-check's results (cached for this torch_lib, or computed first with ``export_check``) prove."""
+        """torchlib rewritten to what the yaml says (hand-written constraints the run kept are not pushed into it), and,
+        with ``export_check``, to what export-check's results (cached for this torch_lib, or computed first) prove.
+        Without it no export result is read: the outputs depend on the inputs and options, never on what the cache holds."""
         from migrate.audit.export import rewrite_verdicts
         from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
 
         written_plan = _written_plan(plan, result)
         declared = {o.name: o.variables for o in written_plan.overloads if self.selected is None or o.name in self.selected}
-        exported = rewrite_verdicts(declared, self.real_functions(), self.torchlib_root, self.cache, export_check, self.options.jobs)
+        exported = rewrite_verdicts(declared, self.real_functions(), self.torchlib_root, self.cache, True, self.options.jobs) if export_check else {}
         rewrite = rewrite_torchlib(
             self.torchlib, written_plan, self.native, self.cache, only=self.selected, exported=exported, written=written
         )
         mirrored = torchlib_outputs(rewrite, self.torchlib.root, targets.out, mirror=targets.out is not None)
         return [replace(output, display=targets.display(output.source, output.display)) for output in mirrored], rewrite.summary()
 
-    def _report(self, plan: Plan, result: YamlResult, summary: dict) -> Plan:
+    def _report(self, plan: Plan, result: YamlResult, summary: dict, export_check: bool) -> Plan:
         """The applied plan with the writer's conflicts added to each overload, and the summary.
 
-        Export coverage gaps that ``export-check`` results (cached for this torchlib) judged are
+        With ``export_check``, export coverage gaps that ``export-check`` results (for this torchlib) judged are
         marked confirmed or refuted, and counted in the summary.
         """
         from migrate.audit.export import verdict_summary, verdicts
 
         conflicts = {o.name: o.conflicts for o in result.outcomes}
         conflicts = {o.name: conflicts.get(o.name, o.conflicts) for o in plan.overloads}
-        judged = verdicts(conflicts, self.torchlib_root, self.cache)
+        judged = verdicts(conflicts, self.torchlib_root, self.cache) if export_check else {}
         overloads = tuple(
             replace(o, conflicts=tuple(replace(c, export=judged.get((o.name, i), "")) for i, c in enumerate(conflicts[o.name])))
             for o in plan.overloads
