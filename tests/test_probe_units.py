@@ -129,6 +129,32 @@ def test_every_probe_starts_from_its_own_fixed_seed():
     assert drawn == first and len(set(first)) == len(first) > 1
 
 
+def test_a_probe_that_repeats_an_earlier_one_but_for_the_values_takes_its_answer():
+    made = []
+
+    def picky(x):
+        made.append(x.dtype)
+        if x.dtype == torch.int8:
+            raise RuntimeError("index 3 is out of bounds for dimension 0")  # names no dtype: may depend on the values
+        if x.is_complex():
+            raise NotImplementedError("\"picky\" not implemented for 'ComplexFloat'")
+        return x.clone()
+
+    answers: probing.Answers = {}
+    first = probing.probe_call(fake_call(picky), "picky", timeout=10, answers=answers)
+    asked = len(made)
+    made.clear()
+    same_but_values = fake_call(picky)
+    same_but_values = CapturedCall(picky, same_but_values.slots, (torch.full((3,), 2.0),), {}, same_but_values.dtypes, True, "float32")
+    again = probing.probe_call(same_but_values, "picky", timeout=10, answers=answers)
+    assert again["probes"] == first["probes"] and asked > 10
+    assert made == [torch.int8]  # asked again: only the refusal that names no dtype
+    made.clear()
+    other_shape = CapturedCall(picky, same_but_values.slots, (torch.ones(4),), {}, same_but_values.dtypes, True, "float32")
+    probing.probe_call(other_shape, "picky", timeout=10, answers=answers)
+    assert len(made) == asked
+
+
 def test_the_calls_chosen_vary_the_context_and_keep_each_pattern_of_absent_slots():
     capture = CallCapture(lambda overload, direct: 3)
     for sample in ("bool", "int8", "float32", "int64"):

@@ -15,6 +15,14 @@ from migrate.model.plan import PROBE, Evidence
 REJECTED = ": rejected: "  # precedes ATen's message in the ``where`` of probe evidence for dtypes it refused
 _ALTERNATIVES = re.compile(r"\{([^{}]*)\}")
 
+# Spellings of dtypes in ATen's messages (C++ type names, ScalarType names, Python names).
+DTYPE_SPELLING = re.compile(
+    r"c10::complex<[^>]*>|c10::\w+|torch\.\w+"
+    r"|\b(?:(?:unsigned|signed|short|long)\s+)*(?:char|short|int|long)\b(?:\s+int\b)?"
+    r"|\b(?:Byte|Char|Short|Int|Long|Half|Float|Double|Complex\w*|Bool|BFloat16|U?Int\d+|Float\d\w*|Q\w*Int\w*|Bits\w+"
+    r"|bool|float|double|half|bfloat16|u?int\d+|float\d\w*|complex\d*)\b"
+)
+
 
 def is_rejection(evidence: Evidence) -> bool:
     """Probe evidence whose dtypes ATen refused (its message in ``where``), not accepted."""

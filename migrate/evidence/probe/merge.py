@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -38,7 +37,7 @@ from migrate.runtime.runs import MIXED, SCHEMA_CALL, Observation, OpInfoId, Prob
 from migrate.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import DECLARED, EMPTY, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
-from migrate.model.rejection import REJECTED, is_rejection
+from migrate.model.rejection import DTYPE_SPELLING, REJECTED, is_rejection
 
 ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
 ON_EMPTY = ", on empty tensors"  # in the ``where`` of evidence from probing a call with an empty tensor
@@ -112,19 +111,10 @@ def _tied(call: ProbedCall) -> Iterator[tuple[str, ...]]:
             yield core
 
 
-# Spellings of dtypes in ATen's messages (C++ type names, ScalarType names, Python names).
-_DTYPE_SPELLING = re.compile(
-    r"c10::complex<[^>]*>|c10::\w+|torch\.\w+"
-    r"|\b(?:(?:unsigned|signed|short|long)\s+)*(?:char|short|int|long)\b(?:\s+int\b)?"
-    r"|\b(?:Byte|Char|Short|Int|Long|Half|Float|Double|Complex\w*|Bool|BFloat16|U?Int\d+|Float\d\w*|Q\w*Int\w*|Bits\w+"
-    r"|bool|float|double|half|bfloat16|u?int\d+|float\d\w*|complex\d*)\b"
-)
-
-
 @functools.lru_cache(maxsize=None)
 def _template(message: str) -> str:
     """A rejection message with the dtypes it names blanked: messages that differ only there share one."""
-    return _DTYPE_SPELLING.sub("<dtype>", message)
+    return DTYPE_SPELLING.sub("<dtype>", message)
 
 
 @dataclass

@@ -18,6 +18,11 @@ that lets more dtypes in: ``mean(int64 tensor, dtype=torch.float32)`` is a valid
 ``mean`` may accept int64. Such an acceptance names the setting (``gated``). The unmodified call is made first: if it fails now (state or data it depended
 on), nothing of it is probed. Calls run on the captured clones, cloned again per probe
 for an overload that writes to an argument; every probe starts from its own fixed seed.
+Within an OpInfo, a probe that repeats an earlier one but for its tensors' values (the same
+overload, dtype at every slot, shapes and strides, other arguments and gate) takes that one's
+answer (``Answers``) when ATen accepted it or refused it naming a dtype: the diagonal probes of
+an overload's second and third calls, and of a sibling's second, are mostly such repeats. A
+refusal naming no dtype (an index out of range) may depend on the values, and is asked again.
 
 Then the in-place and out= siblings of the probed calls' overloads are called and probed the same
 way, on calls built from those calls (``migrate.evidence.probe.siblings``).
@@ -59,6 +64,7 @@ from migrate.evidence.probe.siblings import sibling_calls, written_slots
 from migrate.runtime.recorders import CapturedCall, argument_of, dtype_name, dtypes_of
 from migrate.runtime.processes import one_line
 from migrate.model.dtypes import DType
+from migrate.model.rejection import DTYPE_SPELLING
 
 PROBE_CALLS = 3  # calls probed per overload and OpInfo, each with input dtypes no other one had
 PROBE_TIMEOUT = 30.0  # seconds per probe call; the slowest accepted probes take well under a second
@@ -221,20 +227,55 @@ def _gate_text(gate: tuple[int, str, bool, Any]) -> str:
     return f"{gate[1]} {gate[3]}" if gate[3] is ZERO_DIM else f"{gate[1]}={gate[3]}"
 
 
+Answers = dict[tuple[Any, ...], tuple[tuple[Any, ...] | None, str]]  # an OpInfo's probe answers by the call made
+
+
+def _layout(value: Any) -> Any:
+    """A value as the key of a probe's answer: a tensor by shape and strides (its dtype is keyed apart), others as they print."""
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), value.stride() if value.layout == torch.strided else str(value.layout))
+    if isinstance(value, (list, tuple)):
+        return tuple(_layout(v) for v in value)
+    return repr(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_dtype(message: str) -> bool:
+    """Whether ATen's refusal names a dtype: a check of dtypes, which the same dtypes meet the same way whatever the values."""
+    return DTYPE_SPELLING.search(message) is not None
+
+
 class _Prober:
     """Calls one captured call again with some slots cast; returns (returns' dtype names, '') or (None, message)."""
 
-    def __init__(self, call: CapturedCall, label: str, timeout: float):
+    def __init__(self, call: CapturedCall, label: str, timeout: float, answers: Answers | None = None):
         self.call = call
         self.label = label
         self.timeout = timeout
         self.count = 0
+        self.answers = answers
 
     def __call__(
         self, cast: dict[int, torch.dtype], gate: tuple[int, str, bool, Any] | None = None
     ) -> tuple[tuple[Any, ...] | None, str]:
+        self.count += 1  # an answer given again still takes its seed: the calls after it keep theirs
+        if self.answers is None:
+            return self._made(cast, gate)
+        key = (self._layout, tuple(cast.get(i, d) for i, d in enumerate(self.call.dtypes[: len(self.call.slots.arguments)])), gate)
+        answer = self.answers.get(key)
+        if answer is None:
+            answer = self._made(cast, gate)
+            if answer[0] is not None or _names_dtype(answer[1]):
+                self.answers[key] = answer
+        return answer
+
+    @functools.cached_property
+    def _layout(self) -> tuple[Any, ...]:
+        """The call but its tensors' dtypes and values: the overload, each tensor's shape and strides, the other arguments."""
+        return (self.call.func, _layout(self.call.args), _layout(sorted(self.call.kwargs.items())))
+
+    def _made(self, cast: dict[int, torch.dtype], gate: tuple[int, str, bool, Any] | None) -> tuple[tuple[Any, ...] | None, str]:
         slots = self.call.slots
-        self.count += 1
         torch.default_generator.manual_seed(zlib.crc32(f"{self.label}\0{self.count}".encode()))
         signal.setitimer(signal.ITIMER_REAL, self.timeout)
         try:
@@ -275,7 +316,9 @@ class _Prober:
         return args, kwargs
 
 
-def probe_call(call: CapturedCall, label: str, timeout: float, alone: Collection[int] | None = None) -> dict[str, Any]:
+def probe_call(
+    call: CapturedCall, label: str, timeout: float, alone: Collection[int] | None = None, answers: Answers | None = None
+) -> dict[str, Any]:
     """One captured call's probes, as the sweep's report: the call as recorded, and per set of
     slots cast ``[slots, [[dtype, returns' dtypes], ...accepted], [[dtype, message], ...refused], [[dtype, gate], ...]]``
     (the last: the accepted dtypes refused as recorded, with the gating argument's setting that let them in);
@@ -292,7 +335,7 @@ def probe_call(call: CapturedCall, label: str, timeout: float, alone: Collection
         "again": "",
         "probes": [],
     }
-    prober = _Prober(call, label, timeout)
+    prober = _Prober(call, label, timeout, answers)
     _, report["again"] = prober({})
     if report["again"]:
         return report
@@ -368,17 +411,18 @@ def probe_reports(
     """
     started = time.process_time()
     calls = list(calls)
+    answers: Answers = {}
     with bounded():
         for number, call in enumerate(calls):
             yield {"probing": describe(call)}
-            report = probe_call(call, f"{label}\0{number}", timeout)
+            report = probe_call(call, f"{label}\0{number}", timeout, answers=answers)
             yield {"probed": report}
-            again = _Prober(call, f"{label}\0{number}\0contexts", timeout)
+            again = _Prober(call, f"{label}\0{number}\0contexts", timeout, answers)
             for context in context_reports(call, report, again, dtype_universe(), dtype_name):
                 yield {"probed": context}
         for number, call in enumerate(sibling_calls(c for c in calls if about(c))):  # in-place and out= siblings of the calls' overloads
             yield {"probing": describe(call)}
-            yield {"probed": probe_call(call, f"{label}\0sibling\0{number}", timeout, written_slots(call))}
+            yield {"probed": probe_call(call, f"{label}\0sibling\0{number}", timeout, written_slots(call), answers)}
     yield {"probe_seconds": time.process_time() - started}
 
 
