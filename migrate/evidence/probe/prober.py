@@ -69,6 +69,7 @@ from migrate.model.rejection import DTYPE_SPELLING
 PROBE_CALLS = 3  # calls probed per overload and OpInfo, each with input dtypes no other one had
 PROBE_TIMEOUT = 30.0  # seconds per probe call; the slowest accepted probes take well under a second
 MEMORY_HEADROOM = 6 << 30  # bytes of address space a worker may add while probing
+CAST_KEPT_ELEMENTS = 1 << 16  # a probed call's slot with at most this many elements is cast once per dtype, then reused
 
 
 @functools.cache
@@ -138,6 +139,12 @@ def _cast(value: Any, dtype: torch.dtype) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(v, dtype) for v in value)
     return value
+
+
+def _elements(value: Any) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel()
+    return sum(map(_elements, value)) if isinstance(value, (list, tuple)) else 0
 
 
 def _fresh(value: Any) -> Any:
@@ -254,6 +261,7 @@ class _Prober:
         self.timeout = timeout
         self.count = 0
         self.answers = answers
+        self._casts: dict[tuple[int, torch.dtype], Any] = {}
 
     def __call__(
         self, cast: dict[int, torch.dtype], gate: tuple[int, str, bool, Any] | None = None
@@ -261,7 +269,10 @@ class _Prober:
         self.count += 1  # an answer given again still takes its seed: the calls after it keep theirs
         if self.answers is None:
             return self._made(cast, gate)
-        key = (self._layout, tuple(cast.get(i, d) for i, d in enumerate(self.call.dtypes[: len(self.call.slots.arguments)])), gate)
+        dtypes = list(self._recorded)
+        for index, dtype in cast.items():
+            dtypes[index] = dtype
+        key = (self._layout, *dtypes, gate)
         answer = self.answers.get(key)
         if answer is None:
             answer = self._made(cast, gate)
@@ -270,9 +281,14 @@ class _Prober:
         return answer
 
     @functools.cached_property
-    def _layout(self) -> tuple[Any, ...]:
-        """The call but its tensors' dtypes and values: the overload, each tensor's shape and strides, the other arguments."""
-        return (self.call.func, _layout(self.call.args), _layout(sorted(self.call.kwargs.items())))
+    def _layout(self) -> str:
+        """The call but its tensors' dtypes and values: the overload, each tensor's shape and strides, the other arguments
+        (as text, whose hash Python keeps)."""
+        return repr((self.call.slots.name, id(self.call.func), _layout(self.call.args), _layout(sorted(self.call.kwargs.items()))))
+
+    @functools.cached_property
+    def _recorded(self) -> tuple[Any, ...]:
+        return self.call.dtypes[: len(self.call.slots.arguments)]
 
     def _made(self, cast: dict[int, torch.dtype], gate: tuple[int, str, bool, Any] | None) -> tuple[tuple[Any, ...] | None, str]:
         slots = self.call.slots
@@ -296,6 +312,16 @@ class _Prober:
         outs = out if slots.returns_tuple else (out,)
         return tuple(_named(dtypes_of(outs[position], holds_list)) for position, _, holds_list in slots.returns), ""
 
+    def _cast_once(self, index: int, value: Any, dtype: torch.dtype) -> Any:
+        """A small slot of an overload that writes nothing, cast once per dtype for every probe (and gate) that casts it so."""
+        key = (index, dtype)
+        if key not in self._casts:
+            cast = _cast(value, dtype)
+            if _elements(cast) > CAST_KEPT_ELEMENTS:
+                return cast
+            self._casts[key] = cast
+        return self._casts[key]
+
     def _arguments(self, cast: dict[int, torch.dtype]) -> tuple[list[Any], dict[str, Any]]:
         """The captured arguments with the ``cast`` ones cast; all tensors copied for an overload that mutates."""
         call, slots = self.call, self.call.slots
@@ -304,7 +330,7 @@ class _Prober:
             in_kwargs = keyword_only or position >= len(args)
             value = kwargs.get(name) if in_kwargs else args[position]
             if index in cast:
-                value = _cast(value, cast[index])
+                value = _cast(value, cast[index]) if slots.mutates else self._cast_once(index, value, cast[index])
             elif slots.mutates:
                 value = _fresh(value)
             else:
