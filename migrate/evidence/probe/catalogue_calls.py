@@ -125,7 +125,7 @@ def _uniform_lists(call: Any, report: dict[str, Any], timeout: float) -> dict[st
     for position, name, keyword_only, _ in call.slots.arguments:
         value = argument_of(call.args, call.kwargs, (position, name, keyword_only, False))
         probes = report.get("probes", ())
-        casts = [(rows, {d for d, _ in gated}) for cast, rows, _, gated in (*(p for p in probes if p[0] == [name]), *(p for p in probes if name in p[0]))]
+        casts = [(rows, {row[0] for row in gated}) for cast, rows, _, gated in (*(p for p in probes if p[0] == [name]), *(p for p in probes if name in p[0]))]
         others = list(dict.fromkeys(dtype for rows, gated in casts for dtype, _ in rows if dtype not in gated))[:MIXED_TRIES]
         if not isinstance(value, list) or len(value) < 2 or report["again"] or not others:
             continue

@@ -184,6 +184,21 @@ def gates(call: CapturedCall) -> list[tuple[int, str, bool, Any]]:
     return found
 
 
+def number_kinds(call: CapturedCall) -> list[list[str]]:
+    """``[[name, kind], ...]``: each Scalar argument of the call as recorded that holds a Python number, with its
+    kind (``bool``, ``int``, ``float``, ``complex``): what it does to the promoted tensors' computation dtype."""
+    found = []
+    schema = getattr(call.func, "_schema", None)
+    for position, argument in enumerate(schema.arguments if schema is not None else ()):
+        if str(getattr(argument, "real_type", argument.type)) not in ("number", "Optional[number]"):
+            continue
+        in_kwargs = argument.kwarg_only or position >= len(call.args)
+        value = call.kwargs.get(argument.name, argument.default_value) if in_kwargs else call.args[position]
+        if isinstance(value, (bool, int, float, complex)):
+            found.append([argument.name, type(value).__name__])
+    return found
+
+
 class _ZeroDim:
     """A gate's value: the argument itself, as a 0-dim tensor of its first element."""
 
@@ -278,7 +293,10 @@ class _Prober:
 def probe_call(call: CapturedCall, label: str, timeout: float, alone: Collection[int] | None = None) -> dict[str, Any]:
     """One captured call's probes, as the sweep's report: the call as recorded, and per set of
     slots cast ``[slots, [[dtype, returns' dtypes], ...accepted], [[dtype, message], ...refused], [[dtype, gate], ...]]``
-    (the last: the accepted dtypes refused as recorded, with the gating argument's setting that let them in);
+    (the last: the accepted dtypes refused as recorded, with the gating argument's setting that let them in and
+    ATen's refusal as recorded); ``numbers``: the Python kind of each Scalar argument as recorded (``[other, float]``),
+    since a float one moves an integer tensor's computation to float32 (``le(uint16 tensor, 0.5)`` runs where
+    ``le(uint16 tensor, 1)`` is refused);
     ``again`` is why the unmodified call failed when made again ('' when it ran): then nothing was probed.
     ``alone``: the argument indices cast alone (default: every one; a sibling's call casts only what it writes).
     """
@@ -289,6 +307,7 @@ def probe_call(call: CapturedCall, label: str, timeout: float, alone: Collection
         "direct": call.direct,
         "nonempty": call.nonempty,
         "slots": [[name, _named(d)] for name, d in zip(names, call.dtypes)],
+        "numbers": number_kinds(call),
         "again": "",
         "probes": [],
     }
@@ -311,7 +330,7 @@ def probe_call(call: CapturedCall, label: str, timeout: float, alone: Collection
                 for gate in cast_gating if returns is None else ():
                     returns, _ = prober(dict.fromkeys(cast, dtype), gate)
                     if returns is not None:
-                        gated.append([dtype_name(dtype), _gate_text(gate)])
+                        gated.append([dtype_name(dtype), _gate_text(gate), message])
                         break
                 if returns is None:
                     refused.append([dtype_name(dtype), message])
