@@ -38,7 +38,7 @@ from migrate.runtime.runs import MIXED, SCHEMA_CALL, Observation, OpInfoId, Prob
 from migrate.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import DECLARED, EMPTY, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
-from migrate.model.rejection import REJECTED, is_rejection
+from migrate.model.rejection import REJECTED, is_rejection, rejection_messages
 
 ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
 ON_EMPTY = ", on empty tensors"  # in the ``where`` of evidence from probing a call with an empty tensor
@@ -228,6 +228,28 @@ def _context(call: ProbedCall, cast: tuple[str, ...]) -> str:
 def _numbers(call: ProbedCall) -> str:
     """' with other a Python float': the call's Scalar arguments, by which a refusal's dtype may have moved."""
     return f" with {', '.join(spelled_numbers(call.numbers))}" if call.numbers else ""
+
+
+_REFUSAL = re.compile(rf"^(?P<cast>.*?) cast (?:alone|together)(?: with (?P<context>.*?))?, (?:OpInfo |{SCHEMA_CALL_WHERE})")
+
+
+def refused_without_companions(variable: Variable) -> set[DType]:
+    """Dtypes ATen refused at every input slot of the variable, by a message naming a dtype, in calls whose other
+    arguments held no tensor, only Python numbers, and no other evidence accepted: the dtype itself was refused,
+    not a companion beside it or the call's data (``bitwise_and.Scalar(float32 tensor, 1)``: ``"bitwise_and_cpu"
+    not implemented for 'Float'``; ``lstm``'s built call at float64 takes another path, refused with ``t() expects
+    a tensor with <= 2 dimensions``, which names none)."""
+    inputs = {s for s in variable.binds if not s.startswith("return.")}
+    refused, accepted = set(), set()
+    for piece in variable.evidence:
+        found = _REFUSAL.match(piece.where) if piece.source == PROBE else None
+        if not is_rejection(piece):
+            accepted.update(piece.dtypes)
+        elif found and inputs <= set(found["cast"].split(", ")):
+            context = found["context"].split(", ") if found["context"] else []
+            if all(PYTHON_NUMBER in item for item in context):
+                refused.update(d for d, message in rejection_messages(piece).items() if _DTYPE_SPELLING.search(message))
+    return refused - accepted
 
 
 def spelled_numbers(numbers: Iterable[tuple[str, str]]) -> list[str]:
