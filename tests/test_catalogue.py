@@ -170,3 +170,19 @@ def test_a_list_cast_only_with_its_variable_is_tried_mixed_too():
     by_hand = _message(lambda: torch.ops.aten.rnn_tanh.input(x, hx, params, True, 1, 0.0, False, False, False))
     assert report[UNIFORM]["params"].startswith("RuntimeError: self and mat2 must have the same dtype") and by_hand.startswith("RuntimeError: self and mat2")
     assert {"input", "hx", "params"} <= set(next(v.binds for v in _plans([report])["rnn_tanh.input"].variables if "params" in v.binds))
+
+
+def test_compressed_values_are_judged_with_dtype_at_their_own_dtype():
+    """sparse_csr_tensor's values must have the dtype its dtype= names (float32 when None): probing tries each
+    dtype of the values with dtype= at it, so the values take every dtype ATen takes there."""
+    (report,) = _reports("sparse_csr_tensor.crow_col_value")
+    (values,) = [p for p in report["probes"] if p[0] == ["values"]]
+    gated = dict(values[3])
+    assert gated["float64"] == "dtype=torch.float64" and gated["bool"] == "dtype=torch.bool"
+    crow, col = torch.tensor([0, 1, 2]), torch.tensor([0, 1])
+    assert torch.ops.aten.sparse_csr_tensor.crow_col_value(crow, col, torch.ones(2, dtype=torch.bool), dtype=torch.bool).dtype == torch.bool
+    by_hand = _message(lambda: torch.ops.aten.sparse_csr_tensor.crow_col_value(crow, col, torch.ones(2, dtype=torch.float64)))
+    assert by_hand == "RuntimeError: dtype of values (Double) must match dtype of sparse tensor (Float)"
+    plan = _plans([report])["sparse_csr_tensor.crow_col_value"]
+    assert len(_dtypes(plan, "values")) == 21
+    assert not [slot for v in plan.variables for slot in v.binds if slot.startswith("return.")]  # dtype= sets it

@@ -110,6 +110,13 @@ _COMPRESSED = {"compressed_indices": Fixed([0, 1, 2]), "plain_indices": Fixed([0
 _CSR_PARTS = {"crow_indices": Fixed([0, 1, 2]), "col_indices": Fixed([0, 1]), "values": Data((2,)), "size": [2, 2]}
 _CSC_PARTS = {"ccol_indices": Fixed([0, 1, 2]), "row_indices": Fixed([0, 1]), "values": Data((2,)), "size": [2, 2]}
 _BLOCKS = {"values": Data((2, 1, 1))}
+
+
+def _without_size(parts: dict[str, Any]) -> dict[str, Any]:
+    """A constructor's parts without its size (the overload that infers it from the indices)."""
+    return {name: value for name, value in parts.items() if name != "size"}
+
+
 _QUANTIZE = {"self": Data((2, 3)), "dtype": TorchName("quint8")}
 _ADAM = {
     "self": [Data((3,))], "grads": [Data((3,))], "exp_avgs": [Data((3,))], "exp_avg_sqs": [Data((3,))],
@@ -231,14 +238,21 @@ RECIPES: dict[str, dict[str, Any]] = {
     # a dtype= argument at None: the return follows the input, which probing then judges (the return stays free)
     "rand_like.generator": {"self": Data((2, 3))},
     "randn_like.generator": {"self": Data((2, 3))},
-    "randint_like.generator": {"self": Data((2, 3)), "high": 3},
     "linalg__powsum": {"self": Data((2, 3))},
     "to_mkldnn": {"self": Data((2, 3))},
     "view_copy.dtype": {"self": Data((2, 4)), "dtype": TorchName("float32")},  # 4 elements: any element size divides or is divided by 4 bytes
     "_sobol_engine_draw": {"quasi": Fixed([0, 0]), "n": 3, "sobolstate": Full((2, 30), 1, "int64"), "dimension": 2, "num_generated": 0, "dtype": TorchName("float32")},
-    "randint_like.Tensor": {"self": Data((2, 3)), "high": Fixed(3)},
-    "randint_like.Tensor_generator": {"self": Data((2, 3)), "high": Fixed(3)},
-    "randint_like.low_generator_dtype": {"self": Data((2, 3)), "low": 0, "high": 3},
+    # a bound of 2: bool's too (randint_like(x, 3, dtype=torch.bool): 'to - 1 is out of bounds for bool')
+    "randint_like.generator": {"self": Data((2, 3)), "high": 2},
+    "randint_like.Tensor": {"self": Data((2, 3)), "high": Fixed(2)},
+    "randint_like.Tensor_generator": {"self": Data((2, 3)), "high": Fixed(2)},
+    "randint_like.low_generator_dtype": {"self": Data((2, 3)), "low": 0, "high": 2},
+    "randint.low_generator": {"low": 0, "high": 2, "size": [2, 3], "generator": None},
+    "randint.low_generator_out": {"low": 0, "high": 2, "size": [2, 3], "generator": None, "out": Data((2, 3))},
+    "to_dense": {"self": Data((2, 3))},
+    "norm.ScalarOpt_dtype": {"self": Data((2, 3)), "p": 2, "dtype": TorchName("float32")},
+    "norm.ScalarOpt_dim_dtype": {"self": Data((2, 3)), "p": 2, "dim": [1], "keepdim": False, "dtype": TorchName("float32")},
+    "norm.dtype_out": {"self": Data((2, 3)), "p": 2, "dim": [1], "keepdim": False, "dtype": TorchName("float32"), "out": Data((2,))},
     "_assert_async.msg": {"self": Fixed(1)},
     "_functional_assert_async.msg": {"self": Fixed(1)},
     "_amp_update_scale_": {
@@ -375,19 +389,29 @@ RECIPES: dict[str, dict[str, Any]] = {
     "_validate_sparse_csc_tensor_args": _CSC_PARTS,
     "_validate_sparse_bsr_tensor_args": {**_CSR_PARTS, **_BLOCKS},
     "_validate_sparse_bsc_tensor_args": {**_CSC_PARTS, **_BLOCKS},
+    # compressed constructors: values of the dtype dtype= names (None: float32), which probing tries as the cast dtype (prober.CAST_DTYPE)
+    "sparse_compressed_tensor.comp_plain_value_size": {**_COMPRESSED, "layout": TorchName("sparse_csr")},
+    "sparse_compressed_tensor.comp_plain_value": {**_without_size(_COMPRESSED), "layout": TorchName("sparse_csr")},
+    "_sparse_compressed_tensor_unsafe": {**_COMPRESSED, "layout": TorchName("sparse_csr")},
+    "sparse_csr_tensor.crow_col_value_size": _CSR_PARTS,
+    "sparse_csr_tensor.crow_col_value": _without_size(_CSR_PARTS),
+    "_sparse_csr_tensor_unsafe": _CSR_PARTS,
+    "sparse_csc_tensor.ccol_row_value_size": _CSC_PARTS,
+    "sparse_csc_tensor.ccol_row_value": _without_size(_CSC_PARTS),
+    "_sparse_csc_tensor_unsafe": _CSC_PARTS,
+    "sparse_bsr_tensor.crow_col_value_size": {**_CSR_PARTS, **_BLOCKS},
+    "sparse_bsr_tensor.crow_col_value": _without_size({**_CSR_PARTS, **_BLOCKS}),
+    "_sparse_bsr_tensor_unsafe": {**_CSR_PARTS, **_BLOCKS},
+    "sparse_bsc_tensor.ccol_row_value_size": {**_CSC_PARTS, **_BLOCKS},
+    "sparse_bsc_tensor.ccol_row_value": _without_size({**_CSC_PARTS, **_BLOCKS}),
+    "_sparse_bsc_tensor_unsafe": {**_CSC_PARTS, **_BLOCKS},
     "_validate_compressed_sparse_indices": {"is_crow": True, "compressed_idx": Fixed([0, 1, 2]), "plain_idx": Fixed([0, 1]), "cdim": 2, "dim": 2, "nnz": 2},
 }  # fmt: skip
 
 # Overloads the catalogue leaves uncalled on purpose, with why (``--report`` says it for an entry still untyped).
-_VALUES_FOLLOW_DTYPE = "its values must have the dtype its dtype= argument names (float32 when None), so a probe casting the values alone says nothing"
 _PACKED_INT8 = "its packed int8 weight (fbgemm's PackBMatrix wrapped in a tensor) does not survive the copy every probe makes"
 _EMPTY_RESERVE = "its CPU kernel returns an empty reserve tensor, so no call of it proves a dtype"
 LEFT_OUT: dict[str, str] = {
-    "sparse_compressed_tensor.comp_plain_value": _VALUES_FOLLOW_DTYPE,
-    "sparse_compressed_tensor.comp_plain_value_size": _VALUES_FOLLOW_DTYPE,
-    "_sparse_compressed_tensor_unsafe": _VALUES_FOLLOW_DTYPE,
-    "sparse_bsr_tensor.crow_col_value": _VALUES_FOLLOW_DTYPE,
-    "sparse_bsc_tensor.ccol_row_value": _VALUES_FOLLOW_DTYPE,
     "_batch_norm_with_update": _EMPTY_RESERVE,
     "_batch_norm_with_update.out": _EMPTY_RESERVE,
     "_batch_norm_no_update": _EMPTY_RESERVE,
