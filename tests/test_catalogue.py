@@ -186,3 +186,16 @@ def test_compressed_values_are_judged_with_dtype_at_their_own_dtype():
     plan = _plans([report])["sparse_csr_tensor.crow_col_value"]
     assert len(_dtypes(plan, "values")) == 21
     assert not [slot for v in plan.variables for slot in v.binds if slot.startswith("return.")]  # dtype= sets it
+
+
+def test_scaled_mm_s_optional_bias_is_judged_per_dtype():
+    """No sample passes _scaled_mm's or _scaled_mm_v2's bias: their recipes do, and ATen's CPU kernels differ."""
+    plans = _plans(_reports("_scaled_mm", "_scaled_mm_v2"))
+    assert {"float64", "int64", "bool"} <= _dtypes(plans["_scaled_mm"], "bias")
+    assert _dtypes(plans["_scaled_mm"], "scale_result") == {"float32"}
+    assert _dtypes(plans["_scaled_mm_v2"], "bias") == {"float16", "bfloat16", "float32"}
+    a = torch.full((16, 16), 0.5, dtype=torch.float8_e4m3fn)
+    scale, recipe, swizzle = [torch.tensor([1.0])], [0], [0]
+    bias = torch.ones(16, dtype=torch.bool)
+    by_hand = _message(lambda: torch.ops.aten._scaled_mm_v2(a, a, scale, recipe, swizzle, scale, recipe, swizzle, bias, None))
+    assert _refusal(plans["_scaled_mm_v2"], "bias", "bool") == by_hand == "ValueError: Bias must be Float32 or BFloat16 or Half, but got Bool"

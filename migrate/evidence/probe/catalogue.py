@@ -132,6 +132,12 @@ _EMBEDDING_BAG_BACKWARD = {
     "grad": Data((2, 3)), "indices": Fixed([0, 1, 2, 3]), "offset2bag": Fixed([0, 0, 1, 1]), "bag_size": Fixed([2, 2]),
     "num_weights": 5, "scale_grad_by_freq": False, "mode": 0, "per_sample_weights": Data((4,)),
 }  # fmt: skip
+_FLOAT8 = Full((16, 16), 0.5, "float8_e4m3fn")
+_SCALED_MM = {"self": _FLOAT8, "mat2": _FLOAT8, "scale_a": Fixed(1.0, "float32"), "scale_b": Fixed(1.0, "float32"), "bias": Data((16,)), "scale_result": Fixed(1.0, "float32")}
+_SCALED_MM_V2 = {
+    "self": _FLOAT8, "mat2": _FLOAT8, "scale_a": [Fixed([1.0], "float32")], "recipe_a": [0], "swizzle_a": [0], "scale_b": [Fixed([1.0], "float32")],
+    "recipe_b": [0], "swizzle_b": [0], "bias": Data((16,)),
+}  # fmt: skip
 _FP16_LINEAR = {"input": Data((2, 4)), "packed_weight": Made("fbgemm_pack_gemm_matrix_fp16", (Data((3, 4)),)), "bias": Data((3,))}
 _PACK_4BIT = {"weights": Ints((16, 16), 16, "uint8"), "scales_zeros": Data((16, 1)), "bias": None, "block_size": 32, "in_features": 32, "out_features": 16}
 _ATTENTION_WEIGHTS = {"qkv_weight": Data((12, 4)), "qkv_bias": Data((12,)), "proj_weight": Data((4, 4)), "proj_bias": Data((4,))}
@@ -276,6 +282,11 @@ RECIPES: dict[str, dict[str, Any]] = {
     "_foreach_pow.ScalarAndTensor": {"self": 2, "exponent": [Data((2, 3)), Data((3,))]},
     "chain_matmul": {"matrices": [Data((2, 3)), Data((3, 4)), Data((4, 2))]},
     "chain_matmul.out": {"matrices": [Data((2, 3)), Data((3, 4)), Data((4, 2))], "out": Data((2, 2))},
+    # float8 matrix products: the optional bias and scale_result no sample passes
+    "_scaled_mm": _SCALED_MM,
+    "_scaled_mm.out": {**_SCALED_MM, "out": _FLOAT8},
+    "_scaled_mm_v2": _SCALED_MM_V2,
+    "_scaled_mm_v2.out": {**_SCALED_MM_V2, "out": _FLOAT8},
     # attention
     "_scaled_dot_product_attention_math": {"query": Data((1, 2, 3, 4)), "key": Data((1, 2, 3, 4)), "value": Data((1, 2, 3, 4)), "attn_mask": Data((3, 3))},
     "_transform_bias_rescale_qkv": {"qkv": Data((2, 3, 12)), "qkv_bias": Data((12,)), "num_heads": 2},
