@@ -15,7 +15,9 @@ message. Where an argument gates the dtypes (``GATES``: a ``dtype=`` argument, a
 (a float one promotes an integer tensor), ``train``, ``half_to_float``; and a tensor cast alone beside
 dimensioned ones, as a 0-dim tensor: ``zero_dim_gate``), a dtype refused as recorded is tried again with the argument at the value
 that lets more dtypes in: ``mean(int64 tensor, dtype=torch.float32)`` is a valid call, so
-``mean`` may accept int64. Such an acceptance names the setting (``gated``). The unmodified call is made first: if it fails now (state or data it depended
+``mean`` may accept int64. A ``dtype=`` argument is also tried at the dtype cast to (``CAST_DTYPE``):
+``sparse_csr_tensor(crow, col, float64 values, dtype=torch.float64)`` is a valid call, though the
+same values beside ``dtype=None`` (float32) are refused. Such an acceptance names the setting (``gated``). The unmodified call is made first: if it fails now (state or data it depended
 on), nothing of it is probed. Calls run on the captured clones, cloned again per probe
 for an overload that writes to an argument; every probe starts from its own fixed seed.
 
@@ -165,8 +167,19 @@ GATES: dict[str, Callable[[str, Any], Any]] = {
 }
 
 
+class _CastDtype:
+    """A gate's value: the dtype the probe casts its slots to (a ``dtype=`` argument that the values must match)."""
+
+    def __repr__(self) -> str:
+        return "the cast dtype"
+
+
+CAST_DTYPE = _CastDtype()
+
+
 def gates(call: CapturedCall) -> list[tuple[int, str, bool, Any]]:
-    """The arguments of a captured call that gate its dtypes, with the value to try: (position, name, keyword-only, value)."""
+    """The arguments of a captured call that gate its dtypes, with the value to try: (position, name, keyword-only, value);
+    a ``ScalarType`` argument also at ``CAST_DTYPE``, after its own alternative."""
     found = []
     args, kwargs = call.args, call.kwargs
     schema = getattr(call.func, "_schema", None)  # a plain function standing for an overload has none
@@ -181,6 +194,8 @@ def gates(call: CapturedCall) -> list[tuple[int, str, bool, Any]]:
         alternative = GATES[key](argument.name, value)
         if alternative is not None:
             found.append((position, argument.name, keyword_only, alternative))
+        if key == "ScalarType":
+            found.append((position, argument.name, keyword_only, CAST_DTYPE))
     return found
 
 
@@ -231,9 +246,9 @@ def zero_dim_gate(call: CapturedCall, index: int) -> list[tuple[int, str, bool, 
     return [(position, name, keyword_only or position >= len(call.args), ZERO_DIM)]
 
 
-def _gate_text(gate: tuple[int, str, bool, Any]) -> str:
-    """'dtype=torch.float32', 'other 0-dim': the setting of a gating argument, as evidence names it."""
-    return f"{gate[1]} {gate[3]}" if gate[3] is ZERO_DIM else f"{gate[1]}={gate[3]}"
+def _gate_text(gate: tuple[int, str, bool, Any], dtype: torch.dtype) -> str:
+    """'dtype=torch.float32', 'other 0-dim': the setting of a gating argument, as evidence names it (``dtype``: the cast one)."""
+    return f"{gate[1]} {gate[3]}" if gate[3] is ZERO_DIM else f"{gate[1]}={dtype if gate[3] is CAST_DTYPE else gate[3]}"
 
 
 class _Prober:
@@ -258,6 +273,8 @@ class _Prober:
                 position, name, keyword_only, value = gate
                 if value is ZERO_DIM:
                     value = (kwargs[name] if keyword_only else args[position]).reshape(-1)[0].clone()
+                elif value is CAST_DTYPE:
+                    value = next(iter(cast.values()))
                 if keyword_only:
                     kwargs[name] = value
                 else:
@@ -330,7 +347,7 @@ def probe_call(call: CapturedCall, label: str, timeout: float, alone: Collection
                 for gate in cast_gating if returns is None else ():
                     returns, _ = prober(dict.fromkeys(cast, dtype), gate)
                     if returns is not None:
-                        gated.append([dtype_name(dtype), _gate_text(gate), message])
+                        gated.append([dtype_name(dtype), _gate_text(gate, dtype), message])
                         break
                 if returns is None:
                     refused.append([dtype_name(dtype), message])
