@@ -177,7 +177,7 @@ def test_compressed_values_are_judged_with_dtype_at_their_own_dtype():
     dtype of the values with dtype= at it, so the values take every dtype ATen takes there."""
     (report,) = _reports("sparse_csr_tensor.crow_col_value")
     (values,) = [p for p in report["probes"] if p[0] == ["values"]]
-    gated = dict(values[3])
+    gated = {dtype: gate for dtype, gate, _ in values[3]}
     assert gated["float64"] == "dtype=torch.float64" and gated["bool"] == "dtype=torch.bool"
     crow, col = torch.tensor([0, 1, 2]), torch.tensor([0, 1])
     assert torch.ops.aten.sparse_csr_tensor.crow_col_value(crow, col, torch.ones(2, dtype=torch.bool), dtype=torch.bool).dtype == torch.bool
