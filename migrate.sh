@@ -9,4 +9,4 @@ dtype-migrate --op scaled_dot_product_attention --dry-run
 echo
 echo "== full run: dtype-migrate --out out --report out/report.json $*"
 dtype-migrate --out out --report out/report.json "$@"
-echo "The migrated native_functions.yaml and type_constraints.yaml are in out/; the plan with its evidence is out/report.json."
+echo "The migrated native_functions.yaml and type_constraints.yaml are in out/, the rewritten torchlib in out/torch_lib/; the plan with its evidence is out/report.json."

@@ -32,6 +32,7 @@ import json
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -63,10 +64,14 @@ def verdicts(report: Path) -> dict[str, tuple[ExportVerdict, ...]]:
     return {o: tuple(v) for o, v in found.items()}
 
 
-def unreached_changes(notes: list[str], original: dict[str, tuple[ExportVerdict, ...]]) -> tuple[Counter, list[str]]:
+def unreached_changes(
+    notes: list[str], original: dict[str, tuple[ExportVerdict, ...]], declared: Callable[[Iterable[str]], dict[str, list[tuple[str, ...]]]]
+) -> tuple[Counter, list[str]]:
     """The run's added and removed dtypes per (kind, judge), and those for which the judge the note names has no
-    call of the original torch_lib that ran the function with the dtype at the note's slots (a case the exporter
-    decomposed, or sent to another function, proves nothing of it)."""
+    call of the original torch_lib that ran the function with the dtype at the slots the note's annotation ties,
+    each overload's own as the rewrite reads them (``tied_verdicts``: le.Scalar's ``self`` alone for aten_le's
+    ``self, other``); a case the exporter decomposed, or sent to another function, proves nothing of it.
+    ``declared``: per overload, the slots each of its declared variables binds."""
     counts: Counter = Counter()
     unreached = []
     for note in notes:
@@ -78,10 +83,10 @@ def unreached_changes(notes: list[str], original: dict[str, tuple[ExportVerdict,
         counts[found["kind"], judge] += 1
         if judge == "ATen":
             continue  # ATen's rejection, not an export
-        slots = tuple(s.strip() for s in found["slots"].split(","))
-        contributions = [(o.strip(), slots) for o in found["overloads"].split(",")]
+        slots = [s.strip() for s in found["slots"].split(",")]
+        overloads = declared(o.strip() for o in found["overloads"].split(","))
         by_judge = {o: tuple(v for v in verdicts if v.judge == judge) for o, verdicts in original.items()}
-        if DType.parse(found["dtype"]) not in tied_verdicts(by_judge, contributions, found["function"]):
+        if DType.parse(found["dtype"]) not in tied_verdicts(by_judge, slots, overloads, found["function"]):
             unreached.append(note)
     return counts, unreached
 
@@ -120,14 +125,12 @@ def main() -> None:
     written = NativeFunctions.load(out / "native_functions.yaml")
     sets = GlobalSetsFile.load(sibling_constraints_path(written.path)).by_name
 
-    def declared_cast(overload: str, returns: tuple[str, ...]) -> tuple[str, ...]:
-        """The parameters the written yaml ties to these returns: they prove a return's dtypes (torchlib may
+    def declared(overloads: Iterable[str]) -> dict[str, list[tuple[str, ...]]]:
+        """Per overload, the slots each variable of the written yaml binds: they say which slots an annotation's cases
+        cast there (a return torchlib annotates alone is proven by the parameters the yaml ties to it; torchlib may
         name a parameter otherwise, atleast_1d.Sequence's ``self`` for ATen's ``tensors``, and keep it as it was)."""
-        entry = written.by_name.get(overload)
-        for variable in declared_variables(written, entry, sets) if entry is not None else ():
-            if set(returns) & set(variable.binds):
-                return tuple(s for s in variable.binds if not s.startswith("return."))
-        return ()
+        entries = [written.by_name[o] for o in overloads if o in written.by_name]
+        return {e.name: [v.binds for v in declared_variables(written, e, sets)] for e in entries}
 
     def said(plan) -> set[tuple]:
         return {(v.dtypes, v.binds) for v in plan.variables}
@@ -142,12 +145,13 @@ def main() -> None:
             if not registration.complex:
                 serving.setdefault((registration.path, registration.function), []).append(overload)
 
-    def outcomes(overload: str, cast: tuple[str, ...]) -> dict:
-        """Per dtype, the outcomes of these slots in every overload the overload's function serves, by the calls that ran it."""
+    def outcomes(overload: str, slots: tuple[str, ...]) -> dict:
+        """Per dtype, the outcomes of the slots an annotation ties, in every overload the overload's function serves
+        (each overload's own slots), by the calls that ran it."""
         function = next(((r.path, r.function) for r in after.by_overload.get(overload, ()) if not r.complex), None)
-        return tied_verdicts(rewritten, [(other, cast) for other in serving.get(function, [overload])], function[1] if function else None)
+        return tied_verdicts(rewritten, slots, declared(serving.get(function, [overload])), function[1] if function else None)
 
-    checked: Counter = Counter()  # per judge
+    checked: Counter = Counter()  # per judge (``export+function``: a dtype both judged, over the overloads a function serves)
     unchecked_kept = complex_kept = shared_kept = 0
     bad = []
     for overload in changed:
@@ -155,8 +159,7 @@ def main() -> None:
         for variable in after.overloads[overload].variables:
             if (variable.dtypes, variable.binds) in said(before.overloads[overload]):
                 continue  # an annotation the run left as it was
-            cast = tuple(s for s in variable.binds if not s.startswith("return.")) or declared_cast(overload, variable.binds)
-            found = outcomes(overload, cast)
+            found = outcomes(overload, variable.binds)
             had = set.intersection(*[old.get(s, set(ANY_TENSOR)) for s in variable.binds])  # a slot torchlib left free: any dtype
             telling = any(outcome[0] in JOINING for d, outcome in found.items() if not exported_elsewhere(d))
             for dtype in variable.dtypes:
@@ -177,13 +180,13 @@ def main() -> None:
     statuses = Counter(c["status"] for c in second["cases"])
     print(f"checked overloads whose annotations changed: {len(changed)} ({', '.join(changed)}); rewritten cases by status: {dict(statuses)}")
     notes = json.loads((out / "report.json").read_text())["summary"]["torchlib"]["note_lines"]
-    counts, unreached = unreached_changes(notes, verdicts(original_report))
+    counts, unreached = unreached_changes(notes, verdicts(original_report), declared)
     for kind in (DTYPE_ADDED, DTYPE_REMOVED):
         split = ", ".join(f"{JUDGE_NAMES.get(j, 'ATen rejects it')} {counts[kind, j]}" for j in (*JUDGE_NAMES, "ATen"))
         print(f"dtypes {kind.removeprefix('dtype-')}: {sum(n for (k, _), n in counts.items() if k == kind)} ({split})")
     print(f"dtypes added or removed by cases whose function did not run: {len(unreached)}")
     print(*unreached[:20], sep="\n")
-    judged_checked = ", ".join(f"{JUDGE_NAMES[j]} {checked[j]}" for j in JUDGE_NAMES)
+    judged_checked = ", ".join(f"{' and '.join(JUDGE_NAMES[j] for j in key.split('+'))} {n}" for key, n in sorted(checked.items()))
     print(
         f"dtypes of rewritten annotations: {sum(checked.values())} ok/partial ({judged_checked}), {unchecked_kept} unchecked and in the original, "
         f"{complex_kept} complex and in the original (the exporter sends complex inputs to another function), "

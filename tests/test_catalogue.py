@@ -170,3 +170,32 @@ def test_a_list_cast_only_with_its_variable_is_tried_mixed_too():
     by_hand = _message(lambda: torch.ops.aten.rnn_tanh.input(x, hx, params, True, 1, 0.0, False, False, False))
     assert report[UNIFORM]["params"].startswith("RuntimeError: self and mat2 must have the same dtype") and by_hand.startswith("RuntimeError: self and mat2")
     assert {"input", "hx", "params"} <= set(next(v.binds for v in _plans([report])["rnn_tanh.input"].variables if "params" in v.binds))
+
+
+def test_compressed_values_are_judged_with_dtype_at_their_own_dtype():
+    """sparse_csr_tensor's values must have the dtype its dtype= names (float32 when None): probing tries each
+    dtype of the values with dtype= at it, so the values take every dtype ATen takes there."""
+    (report,) = _reports("sparse_csr_tensor.crow_col_value")
+    (values,) = [p for p in report["probes"] if p[0] == ["values"]]
+    gated = {dtype: gate for dtype, gate, _ in values[3]}
+    assert gated["float64"] == "dtype=torch.float64" and gated["bool"] == "dtype=torch.bool"
+    crow, col = torch.tensor([0, 1, 2]), torch.tensor([0, 1])
+    assert torch.ops.aten.sparse_csr_tensor.crow_col_value(crow, col, torch.ones(2, dtype=torch.bool), dtype=torch.bool).dtype == torch.bool
+    by_hand = _message(lambda: torch.ops.aten.sparse_csr_tensor.crow_col_value(crow, col, torch.ones(2, dtype=torch.float64)))
+    assert by_hand == "RuntimeError: dtype of values (Double) must match dtype of sparse tensor (Float)"
+    plan = _plans([report])["sparse_csr_tensor.crow_col_value"]
+    assert len(_dtypes(plan, "values")) == 21
+    assert not [slot for v in plan.variables for slot in v.binds if slot.startswith("return.")]  # dtype= sets it
+
+
+def test_scaled_mm_s_optional_bias_is_judged_per_dtype():
+    """No sample passes _scaled_mm's or _scaled_mm_v2's bias: their recipes do, and ATen's CPU kernels differ."""
+    plans = _plans(_reports("_scaled_mm", "_scaled_mm_v2"))
+    assert {"float64", "int64", "bool"} <= _dtypes(plans["_scaled_mm"], "bias")
+    assert _dtypes(plans["_scaled_mm"], "scale_result") == {"float32"}
+    assert _dtypes(plans["_scaled_mm_v2"], "bias") == {"float16", "bfloat16", "float32"}
+    a = torch.full((16, 16), 0.5, dtype=torch.float8_e4m3fn)
+    scale, recipe, swizzle = [torch.tensor([1.0])], [0], [0]
+    bias = torch.ones(16, dtype=torch.bool)
+    by_hand = _message(lambda: torch.ops.aten._scaled_mm_v2(a, a, scale, recipe, swizzle, scale, recipe, swizzle, bias, None))
+    assert _refusal(plans["_scaled_mm_v2"], "bias", "bool") == by_hand == "ValueError: Bias must be Float32 or BFloat16 or Half, but got Bool"

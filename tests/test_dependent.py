@@ -363,6 +363,7 @@ def test_the_worker_probes_the_mask_again_beside_each_query_dtype_only_where_pro
         "slots": slots,
         "again": "",
         "nonempty": True,
+        "numbers": [],
         "probes": [],
     }
     report["probes"] = [probed((i,)) for i in range(4)] + [probed((0, 1, 2, 3)), probed((0, 1, 2))]

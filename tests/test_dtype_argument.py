@@ -24,6 +24,7 @@ from migrate.model.dtypes import TENSOR_DTYPES, DType, named
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import OPINFO, TORCHLIB, Evidence, OverloadPlan, Plan, Variable
+from migrate.model.rejection import is_rejection
 from migrate.write.native_functions import WRITTEN, apply_plan, lower
 from tests.conftest import REAL_NATIVE_FUNCTIONS, annotated, declaration_error, lint_round_trip
 
@@ -254,6 +255,16 @@ def test_a_return_that_is_the_argument_at_every_dtype_tried_follows_it():
     assert kept.variables[0].dtypes == named("float32", "float64")  # torchlib's annotation, which a run rewrites, is no call
     required = with_dtype_arguments(observed, "to.dtype", _fact(ALL), optional=False)
     assert required.variables[0].dtypes == () and required.variables[0].argument.dtypes == TENSOR_DTYPES
+
+
+def test_a_refused_argument_rejects_only_a_return_that_is_its_value():
+    """_rowwise_prune(weight, mask, compressed_indices_dtype) refuses float64 indices; its rows, which follow the
+    weight, are not rejected at float64 for that."""
+    rows = tuple((DType(d), (DType("float32"), DType(d))) for d in ("int32", "int64"))
+    fact = ProbedArgument("_rowwise_prune", "compressed_indices_dtype", ("return.0", "return.1"), rows, ((DType("float64"), "refused"),))
+    plan = with_dtype_arguments(None, "_rowwise_prune", fact, optional=False)
+    rejected = {slot: [d.name for v in plan.variables if slot in v.binds for e in v.evidence if is_rejection(e) for d in e.dtypes] for slot in fact.returns}
+    assert rejected == {"return.0": [], "return.1": ["float64"]}
 
 
 def test_no_argument_where_a_dtype_was_not_tried_the_return_differs_or_the_schema_lacks_it():

@@ -25,6 +25,8 @@ from migrate.write.torchlib.narrowing import FUNCTION_JUDGE, ExportVerdict, by_d
 
 MT, TRANSPOSE, TILE = "aten.mT.default", "aten.transpose.int", "aten.tile.default"  # stand-ins for the OpOverloads
 BOOL, F32 = DType("bool"), DType("float32")
+U16 = DType("uint16")
+MT_SLOTS = ("self", "return.0")  # aten_mT's one TypeVar, and mT's one variable
 BOOL_SPEC = "onnx.checker: [ShapeInferenceError] (op_type:Einsum, node name: n0): Inputs typestr: T, has unsupported type: tensor(bool)"
 
 
@@ -87,11 +89,11 @@ def test_an_export_that_decomposed_the_overload_says_nothing_of_its_function():
     exported = _mt_verdicts()[:2]
     assert by_dtype(exported, ("self",), "aten_mT") == {}
     assert by_dtype(exported, ("self",), "aten_transpose") == {}  # nor of the one that ran: the call is mT's, not transpose's
-    assert tied_verdicts({"mT": exported}, [("mT", ("self", "return.0"))], "aten_mT") == {}
+    assert tied_verdicts({"mT": exported}, MT_SLOTS, {"mT": [MT_SLOTS]}, "aten_mT") == {}
 
 
 def test_the_function_level_judge_settles_a_function_no_export_ran():
-    found = tied_verdicts({"mT": _mt_verdicts()}, [("mT", ("self", "return.0"))], "aten_mT")
+    found = tied_verdicts({"mT": _mt_verdicts()}, MT_SLOTS, {"mT": [MT_SLOTS]}, "aten_mT")
     assert found == {BOOL: (INVALID_MODEL, BOOL_SPEC, FUNCTION_JUDGE), F32: (OK, "", FUNCTION_JUDGE)}
     settled = settle({BOOL, F32}, {F32}, found, {})
     assert settled.dtypes == (F32,) and not settled.added  # the export's ok for bool was transpose's: bool does not join
@@ -103,6 +105,37 @@ def test_a_note_says_which_judge_settled_the_dtype():
     assert [c.why for c in settled.added] == ["function-level judge ok"]
     assert [c.why for c in settled.removed] == ["export invalid-model: Sin has no float"]
 
+
+
+def _le_verdicts(ran: tuple[str, ...]) -> dict[str, tuple[ExportVerdict, ...]]:
+    """aten_le serves le.Tensor (self, other: one variable) and le.Scalar (self: ``other`` is a Scalar); only
+    le.Scalar's case has uint16, casting its self alone."""
+    scalar = ExportVerdict(("self",), U16, OK, "", ((("self",), OK, "", ran),))
+    tensor = ExportVerdict(("self", "other"), F32, OK, "", ((("self", "other"), OK, "", ("aten_le",)),))
+    return {"le.Scalar": (scalar,), "le.Tensor": (tensor,)}
+
+
+LE_DECLARED = {"le.Tensor": [("self", "other"), ("return.0",)], "le.Scalar": [("self",), ("return.0",)]}
+LE_NOTE = "dtype-added: ops/core.py:5750 aten_le (le.Tensor, le.Scalar) self, other: torch.uint16 (export ok)"
+
+
+def test_an_annotation_is_judged_at_each_overloads_own_slots():
+    """aten_le's ``self, other``: le.Scalar's case of self alone proves uint16 for the rewrite and for
+    check_rewrite alike (both read ``tied_verdicts``); a case of le.Scalar the exporter did not send to aten_le
+    proves nothing of it."""
+    from bench.check_rewrite import unreached_changes
+
+    def declared(overloads):
+        return {o: LE_DECLARED[o] for o in overloads}
+
+    assert tied_verdicts(_le_verdicts(("aten_le",)), ("self", "other"), LE_DECLARED, "aten_le")[U16] == (OK, "", "export")
+    counts, unreached = unreached_changes([LE_NOTE], _le_verdicts(("aten_le",)), declared)
+    assert counts == {("dtype-added", "export"): 1} and unreached == []
+    assert U16 not in tied_verdicts(_le_verdicts(("aten_lt",)), ("self", "other"), LE_DECLARED, "aten_le")
+    assert unreached_changes([LE_NOTE], _le_verdicts(("aten_lt",)), declared)[1] == [LE_NOTE]
+    # le.Tensor's cases still need both slots: a call of self alone at uint16 would not prove other
+    half = {"le.Tensor": (ExportVerdict(("self",), U16, OK, "", ((("self",), OK, "", ("aten_le",)),)),)}
+    assert tied_verdicts(half, ("self", "other"), LE_DECLARED, "aten_le") == {}
 
 # --- the function-level judge's work, the table and the provisioning list ---------------------------------
 
@@ -139,7 +172,7 @@ def test_a_partially_decomposed_overload_is_judged_directly_on_its_decomposed_ca
     # the rewrite then reads the export for float32 and the function-level judge for bool
     judged = ExportVerdict(("self",), BOOL, INVALID_MODEL, BOOL_SPEC, ((("self",), INVALID_MODEL, BOOL_SPEC, ("aten_eq",)),), FUNCTION_JUDGE)
     verdicts = tuple(c.verdict() for c in cases) + (judged,)
-    assert tied_verdicts({"eq.Scalar": verdicts}, [("eq.Scalar", ("self",))], "aten_eq") == {
+    assert tied_verdicts({"eq.Scalar": verdicts}, ("self",), {"eq.Scalar": [("self",)]}, "aten_eq") == {
         F32: (OK, "", "export"),
         BOOL: (INVALID_MODEL, BOOL_SPEC, FUNCTION_JUDGE),
     }

@@ -282,10 +282,10 @@ def test_slots_one_annotation_ties_are_judged_by_calls_that_give_them_all_the_dt
         ),
         "embedding_bag.padding_idx": (ExportVerdict(both, i32, INVALID_MODEL, "Concat"), ExportVerdict(both, i64, OK, "")),
     }
-    contributions = [("_embedding_bag", ("indices",)), ("_embedding_bag", ("offsets",)), ("embedding_bag.padding_idx", both + ("return.1",))]
-    assert tied_verdicts(exported, contributions) == {
+    declared = {"_embedding_bag": [("indices",), ("offsets",)], "embedding_bag.padding_idx": [both + ("return.1",)]}
+    assert tied_verdicts(exported, both, declared) == {
         i32: (INVALID_MODEL, "Concat bound to different types", "export"),
         i64: (PARTIAL, "values", "export"),
     }
-    alone = [("_embedding_bag", ("indices",))]  # a class of indices alone: the call with int64 offsets proves int32
-    assert tied_verdicts(exported, alone)[i32] == (PARTIAL, "Concat bound to different types", "export")
+    alone = {"_embedding_bag": declared["_embedding_bag"]}  # a class of indices alone: the call with int64 offsets proves int32
+    assert tied_verdicts(exported, ("indices",), alone)[i32] == (PARTIAL, "Concat bound to different types", "export")

@@ -87,6 +87,53 @@ def test_computation_dtype():
     assert computation_dtype("default", DType("uint16")) == DType("uint16")
 
 
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "uint16", "int64", "float16", "bfloat16", "float32", "float64", "complex32", "complex128", "float8_e4m3fn"])
+@pytest.mark.parametrize("number", [True, 1, 1.5, 1j])
+def test_a_python_number_moves_the_computation_as_torch_result_type_does(dtype, number):
+    import torch
+
+    tensor = torch.ones(2, dtype=getattr(torch, dtype))
+    try:
+        expected = DType(str(torch.result_type(tensor, number)).removeprefix("torch."))
+    except RuntimeError:  # a float8 with a complex: torch refuses to promote
+        expected = None
+    assert computation_dtype("default", DType(dtype), [type(number).__name__]) == expected
+
+
+def test_a_call_whose_python_float_moved_an_unsigned_tensor_to_float32_settles_nothing_of_uint16():
+    """le(uint16 tensor, 0.5) runs in float32; le(uint16 tensor, 1) is refused: the set is judged at the Scalar of
+    the tensor's own kind, and the float call proves float32 only."""
+    float32, uint16, int64 = DType("float32"), DType("uint16"), DType("int64")
+    refusal = "NotImplementedError: \"le_cpu\" not implemented for 'UInt16'"
+    plan = OverloadPlan("le.Scalar", (
+        Variable("P0", named("int64", "uint16", "float32"), ("self",), (
+            Evidence(PROBE, f"self cast alone with other a Python float, OpInfo xlogy (1 call){ACCEPTED}", named("int64", "uint16", "float32"), ("self",)),
+            Evidence(PROBE, f"self cast alone with other a Python int, OpInfo le (1 call){ACCEPTED}", named("int64", "float32"), ("self",)),
+            Evidence(PROBE, f"self cast alone with other a Python int, OpInfo le (1 call){REJECTED}{refusal}", named("uint16"), ("self",)),
+        )),
+        Variable("P1", named("bool"), ("return.0",)),
+    ))
+    finding = PromotionFinding("le.Scalar", Promotion("always_bool", ("self", "other")), ("self",))
+    variable = with_verdicts(with_promotion(plan, finding)).variables[0]
+    assert variable.dtypes == named("int64", "float32")
+    assert variable.verdicts.of(uint16) == REJECTED_VERDICT and dict(variable.verdicts.rejected)[uint16] == refusal
+    assert variable.verdicts.of(int64) == ACCEPTED_VERDICT and variable.verdicts.of(float32) == ACCEPTED_VERDICT
+    assert not variable.verdicts.promoted  # a float scalar moved int64 and uint16, not the kind: nothing promoted away
+
+
+def test_the_diagonal_calls_pass_each_dtype_a_scalar_of_its_own_kind():
+    """le(bool tensor, 1) computes in int64; le(bool tensor, True) in bool, which le's kernel takes; add(uint16 tensor, 1)
+    is refused: the diagonal calls judge each dtype itself."""
+    found = {r["report"]["overload"]: r["report"] for r in promotion_reports(("aten::le.Scalar", "aten::clamp_min")) if "report" in r}
+    le = finding_of(found["aten::le.Scalar"])
+    assert le.promotion == Promotion("always_bool", ("self", "other"))
+    (accepted,) = [e for e in le.diagonal if e.where.endswith(ACCEPTED)]
+    assert DType("bool") in accepted.dtypes and DType("uint16") not in accepted.dtypes
+    clamp_min = finding_of(found["aten::clamp_min"])
+    (accepted,) = [e for e in clamp_min.diagonal if e.where.endswith(ACCEPTED)]
+    assert DType("bool") not in accepted.dtypes  # clamp_min(bool, True): "clamp_min_scalar_cpu" not implemented for 'Bool'
+
+
 def _plan() -> OverloadPlan:
     """add.Tensor as slot-by-slot evidence gives it: a 0-dim companion let every dtype in at each slot."""
     every = named("bool", "int64", "uint16", "float32", "float8_e4m3fn")

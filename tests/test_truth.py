@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import bench.bench_truth as bench_truth
 from bench.bench_truth import ISSUE_ROWS, declared_dtypes, report, score, truth_verdicts
@@ -15,7 +16,7 @@ from migrate.model.declared import declared_variables
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions
 from tests.conftest import REAL_NATIVE_FUNCTIONS
-from tests.truth.cases import CASES, Case
+from tests.truth.cases import CASES, STATED, Case, kept_scalars, t
 from tests.truth.runner import DTYPES, CaseError, Verdict, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +49,9 @@ def test_suite_covers_the_common_overloads_with_real_tensor_slots():
                 assert found is not None and (slot == dtype_argument or found.is_tensor), f"{case.key}: {slot}"
                 continue
             assert found is not None and found.is_tensor and not found.is_return, f"{case.key}: {slot}"
+        for slot in case.scalars:
+            found = entry.schema.slot(slot)
+            assert found is not None and found.word == "Scalar", f"{case.key}: {slot}"
 
 
 def test_every_case_accepts_some_dtype_and_rejects_with_a_message(verdicts):
@@ -69,6 +73,36 @@ def test_the_issue_table_as_aten_answers_it(verdicts):
     sdpa = "scaled_dot_product_attention[attn_mask | "
     assert accepted[sdpa + "key=float32, query=float32, value=float32]"] == {"bool", "float32"}
     assert "float16" in accepted[sdpa + "key=float16, query=float16, value=float16]"]
+
+
+# Overloads whose promotion takes a Python scalar (issue 33): le(uint16 tensor, 0.5) runs in float32, le(uint16, 1) has no kernel.
+_SCALAR_FALSE_ALARMS = (  # the written sets of main's full run (a25d86c) held these; ATen refuses them
+    ("add.Scalar", "uint16"), ("clamp_max", "bool"), ("clamp_min", "uint64"), ("ge.Scalar", "uint32"), ("le.Scalar", "uint16"),
+    ("gt.Scalar", "uint64"), ("fmod.Scalar", "bool"), ("remainder.Scalar", "bool"), ("remainder.Scalar_Tensor", "bool"),
+)
+
+
+def test_scalar_cases_state_what_aten_does(verdicts):
+    scalar_cases = [case for case in CASES if case.scalars]
+    assert len(scalar_cases) >= 30
+    assert {overload for overload, _ in _SCALAR_FALSE_ALARMS} <= {case.overload for case in scalar_cases}
+    for case in scalar_cases:
+        assert case.accepts is not None, case.key
+        accepted = {d for d in STATED if verdicts[case.key][d].accepted}
+        assert accepted == case.accepts, f"{case.key}: ATen accepts {sorted(accepted)}, the case states {sorted(case.accepts)}"
+    rejected = {(case.overload, d) for case in scalar_cases for d in STATED if d not in case.accepts}
+    assert set(_SCALAR_FALSE_ALARMS) <= rejected
+    # the old calls with a float scalar run in float32, so they accept what the scalar cases refuse
+    assert verdicts["le.Scalar[self]"]["uint16"].accepted and not verdicts["le.Scalar[self | other=scalar]"]["uint16"].accepted
+
+
+def test_a_scalar_that_moves_the_computation_is_an_error():
+    case = next(c for c in CASES if c.key == "le.Scalar[self | other=scalar]")
+    assert kept_scalars(torch.uint16) == (1,) and kept_scalars(torch.complex32) == (1j, 1.5, 1)
+    floating = Case(case.overload, case.slots, (lambda d: ((t(d, 2), 0.5), {}),), case.given, (), case.scalars)
+    assert verdict(floating, "float32").accepted
+    with pytest.raises(CaseError, match="other is 0.5, which does not keep the computation at torch.uint16"):
+        verdict(floating, "uint16")
 
 
 def test_verdicts_are_read_from_the_cache(truth_cache, verdicts, monkeypatch):
@@ -191,6 +225,26 @@ _PROMOTING = """\
 - func: mm(T self, T mat2) -> T
   type_constraints: {T: [torch.float32, torch.float64]}
 """
+
+
+def test_a_scalar_case_is_declared_by_its_computation_dtype(tmp_path):
+    """``le.Scalar[self]`` calls ``le(x, 2.0)`` too, which an entry declares through float32; the scalar case declares
+    uint16 only when the promoted variable holds uint16."""
+    cases = tuple(c for c in CASES if c.overload == "le.Scalar")
+    assert {c.key for c in cases} == {"le.Scalar[self]", "le.Scalar[self | other=scalar]"}
+    ok = {"le.Scalar[self]": {"uint16", "float32"}, "le.Scalar[self | other=scalar]": {"float32"}}  # ATen's answer at these two
+    verdicts = {key: {d: Verdict(d in found, "" if d in found else "refused") for d in DTYPES} for key, found in ok.items()}
+    (tmp_path / "type_constraints.yaml").write_text(_SETS)
+    for written, scalar_case_agrees in (("torch.uint16, torch.float32", False), ("torch.float32", True)):
+        (tmp_path / "native_functions.yaml").write_text(
+            "- func: le.Scalar(T self, Scalar other) -> Tensor\n"
+            f"  type_constraints: {{T: [{written}]}}\n"
+            "  type_promotion: {kind: always_bool, args: [self, other]}\n"
+        )
+        result = score(tmp_path / "native_functions.yaml", verdicts, cases)
+        assert result.row("le.Scalar[self]", "uint16").agrees  # declared through le(uint16, 2.0)'s float32
+        assert result.row("le.Scalar[self | other=scalar]", "uint16").agrees == scalar_case_agrees
+        assert result.row("le.Scalar[self | other=scalar]", "float32").agrees
 
 
 def test_mixed_calls_cover_the_issue(verdicts):

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from migrate.evidence.probe.follows import Follows
-from migrate.evidence.probe.merge import split_and_joined
+from migrate.evidence.probe.merge import refused_without_companions, split_and_joined
 from migrate.model.constraint import follows_problem
 from migrate.model.dtypes import canonical, format_set
 from migrate.model.plan import DECLARED, OPINFO, Conflict, Evidence, OverloadPlan, Variable
@@ -74,14 +74,16 @@ def _attach(variables: list[Variable], handled: tuple[Evidence, ...]) -> list[Va
 
 
 def _widened_by(variables: list[Variable], torchlib: OverloadPlan) -> list[Variable]:
-    """Each variable with the dtypes (and evidence) of the torchlib variables sharing a slot with it."""
+    """Each variable with the dtypes (and evidence) of the torchlib variables sharing a slot with it, but those
+    ATen refused at its inputs in a call with no other tensor (no data or companion to blame)."""
     widened = []
     for variable in variables:
         dtypes, evidence = set(variable.dtypes), list(variable.evidence)
+        refused = refused_without_companions(variable)
         for theirs in torchlib.variables:
             shared = set(theirs.binds) & set(variable.binds)
             if shared:
-                dtypes.update(theirs.dtypes)
+                dtypes.update(d for d in theirs.dtypes if d not in refused)
                 evidence += [replace(e, slots=tuple(s for s in e.slots if s in shared)) for e in theirs.evidence if shared & set(e.slots)]
         widened.append(Variable(variable.name, canonical(dtypes), variable.binds, tuple(evidence)))
     return widened

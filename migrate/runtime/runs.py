@@ -77,7 +77,8 @@ class Probe:
     cast: tuple[str, ...]  # the argument slots cast
     accepted: tuple[tuple[DType, tuple[SlotDTypes, ...]], ...]  # per dtype ATen accepted: each return slot's dtype
     rejected: tuple[tuple[DType, str], ...]  # per dtype ATen refused: its message
-    gated: tuple[tuple[DType, str], ...] = ()  # accepted dtypes refused as recorded: the gating argument's setting ('dtype=torch.float32')
+    # accepted dtypes refused as recorded: the gating argument's setting ('dtype=torch.float32') and the refusal
+    gated: tuple[tuple[DType, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class ProbedCall:
     probes: tuple[Probe, ...]
     refused_again: str = ""  # why the unmodified call failed when made again; then nothing was probed
     nonempty: bool = True  # the call as recorded had an element in every tensor; else its probes accept nothing
+    numbers: tuple[tuple[str, str], ...] = ()  # its Scalar arguments holding Python numbers: (name, 'bool'|'int'|'float'|'complex')
 
     @classmethod
     def from_report(cls, opinfo: OpInfoId, report: dict[str, Any]) -> ProbedCall:
@@ -101,13 +103,14 @@ class ProbedCall:
                 tuple(cast),
                 tuple((interned_dtype(d), tuple(map(load, returns))) for d, returns in accepted),
                 tuple((interned_dtype(d), message) for d, message in rejected),
-                tuple((interned_dtype(d), gate) for d, gate in gated),
+                tuple((interned_dtype(d), gate, message) for d, gate, message in gated),
             )
             for cast, accepted, rejected, gated in report["probes"]
         )
         slots = tuple((name, load(dtypes)) for name, dtypes in report["slots"])
         sample = interned_dtype(report["sample"])
-        return cls(report["overload"], slots, opinfo, sample, report["direct"], probes, report["again"], report["nonempty"])
+        numbers = tuple((name, kind) for name, kind in report["numbers"])
+        return cls(report["overload"], slots, opinfo, sample, report["direct"], probes, report["again"], report["nonempty"], numbers)
 
     def accepted_rows(self) -> Iterator[tuple[SlotDTypes, ...]]:
         """Each slot's dtype in each accepted probe: cast slots at the probe's dtype, returns as returned."""
@@ -201,12 +204,13 @@ class OpInfoRun:
                     [names.index(n) for n in p.cast],
                     [[d.name, [dump(r) for r in returns]] for d, returns in p.accepted],
                     [[d.name, messages.setdefault(message, len(messages))] for d, message in p.rejected],
-                    [[d.name, gate] for d, gate in p.gated],
+                    [[d.name, gate, messages.setdefault(message, len(messages))] for d, gate, message in p.gated],
                 ]
                 for p in call.probes
             ]
             dtypes = [dump(d) for _, d in call.slots]
-            probed.append([call.overload, call.sample_dtype.name, int(call.direct), dtypes, call.refused_again, probes, int(call.nonempty)])
+            numbers = [list(number) for number in call.numbers]
+            probed.append([call.overload, call.sample_dtype.name, int(call.direct), dtypes, call.refused_again, probes, int(call.nonempty), numbers])
         return {
             "name": self.opinfo.name,
             "variant": self.opinfo.variant,
@@ -243,7 +247,7 @@ class OpInfoRun:
         )
         messages = obj["messages"]
         probed = []
-        for overload, sample, direct, dtypes, refused_again, probes, nonempty in obj["probes"]:
+        for overload, sample, direct, dtypes, refused_again, probes, nonempty, numbers in obj["probes"]:
             names = slot_names[overload]
             probed.append(
                 ProbedCall(
@@ -257,12 +261,13 @@ class OpInfoRun:
                             tuple(names[i] for i in cast),
                             tuple((interned_dtype(d), tuple(map(load, returns))) for d, returns in accepted),
                             tuple((interned_dtype(d), messages[m]) for d, m in rejected),
-                            tuple((interned_dtype(d), gate) for d, gate in gated),
+                            tuple((interned_dtype(d), gate, messages[m]) for d, gate, m in gated),
                         )
                         for cast, accepted, rejected, gated in probes
                     ),
                     refused_again,
                     bool(nonempty),
+                    tuple((name, kind) for name, kind in numbers),
                 )
             )
         return cls(

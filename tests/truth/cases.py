@@ -9,6 +9,10 @@ any of them runs (``mean(int64 tensor, dtype=torch.float32)`` is a valid call of
 The runner calls ``torch.ops.aten.<name>.<overload>`` itself, so a case never reaches
 another overload through a Python wrapper.
 
+Scalar cases (``scalar_case``) call an overload whose promotion takes a Python scalar with one that keeps the
+computation at the dtype under test (``le(uint16 tensor, 1)``, never ``le(uint16 tensor, 0.5)``, which runs in
+float32), and state what ATen accepts of ``STATED``; tests/test_truth.py checks ATen agrees.
+
 ``MIXED`` are single calls whose tensors differ in dtype, in both directions: where ATen promotes
 (``add(int64, float32)``, ``where(mask, int32, float64)``, ``cat([float32, int64])``) and where it
 refuses (``add(uint16 tensor, uint16 0-dim)``, ``mm(float32, float64)``, ``addcdiv`` of integers).
@@ -33,11 +37,14 @@ class Case:
     calls: tuple[Callable[[torch.dtype], Call], ...]  # alternatives: accepted if any runs
     given: tuple[tuple[str, str], ...] = ()  # (slot, dtype name) held fixed in every call
     companions: tuple[str, ...] = ()  # slots each call gives a dtype of its own, not judged (``companions``)
+    scalars: tuple[str, ...] = ()  # Scalar arguments given a Python number that keeps the computation at the dtype (``scalar_case``)
+    accepts: frozenset[str] | None = None  # of ``STATED``, the dtypes ATen accepts (it refuses the rest); None: nothing stated
 
     @property
     def key(self) -> str:
-        """Unique within the suite: ``gather[index | self=float32]``, ``add.Tensor[self other]``, ``searchsorted.Tensor[self ~ sorted_sequence]``."""
-        held = ", ".join(f"{slot}={dtype}" for slot, dtype in self.given)
+        """Unique within the suite: ``gather[index | self=float32]``, ``add.Tensor[self other]``, ``searchsorted.Tensor[self ~ sorted_sequence]``,
+        ``le.Scalar[self | other=scalar]``."""
+        held = ", ".join([f"{slot}={dtype}" for slot, dtype in self.given] + [f"{slot}=scalar" for slot in self.scalars])
         others = " ~ " + " ".join(self.companions) if self.companions else ""
         return f"{self.overload}[{' '.join(self.slots)}{others}{' | ' + held if held else ''}]"
 
@@ -145,6 +152,43 @@ def _scalar_other(*names: str) -> list[Case]:
 def _with_dtype_argument(name: str, *args: Any) -> Case:
     """A reduction whose ``dtype=`` lets more input dtypes in: ``mean(int64 tensor, dtype=torch.float32)``."""
     return c(name, "self", lambda d: A(t(d, 2, 3), *args), lambda d: A(t(d, 2, 3), *args, dtype=F32))
+
+
+STATED: tuple[str, ...] = ("bool", "int64", "uint16", "uint32", "uint64", "float32", "complex32", "complex64", "float8_e4m3fn", "float8_e8m0fnu")
+"""The dtypes a Scalar case states ATen's answer for (``accepts``): where a Python scalar's promotion misleads."""
+
+
+def kept_scalars(d: torch.dtype) -> tuple[bool | int | float | complex, ...]:
+    """Python numbers that leave a promotion at ``d``: its own category first (True, 1, 1.5, 1j), then each lower one
+    but bool (``pow(complex32 tensor, 1)`` computes in complex32)."""
+    if d == torch.bool:
+        return (True,)
+    if d.is_complex:
+        return (1j, 1.5, 1)
+    if d.is_floating_point:
+        return (1.5, 1)
+    return (1,)
+
+
+def scalar_case(
+    overload: str, slots: str, scalars: str, *builds: Callable[[torch.dtype, Any], Call], accepts: str, given: dict[str, str] | None = None
+) -> Case:
+    """An overload whose promotion takes a Python scalar, called with a scalar that keeps the computation at the dtype
+    under test: ``le(uint16 tensor, 1)`` has no kernel, while ``le(uint16 tensor, 0.5)`` runs in float32 and says
+    nothing of uint16. Each ``build(d, scalar)`` makes a call with each of ``kept_scalars(d)``; ``accepts`` states, of
+    ``STATED``, what ATen accepts (it refuses the rest), and tests/test_truth.py checks ATen agrees."""
+    assert set(accepts.split()) <= set(STATED), accepts
+
+    def call(build: Callable[[torch.dtype, Any], Call], i: int) -> Callable[[torch.dtype], Call]:
+        return lambda d: build(d, kept_scalars(d)[min(i, len(kept_scalars(d)) - 1)])
+
+    calls = tuple(call(build, i) for build in builds for i in range(3))
+    return Case(overload, tuple(slots.split()), calls, tuple(sorted((given or {}).items())), (), tuple(scalars.split()), frozenset(accepts.split()))
+
+
+def _scalar_cases(names: str, accepts: str) -> list[Case]:
+    """``op(tensor, scalar)`` for overloads whose second argument is ``Scalar other``."""
+    return [scalar_case(name, "self", "other", lambda d, s: A(t(d, 2, 3), s), accepts=accepts) for name in names.split()]
 
 
 _FLOAT32 = {"self": "float32"}
@@ -419,6 +463,44 @@ CASES: tuple[Case, ...] = (
     c("topk.values", "self values", lambda d: A(t(d, 2, 3), 2, values=t(d, 2, 2), indices=ix(I64, 1, 2, 2)), given={"indices": "int64"}),
     c("cummax.out", "self values", lambda d: A(t(d, 2, 3), 1, values=t(d, 2, 3), indices=ix(I64, 1, 2, 3)), given={"indices": "int64"}),
     c("aminmax.out", "self min max", lambda d: A(t(d, 2, 3), min=t(d), max=t(d))),
+    # overloads whose promotion takes a Python scalar (issue 33): a scalar that keeps the computation at the dtype
+    # (``le(uint16, 1)``, ``add(bool, True)``), and what ATen says, of ``STATED``
+    *_scalar_cases("add.Scalar add_.Scalar", "bool int64 float32 complex32 complex64"),
+    *_scalar_cases("sub.Scalar rsub.Scalar sub_.Scalar", "int64 float32 complex32 complex64"),
+    *_scalar_cases("mul.Scalar", "bool int64 uint16 uint32 uint64 float32 complex32 complex64"),
+    *_scalar_cases("mul_.Scalar eq.Scalar ne.Scalar", " ".join(STATED)),
+    *(scalar_case(name, "self", "value", lambda d, s: A(t(d, 2, 3), s), accepts=" ".join(STATED)) for name in ("fill.Scalar", "fill_.Scalar")),
+    *_scalar_cases("div.Scalar", "bool int64 uint16 uint32 uint64 float32 complex64"),
+    *_scalar_cases("xlogy.Scalar_Other copysign.Scalar", "bool int64 uint16 uint32 uint64 float32"),
+    *_scalar_cases("lt.Scalar le.Scalar gt.Scalar ge.Scalar le_.Scalar", "bool int64 float32"),
+    *_scalar_cases("fmod.Scalar remainder.Scalar floor_divide.Scalar", "int64 float32"),
+    *_scalar_cases("bitwise_and.Scalar bitwise_or.Scalar bitwise_xor.Scalar", "bool int64 uint16 uint32 uint64"),
+    *_scalar_cases("bitwise_left_shift.Tensor_Scalar", "int64"),
+    scalar_case("clamp_min", "self", "min", lambda d, s: A(t(d, 2, 3), s), accepts="int64 float32"),
+    scalar_case("clamp_min_", "self", "min", lambda d, s: A(t(d, 2, 3), s), accepts="int64 float32"),
+    scalar_case("clamp_max", "self", "max", lambda d, s: A(t(d, 2, 3), s), accepts="int64 float32"),
+    scalar_case("clamp", "self", "min max", lambda d, s: A(t(d, 2, 3), s, s), accepts="int64 float32"),
+    scalar_case("remainder.Scalar_Tensor", "other", "self", lambda d, s: A(s, t(d, 2, 3)), accepts="int64 float32"),
+    scalar_case(
+        "div.Scalar_mode",
+        "self",
+        "other",
+        lambda d, s: A(t(d, 2, 3), s, rounding_mode="floor"),
+        lambda d, s: A(t(d, 2, 3), s, rounding_mode=None),  # a true division, as ``div.Tensor_mode[self other]`` counts it
+        accepts="bool int64 uint16 uint32 uint64 float32 complex64",
+    ),
+    # ``pow(x, 1)`` copies without the dtype's kernel, as ``pow.Tensor_Scalar[self]`` counts it
+    scalar_case("pow.Tensor_Scalar", "self", "exponent", lambda d, s: A(t(d, 2, 3), s), accepts="bool int64 uint16 uint32 uint64 float32 complex32 complex64 float8_e4m3fn float8_e8m0fnu"),
+    scalar_case("where.ScalarOther", "self", "other", lambda d, s: A(mask(2, 3), t(d, 2, 3), s), accepts=" ".join(STATED), given={"condition": "bool"}),
+    scalar_case("where.ScalarSelf", "other", "self", lambda d, s: A(mask(2, 3), s, t(d, 2, 3)), accepts=" ".join(STATED), given={"condition": "bool"}),
+    scalar_case("masked_fill.Scalar", "self", "value", lambda d, s: A(t(d, 2, 3), mask(2, 3), s), accepts="bool int64 float32 complex32 complex64", given={"mask": "bool"}),
+    scalar_case("masked_fill_.Scalar", "self", "value", lambda d, s: A(t(d, 2, 3), mask(2, 3), s), accepts="bool int64 float32 complex32 complex64", given={"mask": "bool"}),
+    scalar_case("lerp.Scalar", "self end", "weight", lambda d, s: A(t(d, 2, 3), t(d, 2, 3), s), accepts="float32 complex64"),
+    scalar_case("addcmul", "self tensor1 tensor2", "value", lambda d, s: A(t(d, 2, 3), t(d, 2, 3), t(d, 2, 3), value=s), accepts="int64 float32 complex32 complex64"),
+    scalar_case("addcdiv", "self tensor1 tensor2", "value", lambda d, s: A(t(d, 2, 3), t(d, 2, 3), t(d, 2, 3), value=s), accepts="float32 complex64"),
+    scalar_case("threshold", "self", "threshold value", lambda d, s: A(t(d, 2, 3), s, s), accepts="int64 float32"),
+    scalar_case("hardtanh", "self", "min_val max_val", lambda d, s: A(t(d, 2, 3), s, s), accepts="int64 float32"),
+    scalar_case("leaky_relu", "self", "negative_slope", lambda d, s: A(t(d, 2, 3), s), accepts="float32"),
     # returns a ScalarType argument sets: the dtype under test passed as ``dtype`` and wanted back at ``return.0``
     c("to.dtype", "dtype return.0", lambda d: A(t(F32, 2, 3), d), given=_FLOAT32),
     c("to.device", "dtype return.0", lambda d: A(t(F32, 2, 3), torch.device("cpu"), d), given=_FLOAT32),

@@ -4,7 +4,8 @@ A dtype is accepted when some alternative call ran and gave non-empty outputs, r
 when every alternative raised (the first refusal is kept). Before calling, the runner
 binds the arguments to the overload's schema and checks the case says what it does:
 every tensor argument is one of its cast slots (in the dtype under test) or one of its
-``given`` slots (in that dtype), and no tensor is empty. A case that breaks this is
+``given`` slots (in that dtype), no tensor is empty, and each of its ``scalars`` is a Python number beside
+which the dtype under test keeps its dtype. A case that breaks this is
 wrong, and raises ``CaseError`` instead of giving a verdict.
 
     python -m tests.truth.runner            # prints every case's accepted dtypes
@@ -61,6 +62,9 @@ def _check_arguments(case: Case, op: torch._ops.OpOverload, args: tuple, kwargs:
                 raise CaseError(f"{case.key}: {slot} is {bound[slot]}, the case says {wanted[slot]}")
         elif not _tensors(bound.get(slot)):
             raise CaseError(f"{case.key}: no tensor is passed as {slot}")
+    for slot in case.scalars:
+        if not _keeps(bound.get(slot), dtype):
+            raise CaseError(f"{case.key}: {slot} is {bound.get(slot)!r}, which does not keep the computation at {dtype}")
     for name, value in bound.items():
         for tensor in _tensors(value):
             if name in case.companions:  # any dtype, but never empty
@@ -73,6 +77,16 @@ def _check_arguments(case: Case, op: torch._ops.OpOverload, args: tuple, kwargs:
                 raise CaseError(f"{case.key}: {name} is {tensor.dtype}, the case says {wanted[name]}")
             if tensor.numel() == 0:
                 raise CaseError(f"{case.key}: {name} is empty; an empty tensor proves nothing")
+
+
+def _keeps(value: Any, dtype: torch.dtype) -> bool:
+    """Whether ``value`` is a Python number beside which a ``dtype`` tensor keeps its dtype (``1`` beside uint16, not ``0.5``)."""
+    if not isinstance(value, (bool, int, float, complex)):
+        return False
+    try:
+        return torch.result_type(torch.ones(1, dtype=dtype), value) == dtype
+    except RuntimeError:  # float8 beside a complex number
+        return False
 
 
 def verdict(case: Case, dtype_name: str) -> Verdict:

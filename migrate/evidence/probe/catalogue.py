@@ -110,6 +110,13 @@ _COMPRESSED = {"compressed_indices": Fixed([0, 1, 2]), "plain_indices": Fixed([0
 _CSR_PARTS = {"crow_indices": Fixed([0, 1, 2]), "col_indices": Fixed([0, 1]), "values": Data((2,)), "size": [2, 2]}
 _CSC_PARTS = {"ccol_indices": Fixed([0, 1, 2]), "row_indices": Fixed([0, 1]), "values": Data((2,)), "size": [2, 2]}
 _BLOCKS = {"values": Data((2, 1, 1))}
+
+
+def _without_size(parts: dict[str, Any]) -> dict[str, Any]:
+    """A constructor's parts without its size (the overload that infers it from the indices)."""
+    return {name: value for name, value in parts.items() if name != "size"}
+
+
 _QUANTIZE = {"self": Data((2, 3)), "dtype": TorchName("quint8")}
 _ADAM = {
     "self": [Data((3,))], "grads": [Data((3,))], "exp_avgs": [Data((3,))], "exp_avg_sqs": [Data((3,))],
@@ -124,6 +131,12 @@ _FAKE_QUANT = {
 _EMBEDDING_BAG_BACKWARD = {
     "grad": Data((2, 3)), "indices": Fixed([0, 1, 2, 3]), "offset2bag": Fixed([0, 0, 1, 1]), "bag_size": Fixed([2, 2]),
     "num_weights": 5, "scale_grad_by_freq": False, "mode": 0, "per_sample_weights": Data((4,)),
+}  # fmt: skip
+_FLOAT8 = Full((16, 16), 0.5, "float8_e4m3fn")
+_SCALED_MM = {"self": _FLOAT8, "mat2": _FLOAT8, "scale_a": Fixed(1.0, "float32"), "scale_b": Fixed(1.0, "float32"), "bias": Data((16,)), "scale_result": Fixed(1.0, "float32")}
+_SCALED_MM_V2 = {
+    "self": _FLOAT8, "mat2": _FLOAT8, "scale_a": [Fixed([1.0], "float32")], "recipe_a": [0], "swizzle_a": [0], "scale_b": [Fixed([1.0], "float32")],
+    "recipe_b": [0], "swizzle_b": [0], "bias": Data((16,)),
 }  # fmt: skip
 _FP16_LINEAR = {"input": Data((2, 4)), "packed_weight": Made("fbgemm_pack_gemm_matrix_fp16", (Data((3, 4)),)), "bias": Data((3,))}
 _PACK_4BIT = {"weights": Ints((16, 16), 16, "uint8"), "scales_zeros": Data((16, 1)), "bias": None, "block_size": 32, "in_features": 32, "out_features": 16}
@@ -231,14 +244,21 @@ RECIPES: dict[str, dict[str, Any]] = {
     # a dtype= argument at None: the return follows the input, which probing then judges (the return stays free)
     "rand_like.generator": {"self": Data((2, 3))},
     "randn_like.generator": {"self": Data((2, 3))},
-    "randint_like.generator": {"self": Data((2, 3)), "high": 3},
     "linalg__powsum": {"self": Data((2, 3))},
     "to_mkldnn": {"self": Data((2, 3))},
     "view_copy.dtype": {"self": Data((2, 4)), "dtype": TorchName("float32")},  # 4 elements: any element size divides or is divided by 4 bytes
     "_sobol_engine_draw": {"quasi": Fixed([0, 0]), "n": 3, "sobolstate": Full((2, 30), 1, "int64"), "dimension": 2, "num_generated": 0, "dtype": TorchName("float32")},
-    "randint_like.Tensor": {"self": Data((2, 3)), "high": Fixed(3)},
-    "randint_like.Tensor_generator": {"self": Data((2, 3)), "high": Fixed(3)},
-    "randint_like.low_generator_dtype": {"self": Data((2, 3)), "low": 0, "high": 3},
+    # a bound of 2: bool's too (randint_like(x, 3, dtype=torch.bool): 'to - 1 is out of bounds for bool')
+    "randint_like.generator": {"self": Data((2, 3)), "high": 2},
+    "randint_like.Tensor": {"self": Data((2, 3)), "high": Fixed(2)},
+    "randint_like.Tensor_generator": {"self": Data((2, 3)), "high": Fixed(2)},
+    "randint_like.low_generator_dtype": {"self": Data((2, 3)), "low": 0, "high": 2},
+    "randint.low_generator": {"low": 0, "high": 2, "size": [2, 3], "generator": None},
+    "randint.low_generator_out": {"low": 0, "high": 2, "size": [2, 3], "generator": None, "out": Data((2, 3))},
+    "to_dense": {"self": Data((2, 3))},
+    "norm.ScalarOpt_dtype": {"self": Data((2, 3)), "p": 2, "dtype": TorchName("float32")},
+    "norm.ScalarOpt_dim_dtype": {"self": Data((2, 3)), "p": 2, "dim": [1], "keepdim": False, "dtype": TorchName("float32")},
+    "norm.dtype_out": {"self": Data((2, 3)), "p": 2, "dim": [1], "keepdim": False, "dtype": TorchName("float32"), "out": Data((2,))},
     "_assert_async.msg": {"self": Fixed(1)},
     "_functional_assert_async.msg": {"self": Fixed(1)},
     "_amp_update_scale_": {
@@ -262,6 +282,11 @@ RECIPES: dict[str, dict[str, Any]] = {
     "_foreach_pow.ScalarAndTensor": {"self": 2, "exponent": [Data((2, 3)), Data((3,))]},
     "chain_matmul": {"matrices": [Data((2, 3)), Data((3, 4)), Data((4, 2))]},
     "chain_matmul.out": {"matrices": [Data((2, 3)), Data((3, 4)), Data((4, 2))], "out": Data((2, 2))},
+    # float8 matrix products: the optional bias and scale_result no sample passes
+    "_scaled_mm": _SCALED_MM,
+    "_scaled_mm.out": {**_SCALED_MM, "out": _FLOAT8},
+    "_scaled_mm_v2": _SCALED_MM_V2,
+    "_scaled_mm_v2.out": {**_SCALED_MM_V2, "out": _FLOAT8},
     # attention
     "_scaled_dot_product_attention_math": {"query": Data((1, 2, 3, 4)), "key": Data((1, 2, 3, 4)), "value": Data((1, 2, 3, 4)), "attn_mask": Data((3, 3))},
     "_transform_bias_rescale_qkv": {"qkv": Data((2, 3, 12)), "qkv_bias": Data((12,)), "num_heads": 2},
@@ -375,19 +400,29 @@ RECIPES: dict[str, dict[str, Any]] = {
     "_validate_sparse_csc_tensor_args": _CSC_PARTS,
     "_validate_sparse_bsr_tensor_args": {**_CSR_PARTS, **_BLOCKS},
     "_validate_sparse_bsc_tensor_args": {**_CSC_PARTS, **_BLOCKS},
+    # compressed constructors: values of the dtype dtype= names (None: float32), which probing tries as the cast dtype (prober.CAST_DTYPE)
+    "sparse_compressed_tensor.comp_plain_value_size": {**_COMPRESSED, "layout": TorchName("sparse_csr")},
+    "sparse_compressed_tensor.comp_plain_value": {**_without_size(_COMPRESSED), "layout": TorchName("sparse_csr")},
+    "_sparse_compressed_tensor_unsafe": {**_COMPRESSED, "layout": TorchName("sparse_csr")},
+    "sparse_csr_tensor.crow_col_value_size": _CSR_PARTS,
+    "sparse_csr_tensor.crow_col_value": _without_size(_CSR_PARTS),
+    "_sparse_csr_tensor_unsafe": _CSR_PARTS,
+    "sparse_csc_tensor.ccol_row_value_size": _CSC_PARTS,
+    "sparse_csc_tensor.ccol_row_value": _without_size(_CSC_PARTS),
+    "_sparse_csc_tensor_unsafe": _CSC_PARTS,
+    "sparse_bsr_tensor.crow_col_value_size": {**_CSR_PARTS, **_BLOCKS},
+    "sparse_bsr_tensor.crow_col_value": _without_size({**_CSR_PARTS, **_BLOCKS}),
+    "_sparse_bsr_tensor_unsafe": {**_CSR_PARTS, **_BLOCKS},
+    "sparse_bsc_tensor.ccol_row_value_size": {**_CSC_PARTS, **_BLOCKS},
+    "sparse_bsc_tensor.ccol_row_value": _without_size({**_CSC_PARTS, **_BLOCKS}),
+    "_sparse_bsc_tensor_unsafe": {**_CSC_PARTS, **_BLOCKS},
     "_validate_compressed_sparse_indices": {"is_crow": True, "compressed_idx": Fixed([0, 1, 2]), "plain_idx": Fixed([0, 1]), "cdim": 2, "dim": 2, "nnz": 2},
 }  # fmt: skip
 
 # Overloads the catalogue leaves uncalled on purpose, with why (``--report`` says it for an entry still untyped).
-_VALUES_FOLLOW_DTYPE = "its values must have the dtype its dtype= argument names (float32 when None), so a probe casting the values alone says nothing"
 _PACKED_INT8 = "its packed int8 weight (fbgemm's PackBMatrix wrapped in a tensor) does not survive the copy every probe makes"
 _EMPTY_RESERVE = "its CPU kernel returns an empty reserve tensor, so no call of it proves a dtype"
 LEFT_OUT: dict[str, str] = {
-    "sparse_compressed_tensor.comp_plain_value": _VALUES_FOLLOW_DTYPE,
-    "sparse_compressed_tensor.comp_plain_value_size": _VALUES_FOLLOW_DTYPE,
-    "_sparse_compressed_tensor_unsafe": _VALUES_FOLLOW_DTYPE,
-    "sparse_bsr_tensor.crow_col_value": _VALUES_FOLLOW_DTYPE,
-    "sparse_bsc_tensor.ccol_row_value": _VALUES_FOLLOW_DTYPE,
     "_batch_norm_with_update": _EMPTY_RESERVE,
     "_batch_norm_with_update.out": _EMPTY_RESERVE,
     "_batch_norm_no_update": _EMPTY_RESERVE,

@@ -40,7 +40,7 @@ def _value(spec: Any, base: Any, seed: int) -> Any:
     if isinstance(spec, list):
         return [_value(item, base, seed + 100 * i) for i, item in enumerate(spec)]
     if isinstance(spec, Data):
-        dense = schema_calls._tensor(spec.shape, base, seed)
+        dense = schema_calls.seeded_tensor(spec.shape, base, seed)
         return _sparse(dense.add(1) if spec.layout != "strided" else dense, spec.layout)  # sparse: no explicit zeros
     if isinstance(spec, Fixed):
         return torch.tensor(spec.values, dtype=getattr(torch, spec.dtype))
@@ -50,7 +50,7 @@ def _value(spec: Any, base: Any, seed: int) -> Any:
         generator = torch.Generator().manual_seed(seed)
         return torch.randint(0, spec.high, spec.shape, generator=generator).to(getattr(torch, spec.dtype))
     if isinstance(spec, Quantized):
-        return torch.quantize_per_tensor(schema_calls._tensor(spec.shape, base, seed), 0.1, 0, getattr(torch, spec.dtype))
+        return torch.quantize_per_tensor(schema_calls.seeded_tensor(spec.shape, base, seed), 0.1, 0, getattr(torch, spec.dtype))
     if isinstance(spec, Storage):
         return torch.zeros(spec.nbytes, dtype=torch.uint8).untyped_storage()
     if isinstance(spec, Made):
@@ -92,8 +92,8 @@ def recipe_calls(func: Any, recipe: dict[str, Any], timeout: float, refusals: li
         except Exception as exc:
             refusals.append(one_line(exc))
             continue
-        for combination in schema_calls._combinations(func._schema):
-            made = schema_calls._arguments(func._schema, (base, torch.int64, None, False), combination, seed, given)
+        for combination in schema_calls.argument_combinations(func._schema):
+            made = schema_calls.schema_arguments(func._schema, (base, torch.int64, None, False), combination, seed, given)
             if made is None:
                 refusals.append(f"no value for an argument of this schema: {func._schema}")
                 return calls
@@ -125,7 +125,7 @@ def _uniform_lists(call: Any, report: dict[str, Any], timeout: float) -> dict[st
     for position, name, keyword_only, _ in call.slots.arguments:
         value = argument_of(call.args, call.kwargs, (position, name, keyword_only, False))
         probes = report.get("probes", ())
-        casts = [(rows, {d for d, _ in gated}) for cast, rows, _, gated in (*(p for p in probes if p[0] == [name]), *(p for p in probes if name in p[0]))]
+        casts = [(rows, {row[0] for row in gated}) for cast, rows, _, gated in (*(p for p in probes if p[0] == [name]), *(p for p in probes if name in p[0]))]
         others = list(dict.fromkeys(dtype for rows, gated in casts for dtype, _ in rows if dtype not in gated))[:MIXED_TRIES]
         if not isinstance(value, list) or len(value) < 2 or report["again"] or not others:
             continue
@@ -169,7 +169,7 @@ def catalogue_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
             calls = recipe_calls(func, RECIPES[name], PROBE_TIMEOUT, refusals)
             for number, call in enumerate(calls):
                 report = probe_call(call, f"{name}\0catalogue\0{number}", PROBE_TIMEOUT)
-                free = schema_calls._takes_a_dtype(func._schema) or any(_quantized(d) for d in call.dtypes[len(call.slots.arguments) :])
+                free = schema_calls.takes_a_dtype(func._schema) or any(_quantized(d) for d in call.dtypes[len(call.slots.arguments) :])
                 yield {"probed": {**report, UNIFORM: _uniform_lists(call, report, PROBE_TIMEOUT), FREE_RETURNS: free}}
             if not calls:
                 yield {"probed": {"overload": torch_private.overload_slots(func).name, schema_calls.REFUSED: refusals[-1] if refusals else "no call"}}

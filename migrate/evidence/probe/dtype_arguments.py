@@ -92,37 +92,54 @@ def targets() -> list[Any]:
     ]
 
 
-def _cast(value: Any, dtype: Any) -> Any:
-    """The value with every tensor in it cast to ``dtype`` (lists of tensors too)."""
+def _cast(value: Any, dtype: Any, base: Any) -> Any:
+    """The value with every tensor of dtype ``base`` in it cast to ``dtype`` (lists of tensors too)."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.to(dtype)
+        return value.to(dtype) if value.dtype == base else value
     if isinstance(value, (list, tuple)):
-        return type(value)(_cast(v, dtype) for v in value)
+        return type(value)(_cast(v, dtype, base) for v in value)
     return value
+
+
+def _calls(func: Any, argument: Any, timeout: float) -> list[Any]:
+    """Calls ATen accepts with the argument at float32: built from the catalogue's recipe for the overload if it has
+    one (``sparse_bsr_tensor``'s blocks, ``randint``'s bounds; a recipe's own value of the argument stays), else
+    from the schema."""
+    import torch
+
+    from migrate.evidence.probe.catalogue import RECIPES, TorchName
+    from migrate.evidence.probe.catalogue_calls import recipe_calls
+    from migrate.evidence.probe.schema_calls import _built_calls
+
+    recipe = RECIPES.get(overload_key(torch_private.overload_slots(func).name) or "")
+    if recipe is not None and (calls := recipe_calls(func, {argument.name: TorchName("float32"), **recipe}, timeout, [])):
+        return calls
+    return _built_calls(func, timeout, {argument.name: torch.float32})
 
 
 def _report(name: str, timeout: float) -> dict[str, Any] | None:
     """The overload's calls built with the argument at float32 (one per base dtype of its tensors), then each with
-    the argument at each dtype of the universe, and the first again with its tensors cast to that dtype too: a
-    return is the argument's value only if it is so beside inputs of other dtypes (``linalg_vector_norm`` of a
-    complex tensor returns the real dtype ``dtype=`` names)."""
+    the argument at each dtype of the universe, and the first again with its tensors of the call's base dtype cast
+    to that dtype too: a return is the argument's value only if it is so beside inputs of other dtypes
+    (``linalg_vector_norm`` of a complex tensor returns the real dtype ``dtype=`` names). Its index tensors stay:
+    ``sparse_csr_tensor``'s values must have the dtype ``dtype=`` names, its indices an integer one."""
     import signal
 
     import torch
 
+    from migrate.evidence.probe.catalogue_calls import _quantized
     from migrate.evidence.probe.prober import dtype_universe
-    from migrate.evidence.probe.schema_calls import _built_calls
     from migrate.runtime.dispatch import has_elements
     from migrate.runtime.processes import one_line
     from migrate.runtime.recorders import dtype_name
 
     func = torch_private.aten_overload(name)
     argument = _dtype_argument(func._schema)
-    calls = [c for c in _built_calls(func, timeout, {argument.name: torch.float32}) if c.nonempty]
-    if not calls:
-        return None
+    calls = [c for c in _calls(func, argument, timeout) if c.nonempty]
+    if not calls or any(_quantized(d) for c in calls for d in c.dtypes[len(c.slots.arguments) :]):
+        return None  # a quantized return (quantize_per_tensor_dynamic's quint8) no set can state: it stays free
     slots = calls[0].slots
     position = [a.name for a in func._schema.arguments].index(argument.name)
     accepted, refused = [], {}
@@ -132,7 +149,8 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
         for dtype in dtype_universe():
             args, kwargs = list(call.args), dict(call.kwargs)
             if cast:
-                args, kwargs = _cast(args, dtype), {k: _cast(v, dtype) for k, v in kwargs.items()}
+                base = getattr(torch, call.sample_dtype)
+                args, kwargs = _cast(args, dtype, base), {k: _cast(v, dtype, base) for k, v in kwargs.items()}
             if keyword:
                 kwargs[argument.name] = dtype
             else:
@@ -216,14 +234,16 @@ def cached_dtype_arguments(cache: StageCache) -> dict[str, DtypeArgument]:
 
 
 def _returned_evidence(fact: DtypeArgument, slot: str) -> tuple[tuple[DType, ...], tuple[Evidence, ...]]:
-    """The dtypes the return slot takes, and the evidence: accepted, and each refusal with ATen's message."""
+    """The dtypes the return slot takes, and the evidence: accepted, and, for a return that is the argument's value,
+    each refusal with ATen's message (a refused argument says nothing of a return that follows an input:
+    ``_rowwise_prune``'s rows)."""
     at = fact.returns.index(slot)
     exact = fact.follows_argument(slot)
     dtypes = canonical(asked if exact else returned[at] for asked, returned in fact.accepted if returned[at] is not None)
     subject = f"{fact.argument} at each dtype, a call built from the schema"
     said = "the return is the argument's value" if exact else "what it returned"
     evidence = [Evidence(PROBE, f"{subject} ({said}): accepted", dtypes, (slot,), len(fact.accepted))]
-    for dtype, message in fact.refused:
+    for dtype, message in fact.refused if exact else ():
         evidence.append(Evidence(PROBE, f"{subject}{REJECTED}{message}", (dtype,), (slot,), 1))
     return dtypes, tuple(evidence)
 

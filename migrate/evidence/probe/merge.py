@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -37,11 +38,12 @@ from migrate.runtime.runs import MIXED, SCHEMA_CALL, Observation, OpInfoId, Prob
 from migrate.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import DECLARED, EMPTY, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
-from migrate.model.rejection import DTYPE_SPELLING, REJECTED, is_rejection
+from migrate.model.rejection import DTYPE_SPELLING, REJECTED, is_rejection, rejection_messages
 
 ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
 ON_EMPTY = ", on empty tensors"  # in the ``where`` of evidence from probing a call with an empty tensor
 RETURNED = "returned by accepted probes"  # begins the ``where`` of the dtypes probes' calls returned
+PYTHON_NUMBER = "a Python "  # in the ``where`` of probe evidence: 'other a Python float', a Scalar argument as recorded
 SCHEMA_CALL_WHERE = "a call built from the schema"  # in the ``where`` of probe evidence from migrate.evidence.probe.schema_calls
 SPLIT = "probe-split"  # conflict: probing split a variable the observations alone would have declared
 JOINED = "probe-joined"  # conflict: probing joined variables the observations alone would have kept apart
@@ -153,15 +155,17 @@ def _evidence(members: tuple[str, ...], calls: list[ProbedCall], note: str = "")
             if bound:  # the call as recorded ran, whatever its casts did
                 context = _context(call, probe.cast)
                 recorded = {_single(original[name]) for name in probe.cast}
-                gated = dict(probe.gated)
+                gated = {dtype: gate for dtype, gate, _ in probe.gated}
                 gathered = accepted.setdefault((_subject(probe.cast), context), _Gathered())
                 gathered.add((dtype for dtype, _ in probe.accepted if dtype not in gated), bound, call.opinfo, number)
                 if len(recorded) == 1 and None not in recorded:
                     gathered.dtypes.update(recorded)  # the call as recorded: accepted too
                 for dtype, gate in gated.items():
                     accepted.setdefault((_subject(probe.cast), f"{context} and {gate}"), _Gathered()).add((dtype,), bound, call.opinfo, number)
-            for dtype, message in probe.rejected if bound else ():
-                gathered = rejected.setdefault((_subject(probe.cast), _template(message)), _Gathered())
+            # a gated dtype was refused as recorded too: the gate let it in, and the refusal speaks of the call as it was
+            refusals = [*probe.rejected, *((dtype, message) for dtype, _, message in probe.gated)]
+            for dtype, message in refusals if bound else ():
+                gathered = rejected.setdefault((_subject(probe.cast) + _numbers(call), _template(message)), _Gathered())
                 gathered.add((dtype,), bound, call.opinfo, number)
                 gathered.messages.setdefault(dtype, message)
             for i, name in returns:
@@ -201,13 +205,47 @@ def _subject(cast: tuple[str, ...]) -> str:
 
 
 def _context(call: ProbedCall, cast: tuple[str, ...]) -> str:
-    """' with query float16, key float16': the other inputs as recorded, on which ATen's answer may depend."""
+    """' with query float16, key float16, scale a Python float': the other inputs as recorded, on which ATen's
+    answer may depend."""
     others = [
         f"{name} {_spelled(dtypes)}"
         for name, dtypes in call.slots
         if name not in cast and not name.startswith("return.") and effective(dtypes) is not None
     ]
+    others += spelled_numbers(call.numbers)
     return f" with {', '.join(others)}" if others else ""
+
+
+def _numbers(call: ProbedCall) -> str:
+    """' with other a Python float': the call's Scalar arguments, by which a refusal's dtype may have moved."""
+    return f" with {', '.join(spelled_numbers(call.numbers))}" if call.numbers else ""
+
+
+_REFUSAL = re.compile(rf"^(?P<cast>.*?) cast (?:alone|together)(?: with (?P<context>.*?))?, (?:OpInfo |{SCHEMA_CALL_WHERE})")
+
+
+def refused_without_companions(variable: Variable) -> set[DType]:
+    """Dtypes ATen refused at every input slot of the variable, by a message naming a dtype, in calls whose other
+    arguments held no tensor, only Python numbers, and no other evidence accepted: the dtype itself was refused,
+    not a companion beside it or the call's data (``bitwise_and.Scalar(float32 tensor, 1)``: ``"bitwise_and_cpu"
+    not implemented for 'Float'``; ``lstm``'s built call at float64 takes another path, refused with ``t() expects
+    a tensor with <= 2 dimensions``, which names none)."""
+    inputs = {s for s in variable.binds if not s.startswith("return.")}
+    refused, accepted = set(), set()
+    for piece in variable.evidence:
+        found = _REFUSAL.match(piece.where) if piece.source == PROBE else None
+        if not is_rejection(piece):
+            accepted.update(piece.dtypes)
+        elif found and inputs <= set(found["cast"].split(", ")):
+            context = found["context"].split(", ") if found["context"] else []
+            if all(PYTHON_NUMBER in item for item in context):
+                refused.update(d for d, message in rejection_messages(piece).items() if DTYPE_SPELLING.search(message))
+    return refused - accepted
+
+
+def spelled_numbers(numbers: Iterable[tuple[str, str]]) -> list[str]:
+    """['other a Python float']: Scalar arguments by the kind of Python number they held."""
+    return [f"{name} {PYTHON_NUMBER}{kind}" for name, kind in numbers]
 
 
 def _spelled(dtypes: object) -> str:

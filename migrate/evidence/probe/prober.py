@@ -15,7 +15,9 @@ message. Where an argument gates the dtypes (``GATES``: a ``dtype=`` argument, a
 (a float one promotes an integer tensor), ``train``, ``half_to_float``; and a tensor cast alone beside
 dimensioned ones, as a 0-dim tensor: ``zero_dim_gate``), a dtype refused as recorded is tried again with the argument at the value
 that lets more dtypes in: ``mean(int64 tensor, dtype=torch.float32)`` is a valid call, so
-``mean`` may accept int64. Such an acceptance names the setting (``gated``). The unmodified call is made first: if it fails now (state or data it depended
+``mean`` may accept int64. A ``dtype=`` argument is also tried at the dtype cast to (``CAST_DTYPE``):
+``sparse_csr_tensor(crow, col, float64 values, dtype=torch.float64)`` is a valid call, though the
+same values beside ``dtype=None`` (float32) are refused. Such an acceptance names the setting (``gated``). The unmodified call is made first: if it fails now (state or data it depended
 on), nothing of it is probed. Calls run on the captured clones, cloned again per probe
 for an overload that writes to an argument; every probe starts from its own fixed seed.
 Within an OpInfo, a probe that repeats an earlier one but for its tensors' values (the same
@@ -178,8 +180,19 @@ GATES: dict[str, Callable[[str, Any], Any]] = {
 }
 
 
+class _CastDtype:
+    """A gate's value: the dtype the probe casts its slots to (a ``dtype=`` argument that the values must match)."""
+
+    def __repr__(self) -> str:
+        return "the cast dtype"
+
+
+CAST_DTYPE = _CastDtype()
+
+
 def gates(call: CapturedCall) -> list[tuple[int, str, bool, Any]]:
-    """The arguments of a captured call that gate its dtypes, with the value to try: (position, name, keyword-only, value)."""
+    """The arguments of a captured call that gate its dtypes, with the value to try: (position, name, keyword-only, value);
+    a ``ScalarType`` argument also at ``CAST_DTYPE``, after its own alternative."""
     found = []
     args, kwargs = call.args, call.kwargs
     schema = getattr(call.func, "_schema", None)  # a plain function standing for an overload has none
@@ -194,6 +207,23 @@ def gates(call: CapturedCall) -> list[tuple[int, str, bool, Any]]:
         alternative = GATES[key](argument.name, value)
         if alternative is not None:
             found.append((position, argument.name, keyword_only, alternative))
+        if key == "ScalarType":
+            found.append((position, argument.name, keyword_only, CAST_DTYPE))
+    return found
+
+
+def number_kinds(call: CapturedCall) -> list[list[str]]:
+    """``[[name, kind], ...]``: each Scalar argument of the call as recorded that holds a Python number, with its
+    kind (``bool``, ``int``, ``float``, ``complex``): what it does to the promoted tensors' computation dtype."""
+    found = []
+    schema = getattr(call.func, "_schema", None)
+    for position, argument in enumerate(schema.arguments if schema is not None else ()):
+        if str(getattr(argument, "real_type", argument.type)) not in ("number", "Optional[number]"):
+            continue
+        in_kwargs = argument.kwarg_only or position >= len(call.args)
+        value = call.kwargs.get(argument.name, argument.default_value) if in_kwargs else call.args[position]
+        if isinstance(value, (bool, int, float, complex)):
+            found.append([argument.name, type(value).__name__])
     return found
 
 
@@ -229,9 +259,9 @@ def zero_dim_gate(call: CapturedCall, index: int) -> list[tuple[int, str, bool, 
     return [(position, name, keyword_only or position >= len(call.args), ZERO_DIM)]
 
 
-def _gate_text(gate: tuple[int, str, bool, Any]) -> str:
-    """'dtype=torch.float32', 'other 0-dim': the setting of a gating argument, as evidence names it."""
-    return f"{gate[1]} {gate[3]}" if gate[3] is ZERO_DIM else f"{gate[1]}={gate[3]}"
+def _gate_text(gate: tuple[int, str, bool, Any], dtype: torch.dtype) -> str:
+    """'dtype=torch.float32', 'other 0-dim': the setting of a gating argument, as evidence names it (``dtype``: the cast one)."""
+    return f"{gate[1]} {gate[3]}" if gate[3] is ZERO_DIM else f"{gate[1]}={dtype if gate[3] is CAST_DTYPE else gate[3]}"
 
 
 Answers = dict[tuple[Any, ...], tuple[tuple[Any, ...] | None, str]]  # an OpInfo's probe answers by the call made
@@ -300,6 +330,8 @@ class _Prober:
                 position, name, keyword_only, value = gate
                 if value is ZERO_DIM:
                     value = (kwargs[name] if keyword_only else args[position]).reshape(-1)[0].clone()
+                elif value is CAST_DTYPE:
+                    value = next(iter(cast.values()))
                 if keyword_only:
                     kwargs[name] = value
                 else:
@@ -347,7 +379,10 @@ def probe_call(
 ) -> dict[str, Any]:
     """One captured call's probes, as the sweep's report: the call as recorded, and per set of
     slots cast ``[slots, [[dtype, returns' dtypes], ...accepted], [[dtype, message], ...refused], [[dtype, gate], ...]]``
-    (the last: the accepted dtypes refused as recorded, with the gating argument's setting that let them in);
+    (the last: the accepted dtypes refused as recorded, with the gating argument's setting that let them in and
+    ATen's refusal as recorded); ``numbers``: the Python kind of each Scalar argument as recorded (``[other, float]``),
+    since a float one moves an integer tensor's computation to float32 (``le(uint16 tensor, 0.5)`` runs where
+    ``le(uint16 tensor, 1)`` is refused);
     ``again`` is why the unmodified call failed when made again ('' when it ran): then nothing was probed.
     ``alone``: the argument indices cast alone (default: every one; a sibling's call casts only what it writes).
     """
@@ -358,6 +393,7 @@ def probe_call(
         "direct": call.direct,
         "nonempty": call.nonempty,
         "slots": [[name, _named(d)] for name, d in zip(names, call.dtypes)],
+        "numbers": number_kinds(call),
         "again": "",
         "probes": [],
     }
@@ -380,7 +416,7 @@ def probe_call(
                 for gate in cast_gating if returns is None else ():
                     returns, _ = prober(dict.fromkeys(cast, dtype), gate)
                     if returns is not None:
-                        gated.append([dtype_name(dtype), _gate_text(gate)])
+                        gated.append([dtype_name(dtype), _gate_text(gate, dtype), message])
                         break
                 if returns is None:
                     refused.append([dtype_name(dtype), message])

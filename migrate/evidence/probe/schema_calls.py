@@ -64,8 +64,10 @@ def _writes_out(schema: Any) -> bool:
     return any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
 
 
-def _takes_a_dtype(schema: Any) -> bool:
-    """A ``ScalarType`` argument (the JIT holds it as an int): what the overload accepts may follow it."""
+def takes_a_dtype(schema: Any) -> bool:
+    """Whether the schema has a ``ScalarType`` argument (the JIT holds it as an int): what the overload accepts,
+    and the dtypes it returns, may follow it. Such overloads get no schema call (``targets``); the catalogue's
+    calls of them (``catalogue_calls``) say their returns tell nothing of other calls."""
     return any("ScalarType" in str(getattr(a, "real_type", a.type)) for a in schema.arguments)
 
 
@@ -76,22 +78,25 @@ def targets() -> list[Any]:
     found = []
     for func in torch_private.cpu_overloads():
         slots = torch_private.overload_slots(func)
-        if (slots.arguments or slots.returns) and not _writes_out(func._schema) and not _takes_a_dtype(func._schema):
+        if (slots.arguments or slots.returns) and not _writes_out(func._schema) and not takes_a_dtype(func._schema):
             found.append(func)
     return found
 
 
-def _tensor(shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
+def seeded_tensor(shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
+    """A small tensor of this shape and dtype, the same for the same seed: values in [0, 2) for floating and
+    complex dtypes, 0 or 1 otherwise (valid indices into any dimension of 2 or more)."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
     if dtype.is_floating_point or dtype.is_complex:
         return torch.rand(shape, generator=generator, dtype=torch.float32).mul_(2).to(dtype)
-    return torch.randint(0, 2, shape, generator=generator).to(dtype)  # valid indices into any dimension of 2 or more
+    return torch.randint(0, 2, shape, generator=generator).to(dtype)
 
 
-def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None, bool], combination: tuple, seed: int, given: dict[str, Any] | None = None):
-    """Positional and keyword arguments for one combination, or None when an argument cannot be made.
+def schema_arguments(schema: Any, dtypes: tuple[Any, Any, int | None, bool], combination: tuple, seed: int, given: dict[str, Any] | None = None):
+    """Positional and keyword arguments for one combination (of ``argument_combinations``), or None when an
+    argument cannot be made; the catalogue's calls give their recipe's values and let this build the rest.
 
     ``dtypes`` is (the tensors' dtype, another dtype, the tensor argument given that other one,
     whether that one lacks the last dimension); ``given`` are values by argument name.
@@ -107,11 +112,11 @@ def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None, bool], combinati
         if given and argument.name in given:
             named[argument.name] = given[argument.name]
         elif kind == "Tensor" or (kind == "Optional[Tensor]" and optional):
-            named[argument.name] = _tensor(own_shape, other if tensors == at else dtype, seed + index)
+            named[argument.name] = seeded_tensor(own_shape, other if tensors == at else dtype, seed + index)
             tensors += 1
         elif kind in _TENSOR_LISTS and (required or optional):
             chosen = other if tensors == at else dtype
-            named[argument.name] = [_tensor(own_shape, chosen, seed + index + 100 * i) for i in range(length)]
+            named[argument.name] = [seeded_tensor(own_shape, chosen, seed + index + 100 * i) for i in range(length)]
             tensors += 1
         elif kind in ("int", "SymInt") and required:
             named[argument.name] = number
@@ -129,8 +134,9 @@ def _arguments(schema: Any, dtypes: tuple[Any, Any, int | None, bool], combinati
     return torch_private.call_arguments(schema, named)
 
 
-def _combinations(schema: Any) -> list[tuple[tuple[int, ...], int, bool, bool, int]]:
-    """(shape, int, int lists as the shape, optional tensors given, tensors in a list), varying only what the schema has.
+def argument_combinations(schema: Any) -> list[tuple[tuple[int, ...], int, bool, bool, int]]:
+    """The combinations ``schema_arguments`` tries, in order: (shape, int, int lists as the shape, optional
+    tensors given, tensors in a list), varying only what the schema has.
 
     A list of one tensor comes first: ``index(self, [mask])`` with a mask of ``self``'s shape.
     """
@@ -186,12 +192,12 @@ def _built_calls(func: Any, timeout: float, given: dict[str, Any] | None = None,
 
     slots = torch_private.overload_slots(func)
     seed = zlib.crc32(slots.name.encode())
-    combinations = _combinations(func._schema)
+    combinations = argument_combinations(func._schema)
     calls = []
     for assignments in _assignments(slots):
         for (dtype_name, at, short), combination in itertools.product(assignments, combinations):
             dtypes = (getattr(torch, dtype_name), torch.int64, at, short)
-            made = _arguments(func._schema, dtypes, combination, seed, given)
+            made = schema_arguments(func._schema, dtypes, combination, seed, given)
             if made is None:
                 if refusals is not None:
                     refusals.append(f"no value for an argument of this schema: {func._schema}")

@@ -10,7 +10,9 @@ Scalar input, then each of those but one), makes:
   tensor in turn the lower one; bitwise ops have no float kernel), each
   tensor as a 0-dim float64 beside float32 ones, a Python float beside int64 tensors (a
   promoting Scalar, else in a tensor's place where the schema lets a number in);
-- **diagonal calls**: every promoted tensor at one dtype, for each dtype of the universe.
+- **diagonal calls**: every promoted tensor at one dtype, for each dtype of the universe, and each promoting
+  Scalar a Python number of no higher kind than that dtype (``le(bool tensor, True)``: ``1`` would move the
+  computation to int64).
 
 A loss's call refused is made again with ``reduction`` none: ``l1_loss`` of integers runs, only
 their mean has no dtype.
@@ -203,6 +205,21 @@ def _assigned(caller: _Caller, names: list[str], kinds: dict[str, str], units, d
     return replaced
 
 
+def _own_kind(number: Any, dtype: Any) -> Any:
+    """The Scalar as a Python number of no higher kind than ``dtype`` (bool, int, float, complex), so that a
+    diagonal call computes in ``dtype``: a complex's real part, a float's integer part (1 where that is 0, as the
+    promoted tensors hold 1 to 3), an integer's truth."""
+    import torch
+
+    if isinstance(number, complex) and not dtype.is_complex:
+        number = number.real
+    if isinstance(number, float) and not (dtype.is_floating_point or dtype.is_complex):
+        number = int(number) or 1
+    if isinstance(number, int) and not isinstance(number, bool) and dtype == torch.bool:
+        number = bool(number)
+    return number
+
+
 def _promoted_values(names: list[str], replaced: dict[str, Any]) -> list[Any]:
     values = []
     for name in names:
@@ -255,6 +272,7 @@ def _tried(caller: _Caller, names: list[str], kinds: dict[str, str], universe) -
     if not mixed or any(m[1] is not None for m in mixed):
         for dtype in universe:
             replaced = _assigned(caller, names, kinds, units, [(dtype, False)] * len(units))
+            replaced.update({n: _own_kind(replaced[n], dtype) for n in names if kinds[n] == "scalar"})
             returned, message, _ = caller.call(replaced)
             diagonal.append([_spelled(dtype), returned, message, _predicted(_promoted_values(names, replaced))])
     return {"args": names, "tensors": [n for n in names if kinds[n] != "scalar"], "mixed": mixed, "diagonal": diagonal}

@@ -21,11 +21,11 @@ their functional overload's promotion (``sibling_promotions``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from migrate.evidence.probe.merge import is_rejection
-from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, real_counterpart, returns_possible
+from migrate.evidence.probe.merge import PYTHON_NUMBER, is_rejection
+from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, real_counterpart, returns_possible, with_numbers
 from migrate.model.dtypes import DType, canonical
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import COMPUTED_IN, DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
@@ -35,6 +35,17 @@ from migrate.model.schema import TypedSchema
 SHARED_RETURN = ("default", "no_opmath", "int_to_float", "bool_to_long")  # kinds whose return is the computation dtype
 PROMOTED = "TPromoted"  # the promoted variable's name until names are given
 _CAST = re.compile(r"^(.*?) cast (?:alone|together)\b")
+
+
+def _numbers(evidence: Evidence, scalars: Iterable[str]) -> tuple[str, ...]:
+    """The Python kinds the promoted Scalars held in a piece's calls ('other a Python float' in its where)."""
+    found = (re.search(rf"\b{re.escape(s)} {PYTHON_NUMBER}(\w+)", evidence.where) for s in scalars)
+    return tuple(match.group(1) for match in found if match)
+
+
+def _scalars(finding: PromotionFinding) -> tuple[str, ...]:
+    """The promoted Scalar arguments: the promotion's args less its tensors."""
+    return tuple(a for a in finding.promotion.args if a not in finding.tensors)
 
 
 def _cast_slots(evidence: Evidence) -> set[str] | None:
@@ -52,7 +63,7 @@ def _diagonal_pieces(
     in (``acos_`` of int64: ``result type Float can't be cast to the desired output type Long``)."""
     tensors, kind = set(finding.tensors), finding.promotion.kind
     together = tensors | {s for s in written if not s.startswith("return.")}
-    scalars = [a for a in finding.promotion.args if a not in tensors]
+    scalars = _scalars(finding)
     pieces, ran, refused, seen = [], [], [], set()
     for variable in plan.variables:
         for piece in variable.evidence:
@@ -61,16 +72,20 @@ def _diagonal_pieces(
                 continue
             seen.add(id(piece))
             cast = _cast_slots(piece) if piece.source == PROBE else None
+            numbers: tuple[str, ...] = ()
             if piece.source == PROBE:
                 if cast is None or not tensors <= cast or any(f" and {s}=" in piece.where for s in scalars):
-                    continue  # not a diagonal call, or one whose promoting Scalar moved the computation dtype
+                    continue  # not a diagonal call, or one whose promoting Scalar was set to let a dtype in
+                numbers = _numbers(piece, scalars)
                 if is_rejection(piece):
-                    away = tuple(d for d in piece.dtypes if computation_dtype(kind, d) != d)
+                    # a refusal where a promoted Scalar moved the computation (bool with an int) says nothing of its dtype
+                    own = [d for d in piece.dtypes if with_numbers(d, numbers) == d]
+                    away = tuple(d for d in own if computation_dtype(kind, d) != d)
                     if away and cast == together:
                         refused.append(replace(piece, dtypes=away, slots=finding.tensors))
                     if cast != tensors or not at_tensors:
                         continue  # another slot cast with them may be what ATen refused
-                    dtypes = tuple(d for d in piece.dtypes if computation_dtype(kind, d) == d)
+                    dtypes = tuple(d for d in own if computation_dtype(kind, d) == d)
                     if dtypes:
                         pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
                     continue
@@ -79,8 +94,9 @@ def _diagonal_pieces(
             elif piece.source not in (DECLARED, TORCHLIB):
                 continue  # observations mix dtypes per slot; the rest speaks of slots apart
             if at_tensors:
-                dtypes = canonical({computation_dtype(kind, d) for d in piece.dtypes})
-                pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
+                dtypes = canonical({computation_dtype(kind, d, numbers) for d in piece.dtypes} - {None})
+                if dtypes:
+                    pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
     return pieces, ran, refused
 
 
@@ -99,7 +115,7 @@ def _remaining(variable: Variable, moved: set[str]) -> Variable | None:
 def _mapped(finding: PromotionFinding) -> list[Evidence]:
     """The diagonal calls' evidence in computation dtypes: a refusal only where the kernel would compute in the dtype."""
     kind, found = finding.promotion.kind, []
-    for piece in finding.diagonal:
+    for piece in finding.diagonal:  # their promoting Scalars are of each dtype's own kind (``calls``)
         if is_rejection(piece):
             dtypes = tuple(d for d in piece.dtypes if computation_dtype(kind, d) == d)
         else:
@@ -109,15 +125,18 @@ def _mapped(finding: PromotionFinding) -> list[Evidence]:
     return found
 
 
-def promoted_away(pieces: list[Evidence], kind: str, tensors: tuple[str, ...]) -> list[Evidence]:
+def promoted_away(pieces: list[Evidence], kind: str, tensors: tuple[str, ...], scalars: tuple[str, ...]) -> list[Evidence]:
     """Of the accepted diagonal probes (before their dtypes were mapped), the dtypes the kernel computed in
-    another dtype, per computation dtype: ``computed in float32 (int_to_float): <the probe's where>``."""
+    another dtype, per computation dtype: ``computed in float32 (int_to_float): <the probe's where>``. A call
+    whose promoted ``scalars`` moved the computation (``le`` of uint16 with a Python float computes in float32)
+    settles nothing of the tensors' dtype: a call with a Scalar of that dtype's own kind judges it."""
     found: dict[tuple[DType, str], set[DType]] = {}
     for piece in pieces:
         if piece.source != PROBE or is_rejection(piece) or piece.where.startswith(COMPUTED_IN):
             continue
+        numbers = _numbers(piece, scalars)
         for dtype in piece.dtypes:
-            if (computed := computation_dtype(kind, dtype)) != dtype:
+            if with_numbers(dtype, numbers) == dtype and (computed := computation_dtype(kind, dtype)) != dtype:
                 found.setdefault((computed, piece.where), set()).add(dtype)
     return [
         Evidence(PROBE, f"{COMPUTED_IN}{computed} ({kind}): {where}", canonical(dtypes), tensors)
@@ -184,7 +203,7 @@ def with_promotion(
         return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
     # A dtype the kernel computes in another is settled by this overload's own calls: a sibling writes the promoted
     # result into its own tensor, so the functional's calls (its finding's) never say whether its call runs.
-    pieces += promoted_away(ran + ([] if sibling else list(finding.diagonal)), kind, finding.tensors) + refused
+    pieces += promoted_away(ran + ([] if sibling else list(finding.diagonal)), kind, finding.tensors, _scalars(finding)) + refused
     shared_return = returns and kind in SHARED_RETURN and ("return.0" in bound or free_return)
     moved = set(finding.tensors) | set(written) | ({"return.0"} if shared_return or (returns and kind == "complex_to_float") else set())
     binds = finding.tensors + tuple(s for s in written if s not in finding.tensors) + (("return.0",) if shared_return else ())

@@ -347,7 +347,8 @@ class AnnotationDecider:
 
     def _exported(self, function: FunctionDecision, cls: SlotClass) -> dict[DType, tuple[str, str, str]]:
         """Per dtype, the verdict of the class's slots (several overloads combined) by the calls that ran the function."""
-        return tied_verdicts(self.exported, [(overload, variable.binds) for overload, variable, _ in cls.contributions], function.info.key.name)
+        declared = {overload: [v.binds for v in self.plans[overload].variables] for overload, _, _ in cls.contributions}
+        return tied_verdicts(self.exported, cls.slots, declared, function.info.key.name)
 
     @staticmethod
     def _lacking(cls: SlotClass, dtypes: tuple[DType, ...]) -> tuple[DType, ...]:

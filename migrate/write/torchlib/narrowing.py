@@ -147,20 +147,27 @@ def by_dtype(verdicts: Iterable[ExportVerdict], cast: tuple[str, ...], function:
 
 
 def tied_verdicts(
-    exported: Mapping[str, tuple[ExportVerdict, ...]], contributions: Iterable[tuple[str, tuple[str, ...]]], function: str | None = None
+    exported: Mapping[str, tuple[ExportVerdict, ...]],
+    slots: Iterable[str],
+    declared: Mapping[str, Iterable[tuple[str, ...]]],
+    function: str | None = None,
 ) -> dict[DType, tuple[str, str, str]]:
-    """Per dtype, the verdict (status, message, the judges that gave it) of slots one annotation of ``function``
-    ties, over the overloads it serves (``contributions``: each overload and the slots a variable of it binds
-    there). A dtype is judged by the calls that give it to every tied slot of the overload: ``indices`` and
+    """Per dtype, the verdict (status, message, the judges that gave it) of the slots one annotation of ``function``
+    ties, over the overloads it serves (``declared``: each overload and the slots each of its declared variables
+    binds). An overload's calls judge its own slots among them, with the slots its declaration ties to those: for
+    ``aten_le``'s ``self, other``, le.Tensor's ``self`` and ``other`` but le.Scalar's ``self`` alone (its ``other`` is
+    a Scalar, so its cases cast ``self``); for a return torchlib annotates alone, the parameters the yaml ties to it.
+    A dtype is judged by the calls that give it to every one of these slots of the overload: ``indices`` and
     ``offsets`` under one TypeVar are proven by a call with both int32, not by int32 indices beside int64
-    offsets; and by the calls that ran the function (the export's where the exporter dispatched to it, the
-    function-level judge's where it did not)."""
-    cast_of: dict[str, list[str]] = {}
-    for overload, binds in contributions:
-        cast = cast_of.setdefault(overload, [])
-        cast.extend(s for s in binds if not s.startswith(RETURN_PREFIX) and s not in cast)
+    offsets; and by the calls that ran the function for the overload (the export's where the exporter
+    dispatched to it, the function-level judge's where it did not)."""
+    tied = set(slots)
     found: dict[DType, list[tuple[str, str, str]]] = {}
-    for overload, cast in cast_of.items():
+    for overload, variables in declared.items():
+        cast: list[str] = []
+        for binds in variables:
+            if tied & set(binds):
+                cast.extend(s for s in binds if not s.startswith(RETURN_PREFIX) and s not in cast)
         for dtype, outcomes in by_dtype(exported.get(overload, ()), tuple(cast), function).items():
             found.setdefault(dtype, []).extend(outcomes)
     return {dtype: (*combined(o[:2] for o in outcomes), judges(outcomes)) for dtype, outcomes in found.items()}
