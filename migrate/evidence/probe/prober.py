@@ -12,14 +12,15 @@ tensor can be cast to in this torch), with:
 
 Accepted means the call returned (with its returns' dtypes); a rejection keeps its
 message. Where an argument gates the dtypes (``GATES``: a ``dtype=`` argument, a scalar
-(a float one promotes an integer tensor), ``train``, ``half_to_float``; and a tensor cast alone beside
+(a float one promotes an integer tensor, so it is not tried at a floating or complex dtype), ``train``, ``half_to_float``; and a tensor cast alone beside
 dimensioned ones, as a 0-dim tensor: ``zero_dim_gate``), a dtype refused as recorded is tried again with the argument at the value
 that lets more dtypes in: ``mean(int64 tensor, dtype=torch.float32)`` is a valid call, so
 ``mean`` may accept int64. A ``dtype=`` argument is also tried at the dtype cast to (``CAST_DTYPE``):
 ``sparse_csr_tensor(crow, col, float64 values, dtype=torch.float64)`` is a valid call, though the
 same values beside ``dtype=None`` (float32) are refused. Such an acceptance names the setting (``gated``). The unmodified call is made first: if it fails now (state or data it depended
 on), nothing of it is probed. Calls run on the captured clones, cloned again per probe
-for an overload that writes to an argument; every probe starts from its own fixed seed.
+for an overload that writes to an argument (one that writes nothing has each small slot cast once
+per dtype, for every probe and gate that casts it so); every probe starts from its own fixed seed.
 Within an OpInfo, a probe that repeats an earlier one but for its tensors' values (the same
 overload, dtype at every slot, shapes and strides, other arguments and gate) takes that one's
 answer (``Answers``) when ATen accepted it or refused it naming a dtype: the diagonal probes of
@@ -178,6 +179,13 @@ GATES: dict[str, Callable[[str, Any], Any]] = {
     "train": lambda name, value: False if value is not False else None,  # dropout off returns its input, any dtype
     "half_to_float": lambda name, value: not value,  # _softmax's other half of its dtype rule
 }
+
+
+def _promotes_nothing(gate: tuple[int, str, bool, Any], dtype: torch.dtype) -> bool:
+    """Whether a gate cannot let ``dtype`` in: a float Python number (the ``number`` gate) moves integer and bool
+    tensors to a floating computation, and leaves a floating or complex one as it was (never taken in a full run)."""
+    value = gate[3]
+    return isinstance(value, float) and (dtype.is_floating_point or dtype.is_complex)
 
 
 class _CastDtype:
@@ -414,6 +422,8 @@ def probe_call(
             if dtype is not skip:
                 returns, message = prober(dict.fromkeys(cast, dtype))
                 for gate in cast_gating if returns is None else ():
+                    if _promotes_nothing(gate, dtype):
+                        continue
                     returns, _ = prober(dict.fromkeys(cast, dtype), gate)
                     if returns is not None:
                         gated.append([dtype_name(dtype), _gate_text(gate, dtype), message])
