@@ -108,10 +108,10 @@ def test_the_return_leaves_the_input_s_variable_and_carries_its_own_verdicts():
 
 
 def test_an_overload_no_call_could_be_built_for_keeps_aten_s_last_refusal():
-    from migrate.evidence.probe.schema_calls import _built_calls
+    from migrate.evidence.probe.schema_calls import built_calls
 
     refusals: list[str] = []
-    assert _built_calls(torch_private.aten_overload("aten::affine_grid_generator"), PROBE_TIMEOUT, refusals=refusals) == []
+    assert built_calls(torch_private.aten_overload("aten::affine_grid_generator"), PROBE_TIMEOUT, refusals=refusals) == []
     assert refusals and all(message.split(":")[0].endswith("Error") for message in refusals)
 
 

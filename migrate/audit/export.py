@@ -532,16 +532,13 @@ def rewrite_verdicts(
     registered: Mapping[str, Iterable[str]],
     torchlib: Path,
     cache: StageCache,
-    compute: bool = False,
     jobs: int | None = None,
 ) -> dict[str, tuple[ExportVerdict, ...]]:
     """export-check's cases per registered overload of this torch_lib (``registered``: its real functions), for the
-    rewrite: the cached ones of both judges (checked first when ``compute``); an overload without cached results
-    has none. Each call says which functions ran, so the rewrite reads, per function, the export where the exporter
-    ran it and the function-level judge where it did not."""
+    rewrite: both judges' cases, checked first where the cache lacks them. Each call says which functions ran, so the
+    rewrite reads, per function, the export where the exporter ran it and the function-level judge where it did not."""
     overloads = sorted(set(registered) & declared.keys())
-    if compute:
-        run_export_check(declared, overloads, torchlib, cache, jobs, functions=registered)
+    run_export_check(declared, overloads, torchlib, cache, jobs, functions=registered)
     exported, judged = ResultStore.of(torchlib, cache), ResultStore.of(torchlib, cache, FUNCTION_JUDGE)
     found = {}
     for overload in overloads:

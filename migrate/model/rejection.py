@@ -7,6 +7,7 @@ per dtype in the evidence's order (``... with dtype {Char|Short|Float}``).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from migrate.model.dtypes import DType
@@ -22,6 +23,13 @@ DTYPE_SPELLING = re.compile(
     r"|\b(?:Byte|Char|Short|Int|Long|Half|Float|Double|Complex\w*|Bool|BFloat16|U?Int\d+|Float\d\w*|Q\w*Int\w*|Bits\w+"
     r"|bool|float|double|half|bfloat16|u?int\d+|float\d\w*|complex\d*)\b"
 )
+
+
+@functools.lru_cache(maxsize=4096)
+def names_a_dtype(message: str) -> bool:
+    """Whether ATen's refusal names a dtype: a check of dtypes, which the same dtypes meet the same way whatever the
+    values (``"le_cpu" not implemented for 'UInt16'``), not of the call's data (an index out of range)."""
+    return DTYPE_SPELLING.search(message) is not None
 
 
 def is_rejection(evidence: Evidence) -> bool:

@@ -361,7 +361,7 @@ class Session:
 
         written_plan = _written_plan(plan, result)
         declared = {o.name: o.variables for o in written_plan.overloads if self.selected is None or o.name in self.selected}
-        exported = rewrite_verdicts(declared, self.real_functions(), self.torchlib_root, self.cache, True, self.options.jobs) if export_check else {}
+        exported = rewrite_verdicts(declared, self.real_functions(), self.torchlib_root, self.cache, self.options.jobs) if export_check else {}
         rewrite = rewrite_torchlib(
             self.torchlib, written_plan, self.native, self.cache, only=self.selected, exported=exported, written=written
         )

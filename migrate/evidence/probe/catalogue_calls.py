@@ -149,7 +149,7 @@ def _uniform_lists(call: Any, report: dict[str, Any], timeout: float) -> dict[st
     return found
 
 
-def _quantized(dtypes: Any) -> bool:
+def is_quantized(dtypes: Any) -> bool:
     """Whether a return held a dtype no plain CPU tensor has (``quantize_per_tensor``'s quint8)."""
     from migrate.evidence.probe.prober import dtype_universe
 
@@ -169,7 +169,7 @@ def catalogue_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
             calls = recipe_calls(func, RECIPES[name], PROBE_TIMEOUT, refusals)
             for number, call in enumerate(calls):
                 report = probe_call(call, f"{name}\0catalogue\0{number}", PROBE_TIMEOUT)
-                free = schema_calls.takes_a_dtype(func._schema) or any(_quantized(d) for d in call.dtypes[len(call.slots.arguments) :])
+                free = schema_calls.takes_a_dtype(func._schema) or any(is_quantized(d) for d in call.dtypes[len(call.slots.arguments) :])
                 yield {"probed": {**report, UNIFORM: _uniform_lists(call, report, PROBE_TIMEOUT), FREE_RETURNS: free}}
             if not calls:
                 yield {"probed": {"overload": torch_private.overload_slots(func).name, schema_calls.REFUSED: refusals[-1] if refusals else "no call"}}

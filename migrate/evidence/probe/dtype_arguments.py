@@ -83,12 +83,12 @@ def _dtype_argument(schema: Any) -> Any | None:
 
 def targets() -> list[Any]:
     """Overloads with a CPU kernel, a ScalarType argument and a tensor return; not out=."""
-    from migrate.evidence.probe.schema_calls import _writes_out
+    from migrate.evidence.probe.schema_calls import writes_out
 
     return [
         func
         for func in torch_private.cpu_overloads()
-        if _dtype_argument(func._schema) is not None and torch_private.overload_slots(func).returns and not _writes_out(func._schema)
+        if _dtype_argument(func._schema) is not None and torch_private.overload_slots(func).returns and not writes_out(func._schema)
     ]
 
 
@@ -111,12 +111,12 @@ def _calls(func: Any, argument: Any, timeout: float) -> list[Any]:
 
     from migrate.evidence.probe.catalogue import RECIPES, TorchName
     from migrate.evidence.probe.catalogue_calls import recipe_calls
-    from migrate.evidence.probe.schema_calls import _built_calls
+    from migrate.evidence.probe.schema_calls import built_calls
 
     recipe = RECIPES.get(overload_key(torch_private.overload_slots(func).name) or "")
     if recipe is not None and (calls := recipe_calls(func, {argument.name: TorchName("float32"), **recipe}, timeout, [])):
         return calls
-    return _built_calls(func, timeout, {argument.name: torch.float32})
+    return built_calls(func, timeout, {argument.name: torch.float32})
 
 
 def _report(name: str, timeout: float) -> dict[str, Any] | None:
@@ -129,7 +129,7 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
 
     import torch
 
-    from migrate.evidence.probe.catalogue_calls import _quantized
+    from migrate.evidence.probe.catalogue_calls import is_quantized
     from migrate.evidence.probe.prober import dtype_universe
     from migrate.runtime.dispatch import has_elements
     from migrate.runtime.processes import one_line
@@ -138,7 +138,7 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
     func = torch_private.aten_overload(name)
     argument = _dtype_argument(func._schema)
     calls = [c for c in _calls(func, argument, timeout) if c.nonempty]
-    if not calls or any(_quantized(d) for c in calls for d in c.dtypes[len(c.slots.arguments) :]):
+    if not calls or any(is_quantized(d) for c in calls for d in c.dtypes[len(c.slots.arguments) :]):
         return None  # a quantized return (quantize_per_tensor_dynamic's quint8) no set can state: it stays free
     slots = calls[0].slots
     position = [a.name for a in func._schema.arguments].index(argument.name)

@@ -38,7 +38,7 @@ from migrate.runtime.runs import MIXED, SCHEMA_CALL, Observation, OpInfoId, Prob
 from migrate.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import DECLARED, EMPTY, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
-from migrate.model.rejection import DTYPE_SPELLING, REJECTED, is_rejection, rejection_messages
+from migrate.model.rejection import DTYPE_SPELLING, REJECTED, is_rejection, names_a_dtype, rejection_messages
 
 ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
 ON_EMPTY = ", on empty tensors"  # in the ``where`` of evidence from probing a call with an empty tensor
@@ -212,13 +212,16 @@ def _context(call: ProbedCall, cast: tuple[str, ...]) -> str:
         for name, dtypes in call.slots
         if name not in cast and not name.startswith("return.") and effective(dtypes) is not None
     ]
-    others += spelled_numbers(call.numbers)
-    return f" with {', '.join(others)}" if others else ""
+    return _with(others + spelled_numbers(call.numbers))
 
 
 def _numbers(call: ProbedCall) -> str:
     """' with other a Python float': the call's Scalar arguments, by which a refusal's dtype may have moved."""
-    return f" with {', '.join(spelled_numbers(call.numbers))}" if call.numbers else ""
+    return _with(spelled_numbers(call.numbers))
+
+
+def _with(items: list[str]) -> str:
+    return f" with {', '.join(items)}" if items else ""
 
 
 _REFUSAL = re.compile(rf"^(?P<cast>.*?) cast (?:alone|together)(?: with (?P<context>.*?))?, (?:OpInfo |{SCHEMA_CALL_WHERE})")
@@ -239,7 +242,7 @@ def refused_without_companions(variable: Variable) -> set[DType]:
         elif found and inputs <= set(found["cast"].split(", ")):
             context = found["context"].split(", ") if found["context"] else []
             if all(PYTHON_NUMBER in item for item in context):
-                refused.update(d for d, message in rejection_messages(piece).items() if DTYPE_SPELLING.search(message))
+                refused.update(d for d, message in rejection_messages(piece).items() if names_a_dtype(message))
     return refused - accepted
 
 

@@ -67,7 +67,7 @@ from migrate.evidence.probe.siblings import sibling_calls, written_slots
 from migrate.runtime.recorders import CapturedCall, argument_of, dtype_name, dtypes_of
 from migrate.runtime.processes import one_line
 from migrate.model.dtypes import DType
-from migrate.model.rejection import DTYPE_SPELLING
+from migrate.model.rejection import names_a_dtype
 
 PROBE_CALLS = 3  # calls probed per overload and OpInfo, each with input dtypes no other one had
 PROBE_TIMEOUT = 30.0  # seconds per probe call; the slowest accepted probes take well under a second
@@ -198,21 +198,28 @@ class _CastDtype:
 CAST_DTYPE = _CastDtype()
 
 
+def _schema_arguments(call: CapturedCall) -> Iterator[tuple[int, Any, str, bool]]:
+    """The captured call's schema arguments: (position, argument, its type as text, whether it is passed by keyword)."""
+    schema = getattr(call.func, "_schema", None)  # a plain function standing for an overload has none
+    for position, argument in enumerate(schema.arguments if schema is not None else ()):
+        yield position, argument, str(getattr(argument, "real_type", argument.type)), argument.kwarg_only or position >= len(call.args)
+
+
+def _recorded(call: CapturedCall, position: int, argument: Any, keyword: bool) -> Any:
+    """An argument's value in the captured call (its default where the call left it out)."""
+    return call.kwargs.get(argument.name, argument.default_value) if keyword else call.args[position]
+
+
 def gates(call: CapturedCall) -> list[tuple[int, str, bool, Any]]:
     """The arguments of a captured call that gate its dtypes, with the value to try: (position, name, keyword-only, value);
     a ``ScalarType`` argument also at ``CAST_DTYPE``, after its own alternative."""
     found = []
-    args, kwargs = call.args, call.kwargs
-    schema = getattr(call.func, "_schema", None)  # a plain function standing for an overload has none
-    for position, argument in enumerate(schema.arguments if schema is not None else ()):
-        kind = str(getattr(argument, "real_type", argument.type))
+    for position, argument, kind, keyword_only in _schema_arguments(call):
         key = "ScalarType" if "ScalarType" in kind else "number" if kind in ("number", "Optional[number]") else None
         key = argument.name if kind in ("bool", "Optional[bool]") else key
         if key not in GATES:
             continue
-        keyword_only = argument.kwarg_only or position >= len(args)
-        value = kwargs.get(argument.name, argument.default_value) if keyword_only else args[position]
-        alternative = GATES[key](argument.name, value)
+        alternative = GATES[key](argument.name, _recorded(call, position, argument, keyword_only))
         if alternative is not None:
             found.append((position, argument.name, keyword_only, alternative))
         if key == "ScalarType":
@@ -224,14 +231,11 @@ def number_kinds(call: CapturedCall) -> list[list[str]]:
     """``[[name, kind], ...]``: each Scalar argument of the call as recorded that holds a Python number, with its
     kind (``bool``, ``int``, ``float``, ``complex``): what it does to the promoted tensors' computation dtype."""
     found = []
-    schema = getattr(call.func, "_schema", None)
-    for position, argument in enumerate(schema.arguments if schema is not None else ()):
-        if str(getattr(argument, "real_type", argument.type)) not in ("number", "Optional[number]"):
-            continue
-        in_kwargs = argument.kwarg_only or position >= len(call.args)
-        value = call.kwargs.get(argument.name, argument.default_value) if in_kwargs else call.args[position]
-        if isinstance(value, (bool, int, float, complex)):
-            found.append([argument.name, type(value).__name__])
+    for position, argument, kind, keyword_only in _schema_arguments(call):
+        if kind in ("number", "Optional[number]"):
+            value = _recorded(call, position, argument, keyword_only)
+            if isinstance(value, (bool, int, float, complex)):
+                found.append([argument.name, type(value).__name__])
     return found
 
 
@@ -284,12 +288,6 @@ def _layout(value: Any) -> Any:
     return repr(value)
 
 
-@functools.lru_cache(maxsize=4096)
-def _names_dtype(message: str) -> bool:
-    """Whether ATen's refusal names a dtype: a check of dtypes, which the same dtypes meet the same way whatever the values."""
-    return DTYPE_SPELLING.search(message) is not None
-
-
 class _Prober:
     """Calls one captured call again with some slots cast; returns (returns' dtype names, '') or (None, message)."""
 
@@ -314,7 +312,7 @@ class _Prober:
         answer = self.answers.get(key)
         if answer is None:
             answer = self._made(cast, gate)
-            if answer[0] is not None or _names_dtype(answer[1]):
+            if answer[0] is not None or names_a_dtype(answer[1]):
                 self.answers[key] = answer
         return answer
 

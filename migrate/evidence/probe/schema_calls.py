@@ -60,7 +60,8 @@ REFUSED = "refused"  # the key of a report that holds ATen's last refusal instea
 _OPTIONAL_FILLERS = {"Optional[Scalar]": "Scalar", "Optional[number]": "number"}  # given with the optional tensors, else left to their default
 
 
-def _writes_out(schema: Any) -> bool:
+def writes_out(schema: Any) -> bool:
+    """Whether the overload writes a keyword-only ``out=`` tensor: its dtypes follow the functional overload's calls."""
     return any(a.kwarg_only and a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
 
 
@@ -78,7 +79,7 @@ def targets() -> list[Any]:
     found = []
     for func in torch_private.cpu_overloads():
         slots = torch_private.overload_slots(func)
-        if (slots.arguments or slots.returns) and not _writes_out(func._schema) and not takes_a_dtype(func._schema):
+        if (slots.arguments or slots.returns) and not writes_out(func._schema) and not takes_a_dtype(func._schema):
             found.append(func)
     return found
 
@@ -185,7 +186,7 @@ def called(func: Any, made: tuple[list[Any], dict[str, Any]], seed: int, timeout
     return CapturedCall(func, slots, tuple(args), kwargs, slot_dtypes(slots, args, kwargs, out), True, sample, nonempty)
 
 
-def _built_calls(func: Any, timeout: float, given: dict[str, Any] | None = None, refusals: list[str] | None = None) -> list[Any]:
+def built_calls(func: Any, timeout: float, given: dict[str, Any] | None = None, refusals: list[str] | None = None) -> list[Any]:
     """Calls ATen accepts, as CapturedCalls: per base dtype the first combination that works, at most BASES
     (``given``: values by argument name; ``refusals`` receives why each combination failed, in order)."""
     import torch
@@ -219,7 +220,7 @@ def schema_call_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
         for name in names:
             yield {"trying": name}
             refusals: list[str] = []
-            calls = _built_calls(torch_private.aten_overload(name), PROBE_TIMEOUT, refusals=refusals)
+            calls = built_calls(torch_private.aten_overload(name), PROBE_TIMEOUT, refusals=refusals)
             for number, call in enumerate(calls):
                 yield {"probed": probe_call(call, f"{name}\0{number}", PROBE_TIMEOUT)}
             if not calls and refusals:
@@ -316,7 +317,9 @@ def schema_call_plans(
         lists.setdefault(key, set()).update(n for n, dtypes in call.slots if isinstance(dtypes, tuple) and (key, n) not in uniform)
     plans = {}
     for name, plan in probe_plans(calls).items():
-        free = (lists[name] if any(not n.startswith("return.") for n in lists[name]) else set()) | ({slot for v in plan.variables for slot in v.binds if slot.startswith("return.")} if name in free_returns else set())
+        returns = {slot for v in plan.variables for slot in v.binds if slot.startswith("return.")}
+        free_lists = lists[name] if any(not n.startswith("return.") for n in lists[name]) else set()  # a returned list alone stays typed
+        free = free_lists | (returns if name in free_returns else set())
         kept = plan.kept({slot for v in plan.variables for slot in v.binds} - free)
         if any(not slot.startswith("return.") for v in kept.variables for slot in v.binds):
             plans[name] = OverloadPlan(name, kept.variables, kept.conflicts)

@@ -281,7 +281,7 @@ def _tried(caller: _Caller, names: list[str], kinds: dict[str, str], universe) -
 def promotion_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
     """The job: for each overload named, announced, its report (``{"overload", "declared", "tried": [...]}``)."""
     from migrate.evidence.probe.prober import PROBE_TIMEOUT, bounded, dtype_universe
-    from migrate.evidence.probe.schema_calls import _built_calls
+    from migrate.evidence.probe.schema_calls import built_calls
 
     rules = declared_rules()
     with warnings.catch_warnings(), bounded():
@@ -289,7 +289,7 @@ def promotion_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
         for name in names:
             yield {"trying": name}
             func = torch_private.aten_overload(name)
-            built = _built_calls(func, PROBE_TIMEOUT)
+            built = built_calls(func, PROBE_TIMEOUT)
             declared = _declared(func._schema, rules)
             report = {"overload": name, "declared": declared, "tried": []}
             if built:
