@@ -17,6 +17,7 @@ import os
 import pickle
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,17 +55,27 @@ def store(path: Path, data: bytes) -> None:
         raise
 
 
+_paused = [0, False]  # threads inside without_cyclic_gc, and whether the collector ran before the first came in
+_pausing = threading.Lock()
+
+
 @contextlib.contextmanager
 def without_cyclic_gc() -> Iterator[None]:
     """For work that makes many objects (a parsed tree): their garbage is freed by reference counting, and the cyclic
-    collector would rescan the live ones again and again as they are made."""
-    enabled = gc.isenabled()
-    gc.disable()
+    collector would rescan the live ones again and again as they are made. The collector is process-wide: it runs
+    again once the last thread inside has left."""
+    with _pausing:
+        if _paused[0] == 0:
+            _paused[1] = gc.isenabled()
+            gc.disable()
+        _paused[0] += 1
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        with _pausing:
+            _paused[0] -= 1
+            if _paused[0] == 0 and _paused[1]:
+                gc.enable()
 
 
 @contextlib.contextmanager
@@ -156,6 +167,16 @@ def digest(*parts: bytes | str) -> str:
     return found.hexdigest()
 
 
+_entry_locks: dict[Path, threading.Lock] = {}
+_entry_locks_guard = threading.Lock()
+
+
+def _entry_lock(path: Path) -> threading.Lock:
+    """The process's one lock of an entry, so that two threads compute it once."""
+    with _entry_locks_guard:
+        return _entry_locks.setdefault(path, threading.Lock())
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage's entries: a folder named by the stage's code digest, one entry per key of inputs."""
@@ -166,6 +187,10 @@ class Stage:
     def path(self, *inputs: bytes | str, suffix: str = ".pickle") -> Path:
         """Where the entry of these inputs lives (for stages that store files of their own format)."""
         return self.folder / (digest(*inputs)[:40] + suffix)
+
+    def holds(self, *inputs: bytes | str) -> bool:
+        """Whether an entry of these inputs is stored (it may still be one this build cannot read)."""
+        return self.path(*inputs).is_file()
 
     def read(self, *inputs: bytes | str, kind: type | None = None) -> Any | None:
         """The pickled entry of these inputs; None when there is none or this build cannot read it."""
@@ -184,13 +209,15 @@ class Stage:
             pass
 
     def get(self, inputs: tuple[bytes | str, ...], compute: Callable[[], T], kind: type | None = None, cold: str = "") -> T:
-        """The entry of these inputs, computed and stored on a miss; ``cold`` says on the progress line what a miss runs."""
-        found = self.read(*inputs, kind=kind)
-        if found is None:
-            if cold and self.progress is not None:
-                self.progress(cold)
-            found = compute()
-            self.write(found, *inputs)
+        """The entry of these inputs, computed and stored on a miss; ``cold`` says on the progress line what a miss runs.
+        A thread asking for an entry another thread is computing waits for it (``migrate.evidence.torch_stages``)."""
+        with _entry_lock(self.path(*inputs)):
+            found = self.read(*inputs, kind=kind)
+            if found is None:
+                if cold and self.progress is not None:
+                    self.progress(cold)
+                found = compute()
+                self.write(found, *inputs)
         return found
 
 

@@ -110,7 +110,7 @@ def test_the_report_says_why_an_entry_the_catalogue_reached_stays_untyped(tmp_pa
     from migrate.evidence.untyped import NOT_BUILT, last_refusals
 
     cache = StageCache(tmp_path)
-    catalogue_calls._stage(cache).write(_reports("broadcast_tensors"))
+    catalogue_calls.stage(cache).write(_reports("broadcast_tensors"))
     found = last_refusals(["broadcast_tensors", "_batch_norm_with_update", "nested_to_padded_tensor"], cache, {})
     assert found["broadcast_tensors"] == MIXED_LISTS
     assert found["_batch_norm_with_update"] == f"left out of the argument catalogue: {LEFT_OUT['_batch_norm_with_update']}"

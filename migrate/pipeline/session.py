@@ -9,8 +9,10 @@ write, with the summary; the caller decides whether to write, diff or check.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -123,6 +125,7 @@ class Session:
     def __init__(self, options: Options):
         self.options = options
         self.cache = StageCache.at(options.cache_dir, progress=_say)
+        self._swept = threading.Event()  # set once the sweep is done (migrate.evidence.torch_stages waits for it)
 
     # --- inputs -------------------------------------------------------------------------------------
 
@@ -193,7 +196,9 @@ class Session:
             return None
         from migrate.evidence.derived import sweep_state
 
-        return sweep_state(self.cache, self.options.jobs, self.options.refresh, self.selected)
+        state = sweep_state(self.cache, self.options.jobs, self.options.refresh, self.selected)
+        self._swept.set()
+        return state
 
     def cached_runs(self) -> tuple[tuple[CatalogueEntry, ...], dict[OpInfoId, OpInfoRun]]:
         """The OpInfo catalogue and the runs the sweep's cache holds (nothing is run)."""
@@ -263,16 +268,28 @@ class Session:
         claims = cuda_claims(coverage.untyped.get(NO_CPU_KERNEL, ()), self.sweep.sweep.catalogue())
         return replace(coverage, last_refusal=refusals, cuda_claims=claims)
 
+    def _torch_stages_beside(self) -> contextlib.AbstractContextManager[None]:
+        """On a cold cache, the stages that need only torch made in a thread beside the scan and the sweep
+        (``migrate.evidence.torch_stages``)."""
+        from migrate.evidence.torch_stages import torch_stages_beside
+
+        evidence = set(self.options.evidence)
+        if not RUNTIME_EVIDENCE & evidence:
+            return contextlib.nullcontext()
+        return torch_stages_beside(self.cache, self.options.jobs, "probe" in evidence, "autocast" in evidence and not self.options.refresh, self._swept)
+
     def migrate(self, request: RunRequest = RunRequest()) -> Migration:
         """The outputs of applying the plan (the request's, else the inferred one) to the yaml and torchlib, with
         the summary; the request's ``report`` receives the applied plan with its evidence and the summary as JSON."""
         plan_path = request.plan
         self.validate()
-        self.torchlib  # scanned (and its warnings printed) before any evidence is gathered
         if plan_path is not None:
+            self.torchlib  # scanned (and its warnings printed) before any evidence is gathered
             plan, observed, evidence_summary = Plan.read(plan_path), frozenset(), {}
         else:
-            plan, observed, evidence_summary = self.inference.plan, self.sources.observed, self._evidence_summary()
+            with self._torch_stages_beside():
+                self.torchlib
+                plan, observed, evidence_summary = self.inference.plan, self.sources.observed, self._evidence_summary()
         selected = self.selected
         if selected is not None:
             plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))

@@ -17,6 +17,7 @@ import re
 import signal
 import sys
 import tempfile
+import threading
 import time
 import types
 from collections import deque
@@ -34,6 +35,9 @@ PRELOAD = (  # imported once by the fork server: every worker starts with them
     "migrate.runtime.recorders",
     "migrate.evidence.probe.prober",
 )
+
+_SLOT_POLL = 0.05  # seconds between looks for a shared slot while this call's own workers run
+_MAIN_SWAP = threading.Lock()  # held while __main__ is hidden (_main_module_hidden)
 
 # How a job ended.
 DONE = "done"
@@ -70,7 +74,6 @@ class JobOutcome:
 def _context() -> multiprocessing.context.BaseContext:
     """Workers fork from a server that imported torch, the OpInfo database, the recorders and the prober once."""
     context = multiprocessing.get_context("forkserver")
-    context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(PRELOAD))
     return context
 
@@ -87,6 +90,76 @@ class _Running:
     reports: list[Any] = field(default_factory=list)
     done: bool = False
     cpu_seconds: float = 0.0
+
+
+def start_server() -> None:
+    """Start the fork server now rather than at the first worker: its imports (torch, the OpInfo database) take
+    seconds, which the caller's other work can hide."""
+    _context()
+    import multiprocessing.forkserver
+
+    multiprocessing.forkserver.ensure_running()
+
+
+class _Slots:
+    """The workers a run may have at once, shared by the threads that start them. A freed slot goes to the thread
+    that has waited longest: a thread that frees one and takes one again at once would otherwise keep its slots
+    for as long as it has jobs."""
+
+    def __init__(self, count: int):
+        self._free = count
+        self._waiting: deque[object] = deque()
+        self._changed = threading.Condition()
+
+    def take(self, wait: bool) -> bool:
+        """Take a slot: wait for one (``wait``), else only if one is free and no thread waits for it."""
+        with self._changed:
+            if not wait:
+                if self._free and not self._waiting:
+                    self._free -= 1
+                    return True
+                return False
+            ticket = object()
+            self._waiting.append(ticket)
+            self._changed.wait_for(lambda: self._free > 0 and self._waiting[0] is ticket)
+            self._waiting.popleft()
+            self._free -= 1
+            self._changed.notify_all()
+            return True
+
+    def give(self) -> None:
+        with self._changed:
+            self._free += 1
+            self._changed.notify_all()
+
+
+_shared_slots: _Slots | None = None  # set by shared_workers
+
+
+@contextlib.contextmanager
+def shared_workers(jobs: int) -> Iterator[None]:
+    """Within it, every ``run_in_workers`` of this process, in whichever thread, and every ``worker_slot``, share
+    ``jobs`` workers at once: work that needs no other can run beside the sweep in a thread of its own and fill the
+    workers the sweep leaves idle, and ``-j`` still bounds the workers of the run."""
+    global _shared_slots
+    previous, _shared_slots = _shared_slots, _Slots(jobs)
+    try:
+        yield
+    finally:
+        _shared_slots = previous
+
+
+@contextlib.contextmanager
+def worker_slot() -> Iterator[None]:
+    """One of the shared workers (see ``shared_workers``), for a process started otherwise than by ``run_in_workers``."""
+    slots = _shared_slots
+    if slots is not None:
+        slots.take(wait=True)
+    try:
+        yield
+    finally:
+        if slots is not None:
+            slots.give()
 
 
 def run_in_workers(
@@ -108,14 +181,22 @@ def run_in_workers(
         return
     context = _context()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(waiting)))
+    slots = _shared_slots
     running: dict[Any, _Running] = {}
     bar = _progress_bar(len(waiting), progress, unit, desc)
     try:
         while waiting or running:
-            while waiting and len(running) < jobs:
-                worker = _start(context, waiting.popleft())
+            while waiting and len(running) < jobs and (slots is None or slots.take(wait=not running)):
+                try:
+                    worker = _start(context, waiting.popleft())
+                except BaseException:
+                    if slots is not None:
+                        slots.give()
+                    raise
                 running[worker.connection] = worker
             next_deadline = min(worker.started for worker in running.values()) + timeout
+            if waiting and len(running) < jobs and slots is not None:  # look again soon for a slot another thread frees
+                next_deadline = min(next_deadline, time.monotonic() + _SLOT_POLL)
             handles = [*running, *(worker.process.sentinel for worker in running.values())]
             ready = set(wait(handles, max(0.0, next_deadline - time.monotonic())))
             for connection, worker in list(running.items()):
@@ -128,6 +209,8 @@ def run_in_workers(
                     outcome = _finish(worker, TIMEOUT, f"ran over the {timeout:g} s timeout and was killed")
                 if outcome is not None:
                     del running[connection]
+                    if slots is not None:
+                        slots.give()
                     if bar is not None:
                         bar.set_postfix_str(worker.job.label, refresh=False)
                         bar.update(1)
@@ -136,6 +219,8 @@ def run_in_workers(
         for worker in running.values():
             worker.process.kill()
             _finish(worker, CRASH, "interrupted")
+            if slots is not None:
+                slots.give()
         if bar is not None:
             bar.close()
 
@@ -176,12 +261,13 @@ def _main_module_hidden() -> Iterator[None]:
     imports per OpInfo). A main module with neither a file nor a spec is one that
     multiprocessing leaves alone.
     """
-    main = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = main
+    with _MAIN_SWAP:  # threads that start workers at once must each put back the real one
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            sys.modules["__main__"] = main
 
 
 def _collect(worker: _Running) -> JobOutcome | None:

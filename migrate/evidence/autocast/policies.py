@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection
 
-from migrate.cache import StageCache
+from migrate.cache import Stage, StageCache
 from migrate.errors import InputError
 from migrate.autocast_source import SHARED_LISTS, read_registrations, shared_lists, source_files
 from migrate.model.autocast import KEYS, Policies, ordered
@@ -126,20 +126,33 @@ class AutocastSummary:
         return lines
 
 
+def observation_stage(cache: StageCache) -> Stage:
+    """The ``autocast`` stage: keyed by the worker's code and torch's version."""
+    return cache.stage("autocast", "migrate.evidence.autocast.worker")
+
+
 def observations(cache: StageCache, refresh: bool = False) -> dict[str, Any]:
-    """The worker's registrations and runs (the ``autocast`` stage: keyed by the worker's code and torch's version)."""
-    stage = cache.stage("autocast", "migrate.evidence.autocast.worker")
-    found = None if refresh else stage.read(kind=dict)
-    if found is None:
-        if stage.progress is not None:
-            stage.progress("observing autocast in a worker (once per torch and code)")
-        done = subprocess.run([sys.executable, "-m", "migrate.evidence.autocast.worker"], capture_output=True, text=True)
-        if done.returncode != 0:
-            last = done.stderr.strip().splitlines()[-1:] or ["no output"]
-            raise InputError(f"observing autocast failed: {last[0]}", Path("migrate/evidence/autocast/worker.py"))
-        found = json.loads(done.stdout)
-        stage.write(found)
+    """The worker's registrations and runs, from the stage, else observed (always, with ``refresh``) and stored."""
+    stage, cold = observation_stage(cache), "observing autocast in a worker (once per torch and code)"
+    if not refresh:
+        return stage.get((), _observed, dict, cold=cold)
+    if stage.progress is not None:
+        stage.progress(cold)
+    found = _observed()
+    stage.write(found)
     return found
+
+
+def _observed() -> dict[str, Any]:
+    """What the worker (a process of its own: it sets autocast state) prints, in one of the run's worker slots."""
+    from migrate.runtime.processes import worker_slot
+
+    with worker_slot():
+        done = subprocess.run([sys.executable, "-m", "migrate.evidence.autocast.worker"], capture_output=True, text=True)
+    if done.returncode != 0:
+        last = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        raise InputError(f"observing autocast failed: {last[0]}", Path("migrate/evidence/autocast/worker.py"))
+    return json.loads(done.stdout)
 
 
 def autocast_dtypes(cache: StageCache) -> dict[str, str]:

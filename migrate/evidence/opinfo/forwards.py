@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from migrate.runtime import torch_private
-from migrate.cache import StageCache
+from migrate.cache import Stage, StageCache
 from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.model.dtypes import named
 from migrate.model.names import OverloadName
@@ -200,10 +200,14 @@ def forward_reports(after: str) -> Iterator[dict[str, Any]]:
             yield {"metadata": [kernel.overload, kernel.slot, list(kernel.dtypes)]}
 
 
+def stage(cache: StageCache) -> Stage:
+    """Keyed by this module's code and torch's version."""
+    return cache.stage("forwards", __name__)
+
+
 def load_forwards(cache: StageCache) -> tuple[tuple[Forward, ...], tuple[MetadataKernel, ...]]:
-    """The tables from the ``forwards`` stage (keyed by this module's code and torch's version), else found in
-    workers (one after each that crashed) and stored."""
-    return cache.stage("forwards", __name__).get((), _find_forwards, tuple, cold="finding the kernels that forward to another overload, in workers (once)")
+    """The tables from the ``forwards`` stage, else found in workers (one after each that crashed) and stored."""
+    return stage(cache).get((), _find_forwards, tuple, cold="finding the kernels that forward to another overload, in workers (once)")
 
 
 def _find_forwards() -> tuple[tuple[Forward, ...], tuple[MetadataKernel, ...]]:

@@ -198,7 +198,7 @@ def probe_catalogue_calls(jobs: int | None) -> list[dict[str, Any]]:
     return sorted(reports + ended, key=lambda report: report["overload"])
 
 
-def _stage(cache: StageCache) -> Stage:
+def stage(cache: StageCache) -> Stage:
     return cache.stage("catalogue-calls", __name__)
 
 
@@ -208,28 +208,32 @@ def _probed(reports: list[dict[str, Any]]) -> tuple[ProbedCall, ...]:
 
 def cached_catalogue_calls(cache: StageCache) -> tuple[ProbedCall, ...]:
     """The probed catalogue calls a run stored (none before one did)."""
-    return _probed(_stage(cache).read(kind=list) or [])
+    return _probed(stage(cache).read(kind=list) or [])
 
 
 def load_catalogue_calls(cache: StageCache, jobs: int | None) -> tuple[ProbedCall, ...]:
     """The probed catalogue calls, from the cache, else made in workers and stored."""
-    reports = _stage(cache).get((), lambda: probe_catalogue_calls(jobs), list, cold="building calls from the argument catalogue, in workers (once)")
-    return _probed(reports)
+    return _probed(entry(cache, jobs))
+
+
+def entry(cache: StageCache, jobs: int | None) -> list[dict[str, Any]]:
+    """The stage's entry: each recipe's call report (or its last refusal), made in workers on a miss."""
+    return stage(cache).get((), lambda: probe_catalogue_calls(jobs), list, cold="building calls from the argument catalogue, in workers (once)")
 
 
 def uniform_lists(cache: StageCache) -> frozenset[tuple[str, str]]:
     """(overload, list slot) pairs whose mixed call ATen refused, from the stored reports."""
-    reports = _stage(cache).read(kind=list) or []
+    reports = stage(cache).read(kind=list) or []
     return frozenset((key, slot) for r in reports for slot in r.get(UNIFORM, ()) if (key := overload_key(r["overload"])) is not None)
 
 
 def free_returns(cache: StageCache) -> frozenset[str]:
     """The overloads whose catalogue calls' returns stay free (a ScalarType argument or a quantized dtype set them)."""
-    reports = _stage(cache).read(kind=list) or []
+    reports = stage(cache).read(kind=list) or []
     return frozenset(key for r in reports if r.get(FREE_RETURNS) and (key := overload_key(r["overload"])) is not None)
 
 
 def cached_catalogue_refusals(cache: StageCache) -> dict[str, str]:
     """Per recipe's overload no call could be made for, ATen's last refusal (empty before they were built)."""
-    reports = _stage(cache).read(kind=list) or []
+    reports = stage(cache).read(kind=list) or []
     return {key: r[schema_calls.REFUSED] for r in reports if schema_calls.REFUSED in r and (key := overload_key(r["overload"])) is not None}

@@ -155,7 +155,7 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
                 kwargs[argument.name] = dtype
             else:
                 args[position] = dtype
-            torch.manual_seed(0)
+            torch.default_generator.manual_seed(0)
             signal.setitimer(signal.ITIMER_REAL, timeout)
             try:
                 out = func(*args, **kwargs)
@@ -214,7 +214,7 @@ def _called(jobs: int | None) -> list[dict[str, Any]]:
     return sorted(found, key=lambda r: r["overload"])
 
 
-def _stage(cache: StageCache) -> Stage:
+def stage(cache: StageCache) -> Stage:
     return cache.stage("dtype-arguments", __name__)
 
 
@@ -225,12 +225,17 @@ def _facts(reports: list[dict[str, Any]]) -> dict[str, DtypeArgument]:
 
 def load_dtype_arguments(cache: StageCache, jobs: int | None) -> dict[str, DtypeArgument]:
     """Per overload ('to.dtype'), what its ScalarType argument did: from the cache, else called in workers and stored."""
-    return _facts(_stage(cache).get((), lambda: _called(jobs), list, cold="calling overloads with a dtype argument at each dtype, in workers (once)"))
+    return _facts(entry(cache, jobs))
+
+
+def entry(cache: StageCache, jobs: int | None) -> list[dict[str, Any]]:
+    """The stage's entry: each overload's report, made in workers on a miss."""
+    return stage(cache).get((), lambda: _called(jobs), list, cold="calling overloads with a dtype argument at each dtype, in workers (once)")
 
 
 def cached_dtype_arguments(cache: StageCache) -> dict[str, DtypeArgument]:
     """What ``load_dtype_arguments`` gives, when this code has called them already; else empty."""
-    return _facts(_stage(cache).read(kind=list) or [])
+    return _facts(stage(cache).read(kind=list) or [])
 
 
 def _returned_evidence(fact: DtypeArgument, slot: str) -> tuple[tuple[DType, ...], tuple[Evidence, ...]]:

@@ -171,7 +171,7 @@ def called(func: Any, made: tuple[list[Any], dict[str, Any]], seed: int, timeout
     slots = torch_private.overload_slots(func)
     args, kwargs = made
     kept = cloned((args, kwargs))
-    torch.manual_seed(seed)
+    torch.default_generator.manual_seed(seed)  # torch.manual_seed also seeds absent GPUs, recording a stack trace each time
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
         out = func(*args, **kwargs)
@@ -255,7 +255,7 @@ def probe_built_calls(
     return [report for name in sorted(reports) for report in reports[name]], sorted(lost)
 
 
-def _stage(cache: StageCache) -> Stage:
+def stage(cache: StageCache) -> Stage:
     """Keyed by this module's code (calls built by other code are built again) and torch's version."""
     return cache.stage("schema-calls", __name__)
 
@@ -266,20 +266,24 @@ def _probed(reports: list[dict[str, Any]]) -> tuple[ProbedCall, ...]:
 
 def cached_schema_calls(cache: StageCache) -> tuple[ProbedCall, ...] | None:
     """The probed calls built from schemas, or None when this code has not built them yet."""
-    reports = _stage(cache).read(kind=list)
+    reports = stage(cache).read(kind=list)
     return None if reports is None else _probed(reports)
 
 
 def cached_refusals(cache: StageCache) -> dict[str, str]:
     """Per overload no call could be built for ('affine_grid_generator'), ATen's last refusal (empty before they were built)."""
-    reports = _stage(cache).read(kind=list) or []
+    reports = stage(cache).read(kind=list) or []
     return {key: r[REFUSED] for r in reports if REFUSED in r and (key := overload_key(r["overload"])) is not None}
 
 
 def load_schema_calls(cache: StageCache, jobs: int | None) -> tuple[ProbedCall, ...]:
     """The probed calls built from schemas, from the cache, else made in workers and stored."""
-    reports = _stage(cache).get((), lambda: probe_built_calls(_target_names(), jobs)[0], list, cold="building calls from schemas, in workers (once)")
-    return _probed(reports)
+    return _probed(entry(cache, jobs))
+
+
+def entry(cache: StageCache, jobs: int | None) -> list[dict[str, Any]]:
+    """The stage's entry: each built call's report (or the overload's last refusal), made in workers on a miss."""
+    return stage(cache).get((), lambda: probe_built_calls(_target_names(), jobs)[0], list, cold="building calls from schemas, in workers (once)")
 
 
 def _target_names() -> list[str]:

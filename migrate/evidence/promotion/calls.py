@@ -29,6 +29,7 @@ overloads are left out (a promoted result must also cast back to ``self``); so a
 
 from __future__ import annotations
 
+import functools
 import signal
 import warnings
 import zlib
@@ -129,7 +130,7 @@ class _Caller:
         values = dict(self.values, **replaced)
         last = max((self.positional.index(n) for n in values), default=-1)
         args = [values[n] if n in values else self._default(n) for n in self.positional[: last + 1]]
-        torch.manual_seed(self.seed)
+        torch.default_generator.manual_seed(self.seed)  # torch.manual_seed also seeds absent GPUs, recording a stack trace each time
         signal.setitimer(signal.ITIMER_REAL, self.timeout)
         try:
             out = self.func(*args, **self.kwargs)
@@ -157,6 +158,24 @@ def _predicted(values: list[Any]) -> dict[str, list[str] | None]:
     """Per kind, the [computation, result] dtypes torch's rules give these promoted values (None: torch refuses to
     promote them). The computation dtype is the one the kernel is dispatched on, never the wider internal opmath
     type: the promoted dtype, which ``int_to_float`` and ``bool_to_long`` move to their result's."""
+    found = _predicted_for(tuple(_promotion_signature(value) for value in values))
+    return {kind: list(dtypes) if dtypes else dtypes for kind, dtypes in found.items()}
+
+
+def _promotion_signature(value: Any) -> tuple[Any, ...]:
+    """What torch's rules read of a promoted value: a tensor's dtype and whether it is 0-dim, a number's type."""
+    if hasattr(value, "dtype"):
+        return (value.dtype, value.dim() == 0)
+    return (type(value),)
+
+
+@functools.cache
+def _predicted_for(signatures: tuple[tuple[Any, ...], ...]) -> dict[str, tuple[str, str] | None]:
+    """``_predicted`` of values with these signatures, once per signature: the rules run in Python, and a
+    diagonal call's values repeat across the overloads."""
+    import torch
+
+    values = [torch.empty(() if signature[1] else (1,), dtype=signature[0]) if len(signature) == 2 else signature[0](1) for signature in signatures]
     found = {}
     for kind in KINDS:
         try:
@@ -168,7 +187,7 @@ def _predicted(values: list[Any]) -> dict[str, list[str] | None]:
             found[kind] = None
             continue
         computation = result if kind in ("int_to_float", "bool_to_long") else promoted
-        found[kind] = [_spelled(computation), _spelled(result)]
+        found[kind] = (_spelled(computation), _spelled(result))
     return found
 
 
@@ -371,14 +390,14 @@ def make_reports(names: list[str], jobs: int | None) -> list[dict[str, Any]]:
     return [reports[name] for name in sorted(reports)]
 
 
-def _stage(cache: StageCache) -> Stage:
+def stage(cache: StageCache) -> Stage:
     """Keyed by this module's code and torch's version."""
     return cache.stage("promotion-calls", __name__)
 
 
-def load_reports(cache: StageCache, jobs: int | None) -> list[dict[str, Any]]:
+def entry(cache: StageCache, jobs: int | None) -> list[dict[str, Any]]:
     """The reports, from the cache, else made in workers and stored."""
-    return _stage(cache).get((), lambda: make_reports(_target_names(), jobs), list, cold="calling overloads with mixed dtypes, in workers (once)")
+    return stage(cache).get((), lambda: make_reports(_target_names(), jobs), list, cold="calling overloads with mixed dtypes, in workers (once)")
 
 
 def _target_names() -> list[str]:

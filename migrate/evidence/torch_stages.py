@@ -1,0 +1,93 @@
+"""The stages that depend on the installed torch and their own code only, computed in a thread beside the sweep.
+
+The calls built from schemas and from the argument catalogue, the forwarding kernels, the autocast observations,
+the ``dtype=`` calls and the promotion calls read neither the yaml nor the OpInfo sweep. On a cold cache the run
+would make them one after the other once the sweep is done, with one core idle while the parent merges between
+them. Made in a thread of their own, they use workers the sweep leaves idle, and the fork server boots while
+torchlib is scanned: the stages the sweep's derived plans read are made beside the sweep, the ``dtype=`` and
+promotion calls (read after those plans) beside the parent's merging of the sweep. They share the run's ``-j``
+workers (``migrate.runtime.processes.shared_workers``). The run reads each from the stage cache as before,
+waiting where the thread is still making it (``migrate.cache.Stage.get``); what the thread fails to make, the
+run makes again itself and reports. On a warm cache, or with one worker, nothing starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+
+from migrate.cache import Stage, StageCache
+from migrate.runtime.processes import shared_workers, start_server
+
+_LOOK = 0.2  # seconds between looks whether the run stopped, while the thread waits for the sweep's end
+
+Make = Callable[[], object]
+
+
+def _stages(cache: StageCache, jobs: int, probe: bool, autocast: bool) -> tuple[list[tuple[Stage, Make]], list[tuple[Stage, Make]]]:
+    """Each stage the run will read, with what makes its entry, in the order the run reads them: those the sweep's
+    derived plans read, and those read after them."""
+    from migrate.evidence.autocast import policies
+    from migrate.evidence.opinfo import forwards
+    from migrate.evidence.probe import catalogue_calls, dtype_arguments, schema_calls
+    from migrate.evidence.promotion import calls as promotion_calls
+
+    beside_sweep = [(policies.observation_stage(cache), lambda: policies.observations(cache))] if autocast else []
+    beside_sweep += [
+        (schema_calls.stage(cache), lambda: schema_calls.entry(cache, jobs)),
+        (catalogue_calls.stage(cache), lambda: catalogue_calls.entry(cache, jobs)),
+        (forwards.stage(cache), lambda: forwards.load_forwards(cache)),
+    ]
+    after_sweep = []
+    if probe:
+        after_sweep = [
+            (dtype_arguments.stage(cache), lambda: dtype_arguments.entry(cache, jobs)),
+            (promotion_calls.stage(cache), lambda: promotion_calls.entry(cache, jobs)),
+        ]
+    return beside_sweep, after_sweep
+
+
+@contextlib.contextmanager
+def torch_stages_beside(cache: StageCache, jobs: int | None, probe: bool, autocast: bool, swept: threading.Event) -> Iterator[None]:
+    """Within it, the torch stages the cache lacks are made in a thread of their own (see the module's docstring).
+    ``probe``: the run reads the probe's stages (``dtype=`` and promotion calls); ``autocast``: the observations (not
+    with ``--refresh``, which makes them again); ``swept``: set by the run once its sweep is done."""
+    jobs = jobs or os.cpu_count() or 1
+    beside_sweep, after_sweep = (
+        [make for stage, make in stages if not stage.holds()] for stages in _stages(cache, jobs, probe, autocast)
+    )
+    if not (beside_sweep or after_sweep) or jobs < 2:
+        yield
+        return
+    stopped = threading.Event()
+    with shared_workers(jobs):
+        thread = threading.Thread(target=_make, args=(beside_sweep, after_sweep, swept, stopped), name="torch stages", daemon=True)
+        thread.start()
+        try:
+            yield
+        except BaseException:
+            stopped.set()  # the thread makes no further stage; the run ends with its error
+            raise
+        thread.join()
+
+
+def _make(beside_sweep: list[Make], after_sweep: list[Make], swept: threading.Event, stopped: threading.Event) -> None:
+    start_server()
+    for make in beside_sweep:
+        _made(make, stopped)
+    while after_sweep and not swept.wait(_LOOK):
+        if stopped.is_set():
+            return
+    for make in after_sweep:
+        _made(make, stopped)
+
+
+def _made(make: Make, stopped: threading.Event) -> None:
+    if stopped.is_set():
+        return
+    try:
+        make()
+    except Exception:  # the run makes it again when it reads it, and reports what fails
+        pass
