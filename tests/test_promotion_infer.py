@@ -278,3 +278,36 @@ def test_a_return_no_call_bound_joins_the_promoted_variable_where_the_kind_retur
     plans = {functional: written, out: OverloadPlan(out, (Variable("P0", named("float32"), ("other",)),))}
     (variable,) = sibling_promotions(native, plans, {functional: finding})[out].variables
     assert variable.binds == ("other", "out", "return.0") and variable.dtypes == named("float32", "float64")
+
+
+def test_an_in_place_overload_whose_one_input_is_promoted_does_not_take_a_dtype_its_own_calls_refused():
+    """abs takes complex tensors, abs_ refuses them: its own refusal settles complex64. multiply_ refused float8
+    beside a 0-dim ``other`` (a refusal its other input may cause), so mul's diagonal calls still speak for it."""
+    from migrate.evidence.promotion.sets import sibling_promotions
+    from migrate.model.native import NativeFunctions
+    from tests.conftest import REAL_NATIVE_FUNCTIONS
+
+    native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+    complex64, float8 = DType("complex64"), DType("float8_e4m3fn")
+    abs_refusal = "RuntimeError: In-place abs is not supported for complex tensors."
+    abs_diagonal = (Evidence(PROBE, f"self at one dtype, a call built for promotion{ACCEPTED}", named("float32", "complex64"), ("self",)),)
+    abs_finding = PromotionFinding("abs", Promotion("complex_to_float", ("self",)), ("self",), (), abs_diagonal)
+    abs_plan = with_promotion(OverloadPlan("abs", (Variable("P0", named("float32", "complex64"), ("self",)), Variable("P1", named("float32"), ("return.0",)))), abs_finding)
+    abs_inplace = OverloadPlan("abs_", (Variable("P0", named("float32"), ("self", "return.0"), (
+        Evidence(PROBE, f"self cast alone, OpInfo abs (1 call){ACCEPTED}", named("float32"), ("self",)),
+        Evidence(PROBE, f"self cast alone, OpInfo abs (1 call){REJECTED}{abs_refusal}", named("complex64"), ("self",)),
+    )),))
+    mul_refusal = "NotImplementedError: \"mul_cpu_reduced_float\" not implemented for 'Float8_e4m3fn'"
+    mul_diagonal = (Evidence(PROBE, f"self, other at one dtype, a call built for promotion{ACCEPTED}", named("float32", "float8_e4m3fn"), ("self", "other")),)
+    mul_finding = PromotionFinding("multiply.Tensor", Promotion("default", ("self", "other")), ("self", "other"), (), mul_diagonal)
+    mul_plan = with_promotion(OverloadPlan("multiply.Tensor", (Variable("P0", named("float32", "float8_e4m3fn"), ("self", "other", "return.0")),)), mul_finding)
+    mul_inplace = OverloadPlan("multiply_.Tensor", (Variable("P0", named("float32"), ("self", "other", "return.0"), (
+        Evidence(PROBE, f"self, other cast together, OpInfo mul (1 call){ACCEPTED}", named("float32"), ("self", "other")),
+        Evidence(PROBE, f"self, other cast together, OpInfo mul (1 call){REJECTED}{mul_refusal}", named("float8_e4m3fn"), ("self", "other")),
+    )),))
+    plans = {"abs": abs_plan, "abs_": abs_inplace, "multiply.Tensor": mul_plan, "multiply_.Tensor": mul_inplace}
+    found = sibling_promotions(native, plans, {"abs": abs_finding, "multiply.Tensor": mul_finding})
+    promoted = found["abs_"].variables[0]
+    assert promoted.binds == ("self",) and complex64 not in promoted.dtypes
+    assert promoted.verdicts.of(complex64) == REJECTED_VERDICT and dict(promoted.verdicts.rejected)[complex64] == abs_refusal
+    assert float8 in found["multiply_.Tensor"].variables[0].dtypes

@@ -112,14 +112,21 @@ def _remaining(variable: Variable, moved: set[str]) -> Variable | None:
     return Variable(variable.name, canonical(dtypes or variable.dtypes), rest, evidence, variable.follows)
 
 
-def _mapped(finding: PromotionFinding) -> list[Evidence]:
-    """The diagonal calls' evidence in computation dtypes: a refusal only where the kernel would compute in the dtype."""
+def _refused_only(pieces: list[Evidence]) -> frozenset[DType]:
+    """The dtypes these pieces refused and none accepted."""
+    accepted = {d for e in pieces if e.source != TORCHLIB and not is_rejection(e) for d in e.dtypes}
+    return frozenset(d for e in pieces if is_rejection(e) for d in e.dtypes if d not in accepted)
+
+
+def _mapped(finding: PromotionFinding, refused_here: frozenset[DType] = frozenset()) -> list[Evidence]:
+    """The diagonal calls' evidence in computation dtypes: a refusal only where the kernel would compute in the dtype;
+    an acceptance not at ``refused_here`` (a sibling's own refusals, which settle those)."""
     kind, found = finding.promotion.kind, []
     for piece in finding.diagonal:  # their promoting Scalars are of each dtype's own kind (``calls``)
         if is_rejection(piece):
             dtypes = tuple(d for d in piece.dtypes if computation_dtype(kind, d) == d)
         else:
-            dtypes = canonical({computation_dtype(kind, d) for d in piece.dtypes})
+            dtypes = canonical({computation_dtype(kind, d) for d in piece.dtypes} - refused_here)
         if dtypes:
             found.append(replace(piece, dtypes=dtypes))
     return found
@@ -180,6 +187,7 @@ def with_promotion(
     written: tuple[str, ...] = (),
     sibling: bool = False,
     free_return: bool = False,
+    own_refusals_settle: bool = False,
 ) -> OverloadPlan:
     """The plan with its promotion, and its promoted tensors one variable of their diagonal dtypes (see the module).
 
@@ -188,7 +196,12 @@ def with_promotion(
     out=) takes its functional overload's kind as written: what it returns is what it writes into. ``free_return``:
     the schema returns one plain tensor, which joins the promoted variable where the kind returns its computation
     dtype although no variable of the plan binds it (``special_xlog1py.self_scalar``'s calls built from the schema
-    returned float32 for int64 inputs, so it was a variable of its own, which those calls leave free)."""
+    returned float32 for int64 inputs, so it was a variable of its own, which those calls leave free).
+    ``own_refusals_settle``: a sibling whose one input is its promoted tensor; a dtype its own calls refused and never
+    ran is not taken from the functional overload's calls (``abs_`` refuses complex tensors, which ``abs`` takes).
+    Where the sibling has other inputs, the refusal may be theirs: ``_foreach_add_.List`` refuses integer tensors
+    with a float ``alpha``, ``div_.Tensor_mode`` complex ones under a ``rounding_mode``, ``multiply_.Tensor`` float8
+    ones beside a 0-dim ``other`` (``"mul_cpu_reduced_float" not implemented``)."""
     if finding is None:
         return plan
     if finding.promotion is None or not finding.tensors:
@@ -197,7 +210,7 @@ def with_promotion(
     bound = {s for v in plan.variables for s in v.binds}
     kind = finding.promotion.kind
     diagonal, ran, refused = _diagonal_pieces(plan, finding, written)
-    pieces = diagonal + _mapped(finding)
+    pieces = diagonal + _mapped(finding, _refused_only(diagonal) if own_refusals_settle else frozenset())
     dtypes = canonical({d for e in pieces if e.source != TORCHLIB and not is_rejection(e) for d in e.dtypes})
     if not dtypes:
         return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
@@ -254,5 +267,7 @@ def sibling_promotions(native: NativeFunctions, plans: Mapping[str, OverloadPlan
                     out = tuple(s.name for s in schema.slots if s.is_tensor and not s.is_return and "!" in s.alias) + ("return.0",)
                 found[name] = with_verdicts(with_promotion(plan, sibling, returns=False, written=out, sibling=True))
             else:
-                found[name] = with_verdicts(with_promotion(plan, sibling, sibling=True, free_return=one_tensor_return(schema)))
+                inputs = [s.name for s in schema.slots if not s.is_return]
+                alone = len(inputs) == 1 and inputs[0] in finding.tensors
+                found[name] = with_verdicts(with_promotion(plan, sibling, sibling=True, free_return=one_tensor_return(schema), own_refusals_settle=alone))
     return found
