@@ -55,10 +55,13 @@ def torch_stages_beside(cache: StageCache, jobs: int | None, probe: bool, autoca
     ``probe``: the run reads the probe's stages (``dtype=`` and promotion calls); ``autocast``: the observations (not
     with ``--refresh``, which makes them again); ``swept``: set by the run once its sweep is done."""
     jobs = jobs or os.cpu_count() or 1
+    if jobs < 2:  # nothing runs beside the sweep: the stages' keys need not be digested
+        yield
+        return
     beside_sweep, after_sweep = (
         [make for stage, make in stages if not stage.holds()] for stages in _stages(cache, jobs, probe, autocast)
     )
-    if not (beside_sweep or after_sweep) or jobs < 2:
+    if not (beside_sweep or after_sweep):
         yield
         return
     stopped = threading.Event()

@@ -181,21 +181,20 @@ def run_in_workers(
         return
     context = _context()
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(waiting)))
-    slots = _shared_slots
+    slots = _shared_slots or _Slots(jobs)  # this call's own, when no run shares its workers
     running: dict[Any, _Running] = {}
     bar = _progress_bar(len(waiting), progress, unit, desc)
     try:
         while waiting or running:
-            while waiting and len(running) < jobs and (slots is None or slots.take(wait=not running)):
+            while waiting and len(running) < jobs and slots.take(wait=not running):
                 try:
                     worker = _start(context, waiting.popleft())
                 except BaseException:
-                    if slots is not None:
-                        slots.give()
+                    slots.give()
                     raise
                 running[worker.connection] = worker
             next_deadline = min(worker.started for worker in running.values()) + timeout
-            if waiting and len(running) < jobs and slots is not None:  # look again soon for a slot another thread frees
+            if waiting and len(running) < jobs:  # look again soon for a slot another thread frees
                 next_deadline = min(next_deadline, time.monotonic() + _SLOT_POLL)
             handles = [*running, *(worker.process.sentinel for worker in running.values())]
             ready = set(wait(handles, max(0.0, next_deadline - time.monotonic())))
@@ -209,8 +208,7 @@ def run_in_workers(
                     outcome = _finish(worker, TIMEOUT, f"ran over the {timeout:g} s timeout and was killed")
                 if outcome is not None:
                     del running[connection]
-                    if slots is not None:
-                        slots.give()
+                    slots.give()
                     if bar is not None:
                         bar.set_postfix_str(worker.job.label, refresh=False)
                         bar.update(1)
@@ -219,8 +217,7 @@ def run_in_workers(
         for worker in running.values():
             worker.process.kill()
             _finish(worker, CRASH, "interrupted")
-            if slots is not None:
-                slots.give()
+            slots.give()
         if bar is not None:
             bar.close()
 
