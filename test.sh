@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Quick start, second command: set up .venv and run the whole test suite.
+# Quick start, second command: set up .venv (with the test dependencies) and Chromium, then run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")"
-source scripts/venv.sh
+VENV_EXTRAS=test source scripts/venv.sh
+source scripts/chromium.sh
 exec python -m pytest -n 2 "$@"

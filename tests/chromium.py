@@ -1,6 +1,6 @@
 """Headless Chromium driven over its DevTools protocol on a pipe: no Python package, no port, no download.
 
-Debian's ``chromium`` (scripts/venv.sh installs it when /usr/bin/chromium is missing) is started with
+Debian's ``chromium`` (scripts/chromium.sh, which test.sh sources, installs it when /usr/bin/chromium is missing) is started with
 ``--remote-debugging-pipe``: it reads JSON commands from file descriptor 3 and writes answers and
 events to descriptor 4, each message ended by a NUL byte. ``Browser.page()`` opens a tab to drive.
 Used by the browser test and by bench/bench_reference_page.py.
@@ -37,7 +37,7 @@ class Browser:
     def __init__(self, width: int = 1600, height: int = 1000, timeout: float = 30.0):
         binary = chromium_path()
         if binary is None:
-            raise FileNotFoundError("chromium is not installed (scripts/venv.sh installs Debian's package)")
+            raise FileNotFoundError("chromium is not installed (test.sh installs Debian's package through scripts/chromium.sh)")
         self.timeout = timeout
         self.profile = tempfile.mkdtemp(prefix="dtype-migrate-chromium-")
         to_browser_read, self._to_browser = os.pipe()

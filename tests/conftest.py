@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
 
-from migrate.cli import main
+from migrate.runtime.processes import CPU_CAPABILITY, CPU_CAPABILITY_VARIABLE, reference_cpu_paths
+
+os.environ[CPU_CAPABILITY_VARIABLE] = CPU_CAPABILITY  # before torch's first kernel: calls made here match the workers'
+
+from migrate.cli import main  # noqa: E402
 from migrate.model.dtypes import named
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
+
+@pytest.fixture(autouse=True, scope="session")
+def _reference_cpu_paths():
+    """ATen called in the tests' own process takes the reference CPU paths the evidence is made on, whatever the host."""
+    with reference_cpu_paths():
+        yield
+
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 REAL_NATIVE_FUNCTIONS = installed_native_functions()

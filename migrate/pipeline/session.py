@@ -301,6 +301,10 @@ class Session:
         summary = RunSummary(**sections, **evidence_summary)
         if request.report is not None and plan_path is None and self.sweep is not None:  # the report alone lists them
             summary = replace(summary, coverage=self._untyped_details(summary.coverage))
+            if "probe" in self.options.evidence:
+                from migrate.evidence.probe.host_paths import host_paths
+
+                summary = replace(summary, host_paths=host_paths(self.cache, self.options.jobs))
         if summary.autocast is not None:
             from migrate.model.autocast import annotated_counts
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from migrate.evidence.align import RuntimeEvidenceSummary
     from migrate.evidence.autocast.policies import AutocastSummary
     from migrate.evidence.gather import OpInfoSummary
+    from migrate.evidence.probe.host_paths import HostPathsSummary
     from migrate.evidence.probe.merge import ProbeSummary
     from migrate.evidence.verdicts import VerdictSummary
     from migrate.write.torchlib.rewrite import TorchlibSummary
@@ -268,9 +269,10 @@ class RunSummary:
     runtime_evidence: RuntimeEvidenceSummary | None = None
     autocast: AutocastSummary | None = None
     torchlib: TorchlibSummary | None = None
+    host_paths: HostPathsSummary | None = None  # --report alone: where this host's CPU paths differ
 
-    _REPORTED = ("overloads", "by_source", "conflicts", "coverage", "spelling", "promotion", "validation", "opinfo", "runtime_evidence", "autocast", "probe", "verdicts", "torchlib")
-    _PRINTED = ("overloads", "by_source", "coverage", "spelling", "promotion", "validation", "probe", "verdicts", "opinfo", "runtime_evidence", "autocast", "torchlib", "conflicts")
+    _REPORTED = ("overloads", "by_source", "conflicts", "coverage", "spelling", "promotion", "validation", "opinfo", "runtime_evidence", "autocast", "probe", "verdicts", "torchlib", "host_paths")
+    _PRINTED = ("overloads", "by_source", "coverage", "spelling", "promotion", "validation", "probe", "verdicts", "opinfo", "runtime_evidence", "autocast", "torchlib", "host_paths", "conflicts")
 
     def to_json(self) -> dict[str, Any]:
         return {name: section.to_json() for name in self._REPORTED if (section := getattr(self, name)) is not None}

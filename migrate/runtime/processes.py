@@ -36,6 +36,8 @@ PRELOAD = (  # imported once by the fork server: every worker starts with them
     "migrate.evidence.probe.prober",
 )
 
+CPU_CAPABILITY = "default"  # the one ATen CPU capability every CPU has (reference_cpu_paths)
+CPU_CAPABILITY_VARIABLE = "ATEN_CPU_CAPABILITY"
 _SLOT_POLL = 0.05  # seconds between looks for a shared slot while this call's own workers run
 _MAIN_SWAP = threading.Lock()  # held while __main__ is hidden (_main_module_hidden)
 
@@ -72,10 +74,40 @@ class JobOutcome:
 
 @functools.cache
 def _context() -> multiprocessing.context.BaseContext:
-    """Workers fork from a server that imported torch, the OpInfo database, the recorders and the prober once."""
+    """Workers fork from a server that imported torch, the OpInfo database, the recorders and the prober once, at
+    the pinned CPU capability (the server, started after this, inherits it)."""
+    os.environ[CPU_CAPABILITY_VARIABLE] = CPU_CAPABILITY
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(PRELOAD))
     return context
+
+
+def worker_environment() -> dict[str, str]:
+    """The environment of a worker started as a command: at the pinned CPU capability."""
+    return {**os.environ, CPU_CAPABILITY_VARIABLE: CPU_CAPABILITY}
+
+
+@contextlib.contextmanager
+def reference_cpu_paths() -> Iterator[None]:
+    """Inside it, the CPU kernels take their reference paths, which every host has.
+
+    ATen's CPU kernels take oneDNN's paths where the host's CPU has the instructions for them: on AMX hardware
+    ``_scaled_mm`` refuses the float64 bias its reference kernel takes. A worker runs with oneDNN off and at
+    ``CPU_CAPABILITY`` (set for the fork server), so the evidence, and a run's bytes, never depend on the host;
+    ``migrate.evidence.probe.host_paths`` asks the host's own paths, for ``--report``.
+    """
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # entering the flags warns that oneDNN's TF32 is for Intel GPUs
+        flags = torch.backends.mkldnn.flags(enabled=False)
+        flags.__enter__()
+    try:
+        yield
+    finally:
+        flags.__exit__(None, None, None)
 
 
 @dataclass
@@ -324,8 +356,9 @@ def _worker_main(connection: Any, job: Job, log: str) -> None:
     faulthandler.enable()
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
-    for report in job.target(job.argument):
-        connection.send(("report", report))
+    with reference_cpu_paths():
+        for report in job.target(job.argument):
+            connection.send(("report", report))
     connection.send((DONE, time.process_time()))
     connection.close()
 

@@ -128,7 +128,7 @@ class AutocastSummary:
 
 def observation_stage(cache: StageCache) -> Stage:
     """The ``autocast`` stage: keyed by the worker's code and torch's version."""
-    return cache.stage("autocast", "migrate.evidence.autocast.worker")
+    return cache.stage("autocast", "migrate.evidence.autocast.worker", "migrate.runtime.processes")
 
 
 def observations(cache: StageCache, refresh: bool = False) -> dict[str, Any]:
@@ -145,10 +145,10 @@ def observations(cache: StageCache, refresh: bool = False) -> dict[str, Any]:
 
 def _observed() -> dict[str, Any]:
     """What the worker (a process of its own: it sets autocast state) prints, in one of the run's worker slots."""
-    from migrate.runtime.processes import worker_slot
+    from migrate.runtime.processes import worker_environment, worker_slot
 
     with worker_slot():
-        done = subprocess.run([sys.executable, "-m", "migrate.evidence.autocast.worker"], capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-m", "migrate.evidence.autocast.worker"], capture_output=True, text=True, env=worker_environment())
     if done.returncode != 0:
         last = done.stderr.strip().splitlines()[-1:] or ["no output"]
         raise InputError(f"observing autocast failed: {last[0]}", Path("migrate/evidence/autocast/worker.py"))
