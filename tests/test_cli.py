@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -207,3 +209,32 @@ def test_a_reader_that_left_ends_the_command_quietly(command):
         os.close(write_end)
     assert result.stderr == ""
     assert result.returncode == cli.EXIT_BROKEN_PIPE
+
+
+@contextlib.contextmanager
+def _umask(mask: int) -> Iterator[None]:
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+@pytest.mark.parametrize(("mask", "file_mode", "folder_mode"), [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])
+def test_outputs_are_created_with_the_process_umask(mask, file_mode, folder_mode, workdir, capfd):
+    """As open() and mkdir create them: a run's outputs, its report, the docs pages and lower -o."""
+    (workdir / "native_functions.yaml").chmod(0o640)  # a replaced file keeps its own mode
+    with _umask(mask):
+        assert run_cli(capfd, *ARGS, "--op", "abs", "--out", "out", "--report", "out/reports/report.json")[0] == 0
+        assert run_cli(capfd, "docs", "out/native_functions.yaml", "--report", "out/reports/report.json", "-o", "out/docs")[0] == 0
+        assert run_cli(capfd, "lower", "out/native_functions.yaml", "-o", "out/plain.yaml")[0] == 0
+        assert run_cli(capfd, *YAML_ONLY, "--op", "abs")[0] == 0
+    out = workdir / "out"
+    files = [p for p in out.rglob("*") if p.is_file()]
+    folders = [out, *(p for p in out.rglob("*") if p.is_dir())]
+    expected = {"native_functions.yaml", "type_constraints.yaml", "report.json", "index.html", "OperatorDtypes.md", "plain.yaml"}
+    assert expected <= {p.name for p in files} and any(p.parts[-2:] == ("ops", "core.py") for p in files)
+    assert {p.relative_to(out).as_posix(): oct(p.stat().st_mode & 0o777) for p in files} == {p.relative_to(out).as_posix(): oct(file_mode) for p in files}
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in folders} == {p.name: oct(folder_mode) for p in folders}
+    assert (workdir / "native_functions.yaml").stat().st_mode & 0o777 == 0o640
+    assert (workdir / "type_constraints.yaml").stat().st_mode & 0o777 == file_mode

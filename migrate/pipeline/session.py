@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from migrate.cache import StageCache, store
+from migrate.cache import StageCache
 from migrate.errors import InputError
 from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile
@@ -27,7 +27,7 @@ from migrate.model.native import NativeFunctions, installed_native_functions, re
 from migrate.model.plan import OverloadPlan, Plan
 from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan
-from migrate.write.outputs import Output, is_installed_path
+from migrate.write.outputs import Output, commit, is_installed_path, replacing
 
 if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.evidence.derived import SweepState
@@ -312,7 +312,7 @@ class Session:
             outputs += rewritten
             summary = replace(summary, torchlib=rewrite_summary)
         if request.report is not None:
-            store(request.report, self._report(plan, result, summary.to_json(), request.export_check).dumps().encode())
+            commit([replacing(request.report, self._report(plan, result, summary.to_json(), request.export_check).dumps().encode())])
         return Migration(tuple(outputs), summary)
 
     def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None) -> tuple[YamlResult, dict, str]:
@@ -445,7 +445,7 @@ class Session:
             gaps = ", ".join(f"{conflicts[k]} {k}" for k in ("confirmed", "refuted", "unchecked"))
             text += f"export coverage gaps: {gaps} (of {conflicts['conflicts']})\n"
         if report is not None:
-            store(report, report_json(result, conflicts, provisioning).encode())
+            commit([replacing(report, report_json(result, conflicts, provisioning).encode())])
         return Finding(text)
 
     def verify(self) -> Finding:
