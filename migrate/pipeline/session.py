@@ -161,8 +161,11 @@ class Session:
         return source_tree_root(self.native_path)
 
     def validate(self) -> None:
-        """Without --op, every entry's yaml and schema checked (``validated`` stage: a file checked before is not
-        checked again); in a source tree, every schema by the tree's own torchgen too."""
+        """Whatever --op selects, every entry's declaration resolved against the sets of type_constraints.yaml
+        (``declarations`` stage, by both files' contents); without --op, every entry's yaml and schema checked
+        (``validated`` stage: a file checked before is not checked again); in a source tree, every schema by the
+        tree's own torchgen too."""
+        self.check_declarations()
         if self.selected is None:
             stage = self.cache.stage("validated")
             stored = stage.read(self.native.data, kind=tuple)
@@ -176,6 +179,19 @@ class Session:
 
             validate_with_tree_torchgen(self.native, self.source_tree)
 
+    def check_declarations(self) -> None:
+        """The file refused whole when a declaration of any entry does not resolve (``migrate.model.declared``)."""
+        from migrate.model.declared import check_declarations
+
+        sets_file = self.sets_file
+
+        def check() -> bool:
+            check_declarations(self.native, sets_file.by_name)
+            return True
+
+        stage = self.cache.stage("declarations")
+        stage.get((self.native.data, b"" if sets_file.data is None else sets_file.data), check, kind=bool)
+
     # --- evidence -----------------------------------------------------------------------------------
 
     @functools.cached_property
@@ -183,7 +199,12 @@ class Session:
         """torchlib's annotations, scanned statically; unreadable modules are warnings."""
         from migrate.torchlib_source.resolve import scan_torchlib
 
-        evidence = scan_torchlib(self.torchlib_root, self.native, self.cache)
+        root = self.torchlib_root
+        if not (root / "tensor_typing.py").is_file():
+            raise InputError("not onnxscript's torch_lib: it has no tensor_typing.py; nothing was written", root)
+        evidence = scan_torchlib(root, self.native, self.cache)
+        if not evidence.registrations:
+            raise InputError("not onnxscript's torch_lib: no module registers an ATen overload with @torch_op; nothing was written", root)
         for error in evidence.errors:
             sys.stderr.write(f"dtype-migrate: warning: {error}\n")
         return evidence
