@@ -30,7 +30,7 @@ from migrate.pipeline import (
     promotion_rules,
     reference,
 )
-from migrate.write.outputs import Output, commit, print_diff, unified_diff
+from migrate.write.outputs import commit, print_diff, replacing, unified_diff
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT, EXIT_VIOLATIONS = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
@@ -141,7 +141,7 @@ def _emit(data: bytes, output: Path | None) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
-        commit([Output(output.name, output, output, output.read_bytes() if output.exists() else None, data)])
+        commit([replacing(output, data)])
 
 
 def _lower_parser() -> argparse.ArgumentParser:

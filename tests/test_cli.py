@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -102,8 +104,14 @@ def test_lower_command_restores_the_original(workdir, capfd):
     assert (workdir / "lowered.yaml").read_bytes() == original
 
 
-def test_module_entry_point_runs():
-    result = subprocess.run([sys.executable, "-m", "migrate", "lower", str(FIXTURES / "hard_cases.expected.yaml")], capture_output=True, check=True)
+def _hard_cases(folder: Path) -> Path:
+    """The annotated fixture, with its sets beside it as type_constraints.yaml."""
+    shutil.copyfile(FIXTURES / "hard_cases.expected_type_constraints.yaml", folder / "type_constraints.yaml")
+    return Path(shutil.copyfile(FIXTURES / "hard_cases.expected.yaml", folder / "native_functions.yaml"))
+
+
+def test_module_entry_point_runs(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "migrate", "lower", str(_hard_cases(tmp_path))], capture_output=True, check=True)
     assert result.stdout == (FIXTURES / "hard_cases.yaml").read_bytes()
 
 
@@ -196,9 +204,11 @@ def test_input_changed_on_disk_between_read_and_write(workdir, capfd, monkeypatc
     assert not (workdir / "type_constraints.yaml").exists()
 
 
-@pytest.mark.parametrize("command", [["show", "add"], ["lower", str(FIXTURES / "hard_cases.expected.yaml")]])
-def test_a_reader_that_left_ends_the_command_quietly(command):
+@pytest.mark.parametrize("command", [["show", "add"], ["lower"]])
+def test_a_reader_that_left_ends_the_command_quietly(command, tmp_path):
     """`dtype-migrate show X | head`: the pipe's reader is gone; no BrokenPipeError traceback, exit 141 as for SIGPIPE."""
+    if command == ["lower"]:
+        command = ["lower", str(_hard_cases(tmp_path))]
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
@@ -207,3 +217,32 @@ def test_a_reader_that_left_ends_the_command_quietly(command):
         os.close(write_end)
     assert result.stderr == ""
     assert result.returncode == cli.EXIT_BROKEN_PIPE
+
+
+@contextlib.contextmanager
+def _umask(mask: int) -> Iterator[None]:
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+@pytest.mark.parametrize(("mask", "file_mode", "folder_mode"), [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)])
+def test_outputs_are_created_with_the_process_umask(mask, file_mode, folder_mode, workdir, capfd):
+    """As open() and mkdir create them: a run's outputs, its report, the docs pages and lower -o."""
+    (workdir / "native_functions.yaml").chmod(0o640)  # a replaced file keeps its own mode
+    with _umask(mask):
+        assert run_cli(capfd, *ARGS, "--op", "abs", "--out", "out", "--report", "out/reports/report.json")[0] == 0
+        assert run_cli(capfd, "docs", "out/native_functions.yaml", "--report", "out/reports/report.json", "-o", "out/docs")[0] == 0
+        assert run_cli(capfd, "lower", "out/native_functions.yaml", "-o", "out/plain.yaml")[0] == 0
+        assert run_cli(capfd, *YAML_ONLY, "--op", "abs")[0] == 0
+    out = workdir / "out"
+    files = [p for p in out.rglob("*") if p.is_file()]
+    folders = [out, *(p for p in out.rglob("*") if p.is_dir())]
+    expected = {"native_functions.yaml", "type_constraints.yaml", "report.json", "index.html", "OperatorDtypes.md", "plain.yaml"}
+    assert expected <= {p.name for p in files} and any(p.parts[-2:] == ("ops", "core.py") for p in files)
+    assert {p.relative_to(out).as_posix(): oct(p.stat().st_mode & 0o777) for p in files} == {p.relative_to(out).as_posix(): oct(file_mode) for p in files}
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in folders} == {p.name: oct(folder_mode) for p in folders}
+    assert (workdir / "native_functions.yaml").stat().st_mode & 0o777 == 0o640
+    assert (workdir / "type_constraints.yaml").stat().st_mode & 0o777 == file_mode

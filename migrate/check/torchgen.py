@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from migrate.model.declared import declared_promotion, declared_variables
+from migrate.model.declared import check_declarations
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path, source_tree_root
 from migrate.write.native_functions import lower
@@ -26,9 +26,8 @@ def parse_native_yaml(path: Path | str, tags_yaml_path: Path | str | None = None
     path = Path(path)
     native = NativeFunctions.load(path)
     sets = GlobalSetsFile.load(sibling_constraints_path(path)).by_name
+    check_declarations(native, sets)  # an unresolved variable, a malformed type_promotion line are errors here too
     for entry in native.entries:
-        declared_variables(native, entry, sets)  # an unresolved variable is an error here too
-        declared_promotion(native, entry)  # and so is a malformed type_promotion line
         _installed_torchgen_fits(native, entry)
     tags = Path(tags_yaml_path) if tags_yaml_path is not None else path.with_name("tags.yaml")
     loaded = yaml.load(lower(native), Loader=LineLoader)

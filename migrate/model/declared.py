@@ -81,6 +81,14 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
     return tuple(variables)
 
 
+def check_declarations(native: NativeFunctions, sets: Mapping[str, GlobalSet]) -> None:
+    """Every entry's declaration resolved (its type words, the names its lists give, its ``type_promotion:`` line): a
+    file is taken or refused whole, whatever overloads a command asks about, before anything is written from it."""
+    for entry in native.entries:
+        declared_variables(native, entry, sets)
+        declared_promotion(native, entry)
+
+
 def declared_promotion(native: NativeFunctions, entry: Entry) -> Promotion | None:
     """The entry's ``type_promotion:`` line, checked against its schema; None when it has none."""
     span = native.key_span(entry, PROMOTION_KEY)

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from migrate.model.autocast import KEYS as AUTOCAST_KEYS
-from migrate.model.native import NativeFunctions
+from migrate.model.declared import check_declarations
+from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.native import NativeFunctions, sibling_constraints_path
 
 if TYPE_CHECKING:
     from migrate.write.outputs import Output
@@ -15,11 +17,19 @@ if TYPE_CHECKING:
 __all__ = ["AUTOCAST_KEYS", "autocast_registrations", "lowered", "promotion_comparison", "promotion_rules", "reference"]
 
 
+def _checked(path: Path) -> NativeFunctions:
+    """The file, refused whole as a run refuses it when a declaration of any entry does not resolve or its
+    type_constraints.yaml names an unknown dtype."""
+    native = NativeFunctions.load(path)
+    check_declarations(native, GlobalSetsFile.load(sibling_constraints_path(native.path)).by_name)
+    return native
+
+
 def lowered(path: Path) -> bytes:
     """The plain yaml of a written file: every type variable back to Tensor, no type_constraints."""
     from migrate.write.native_functions import lower
 
-    return lower(NativeFunctions.load(path)).encode("utf-8")
+    return lower(_checked(path)).encode("utf-8")
 
 
 def autocast_registrations(path: Path, header: Path | None, keys: list[str] | None) -> tuple[str, tuple[str, ...]]:
@@ -28,7 +38,7 @@ def autocast_registrations(path: Path, header: Path | None, keys: list[str] | No
     from migrate.autocast_source import installed_header
     from migrate.write.autocast_gen import generate
 
-    text, skipped = generate(NativeFunctions.load(path), (header or installed_header()).read_text(), keys)
+    text, skipped = generate(_checked(path), (header or installed_header()).read_text(), keys)
     return text, tuple(skipped)
 
 
@@ -37,7 +47,7 @@ def promotion_rules(path: Path) -> tuple[str, tuple[str, ...]]:
     whose overloads disagree (the rule most of them give is written)."""
     from migrate.write.promotion_gen import generate
 
-    text, disagreeing = generate(NativeFunctions.load(path))
+    text, disagreeing = generate(_checked(path))
     return text, tuple(f"{found.rule.op_name}: its overloads disagree ({found.disagreement}); wrote {found.rule.brief()}" for found in disagreeing)
 
 
@@ -46,7 +56,7 @@ def promotion_comparison(path: Path) -> str:
     that show ATen's side."""
     from migrate.audit.promotion_rules import compare, report
 
-    return report(compare(NativeFunctions.load(path)))
+    return report(compare(_checked(path)))
 
 
 def reference(path: Path, report: Path | None, out: Path) -> list[Output]:
@@ -54,4 +64,4 @@ def reference(path: Path, report: Path | None, out: Path) -> list[Output]:
     ``out`` holds now; ``report`` (a run's --report) gives each dtype's verdict and evidence."""
     from migrate.write.reference import reference_outputs
 
-    return reference_outputs(path, report, out)
+    return reference_outputs(_checked(path), report, out)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from migrate.cache import StageCache, store
+from migrate.cache import StageCache
 from migrate.errors import InputError
 from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile
@@ -27,7 +27,7 @@ from migrate.model.native import NativeFunctions, installed_native_functions, re
 from migrate.model.plan import OverloadPlan, Plan
 from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan
-from migrate.write.outputs import Output, is_installed_path
+from migrate.write.outputs import Output, commit, is_installed_path, replacing
 
 if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.evidence.derived import SweepState
@@ -161,8 +161,11 @@ class Session:
         return source_tree_root(self.native_path)
 
     def validate(self) -> None:
-        """Without --op, every entry's yaml and schema checked (``validated`` stage: a file checked before is not
-        checked again); in a source tree, every schema by the tree's own torchgen too."""
+        """Whatever --op selects, every entry's declaration resolved against the sets of type_constraints.yaml
+        (``declarations`` stage, by both files' contents); without --op, every entry's yaml and schema checked
+        (``validated`` stage: a file checked before is not checked again); in a source tree, every schema by the
+        tree's own torchgen too."""
+        self.check_declarations()
         if self.selected is None:
             stage = self.cache.stage("validated")
             stored = stage.read(self.native.data, kind=tuple)
@@ -176,6 +179,19 @@ class Session:
 
             validate_with_tree_torchgen(self.native, self.source_tree)
 
+    def check_declarations(self) -> None:
+        """The file refused whole when a declaration of any entry does not resolve (``migrate.model.declared``)."""
+        from migrate.model.declared import check_declarations
+
+        sets_file = self.sets_file
+
+        def check() -> bool:
+            check_declarations(self.native, sets_file.by_name)
+            return True
+
+        stage = self.cache.stage("declarations")
+        stage.get((self.native.data, b"" if sets_file.data is None else sets_file.data), check, kind=bool)
+
     # --- evidence -----------------------------------------------------------------------------------
 
     @functools.cached_property
@@ -183,7 +199,12 @@ class Session:
         """torchlib's annotations, scanned statically; unreadable modules are warnings."""
         from migrate.torchlib_source.resolve import scan_torchlib
 
-        evidence = scan_torchlib(self.torchlib_root, self.native, self.cache)
+        root = self.torchlib_root
+        if not (root / "tensor_typing.py").is_file():
+            raise InputError("not onnxscript's torch_lib: it has no tensor_typing.py; nothing was written", root)
+        evidence = scan_torchlib(root, self.native, self.cache)
+        if not evidence.registrations:
+            raise InputError("not onnxscript's torch_lib: no module registers an ATen overload with @torch_op; nothing was written", root)
         for error in evidence.errors:
             sys.stderr.write(f"dtype-migrate: warning: {error}\n")
         return evidence
@@ -316,7 +337,7 @@ class Session:
             outputs += rewritten
             summary = replace(summary, torchlib=rewrite_summary)
         if request.report is not None:
-            store(request.report, self._report(plan, result, summary.to_json(), request.export_check).dumps().encode())
+            commit([replacing(request.report, self._report(plan, result, summary.to_json(), request.export_check).dumps().encode())])
         return Migration(tuple(outputs), summary)
 
     def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None) -> tuple[YamlResult, dict, str]:
@@ -449,7 +470,7 @@ class Session:
             gaps = ", ".join(f"{conflicts[k]} {k}" for k in ("confirmed", "refuted", "unchecked"))
             text += f"export coverage gaps: {gaps} (of {conflicts['conflicts']})\n"
         if report is not None:
-            store(report, report_json(result, conflicts, provisioning).encode())
+            commit([replacing(report, report_json(result, conflicts, provisioning).encode())])
         return Finding(text)
 
     def verify(self) -> Finding:

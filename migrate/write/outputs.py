@@ -3,15 +3,17 @@
 Every output is known in full before anything is written. ``commit`` first checks
 that no input changed on disk since it was read, then renames staged temporary
 files into place; if a rename fails, the files already replaced are restored.
+A new file gets the mode ``open()`` gives one (0o666 less the process umask) and a new
+folder 0o777 less the umask; a replaced file keeps its mode.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import secrets
 import sys
 import sysconfig
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +55,17 @@ def _read_or_none(path: Path) -> bytes | None:
         return None
 
 
+def replacing(path: Path, data: bytes) -> Output:
+    """An output that writes ``data`` to ``path``, whatever it holds now (``-o FILE``, ``--report FILE``)."""
+    return Output(path.name, path, path, _read_or_none(path), data)
+
+
+def _staged_beside(target: Path) -> tuple[int, str]:
+    """A new temporary file in ``target``'s folder, created as ``open()`` creates a file: mode 0o666 less the umask."""
+    tmp = str(target.parent / f".{target.name}.{secrets.token_hex(8)}.tmp")
+    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+
+
 def commit(outputs: list[Output], write_unchanged: bool = False) -> list[Path]:
     """Write every changed output (or every output with ``write_unchanged``); all or none."""
     todo = [o for o in outputs if o.changed or write_unchanged]
@@ -68,7 +81,7 @@ def commit(outputs: list[Output], write_unchanged: bool = False) -> list[Path]:
         for output in todo:
             previous[output.target] = _read_or_none(output.target)
             output.target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=output.target.parent, prefix=f".{output.target.name}.", suffix=".tmp")
+            fd, tmp = _staged_beside(output.target)
             staged.append((output, tmp))
             with os.fdopen(fd, "wb") as f:
                 f.write(output.after)

@@ -1,6 +1,6 @@
 """The dtype reference people read and query, generated from an annotated yaml (and a run's ``--report``).
 
-``reference_outputs(native_functions, report, out)`` makes three files, all from one list of
+``reference_outputs(native, report, out)`` makes three files, all from one list of
 ``OverloadRow`` (``rows.py``): ``OperatorDtypes.md`` (one row per overload, grouped by
 python_module), ``autocast.md`` (the ops of each autocast key per policy, in amp.rst's structure)
 and ``index.html`` (one self-contained page: the overloads x the 21 dtypes, searchable, filtered,
@@ -23,12 +23,11 @@ from migrate.write.reference.table import operator_dtypes_markdown
 FILES = ("OperatorDtypes.md", "autocast.md", "index.html")
 
 
-def reference_outputs(native_functions: Path, report: Path | None, out: Path) -> list[Output]:
+def reference_outputs(native: NativeFunctions, report: Path | None, out: Path) -> list[Output]:
     """The three files for ``out``, each with what ``out`` holds now (``before``) to compare or commit."""
-    native = NativeFunctions.load(native_functions)
     plan = Plan.read(report) if report is not None else None
     rows = overload_rows(native, plan)
-    source = native_functions.name
+    source = native.path.name
     texts = {
         "OperatorDtypes.md": operator_dtypes_markdown(rows, source, report is not None),
         "autocast.md": autocast_markdown(rows, source),
