@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import gc
 import os
 import sys
@@ -86,6 +87,7 @@ def _run_parser() -> argparse.ArgumentParser:
         "",
         COMMANDS_HELP,
     )
+    parser.add_argument("--version", action=_Version)
     _inputs(parser)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="write nothing; print one unified diff of every file that would change")
@@ -338,10 +340,44 @@ def main(argv: list[str] | None = None) -> int:
         return _main(sys.argv[1:] if argv is None else argv)
 
 
+def _version() -> str:
+    """This tool's version and those of the packages whose files it reads and whose kernels it calls."""
+    import importlib.metadata  # here: its 34 ms of imports would otherwise be paid by every command
+
+    versions = []
+    for package in ("dtype-migrate", "torch", "onnxscript"):
+        try:
+            versions.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{package} (not installed)")
+    return ", ".join(versions)
+
+
+class _Version(argparse.Action):
+    """``--version``: the versions are read only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str, **_: object):
+        super().__init__(option_strings, dest, nargs=0, help="print the versions of this tool, torch and onnxscript, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        sys.stdout.write(_version() + "\n")
+        parser.exit()
+
+
+def _unknown_command(word: str) -> str:
+    """A first word that is no command: the run takes options only, so it is a mistyped command."""
+    close = difflib.get_close_matches(word, COMMANDS, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f" (commands: {', '.join(COMMANDS)})"
+    return f"unknown command {word!r}{hint}"
+
+
 def _main(argv: list[str]) -> int:
     if argv and argv[0] in COMMANDS:
         command, parser = COMMANDS[argv[0]]
         args = parser().parse_args(argv[1:])
+    elif argv and not argv[0].startswith("-"):
+        sys.stderr.write(f"dtype-migrate: error: {_unknown_command(argv[0])}\n")
+        return EXIT_BAD_INPUT
     else:
         command, args = run, _run_parser().parse_args(argv)
     try:

@@ -246,3 +246,21 @@ def test_outputs_are_created_with_the_process_umask(mask, file_mode, folder_mode
     assert {p.name: oct(p.stat().st_mode & 0o777) for p in folders} == {p.name: oct(folder_mode) for p in folders}
     assert (workdir / "native_functions.yaml").stat().st_mode & 0o777 == 0o640
     assert (workdir / "type_constraints.yaml").stat().st_mode & 0o777 == file_mode
+
+
+def test_a_mistyped_command_is_named_with_the_close_one(capfd):
+    code, out, err = run_cli(capfd, "acepts", "add", "self=float32")
+    assert (code, out) == (2, "")
+    assert err == "dtype-migrate: error: unknown command 'acepts'; did you mean 'accepts'?\n"
+    code, _, err = run_cli(capfd, "frobnicate")
+    assert code == 2 and err.startswith("dtype-migrate: error: unknown command 'frobnicate' (commands: lower, show,")
+
+
+def test_version_names_this_tool_torch_and_onnxscript(capfd):
+    import importlib.metadata
+
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--version"])
+    out, _ = capfd.readouterr()
+    assert exited.value.code == 0
+    assert out == f"dtype-migrate {importlib.metadata.version('dtype-migrate')}, torch {importlib.metadata.version('torch')}, onnxscript {importlib.metadata.version('onnxscript')}\n"
