@@ -227,9 +227,11 @@ def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Var
         computation = computation_dtype(promotion.kind, [x for a in promotion.args if a in bound for x in _elements(bound[a]) if x is not None])
         if computation is None:
             return False
-        if not all(_holds_result(at[a], computation, promotion.kind, of_slot.get(a)) for a in _written(overload) & set(promotion.args) & set(at)):
+        promoted = {of_slot[a].name for a in promotion.args if a in of_slot}
+        written = {a for a in _written(overload) & set(at) if a in promotion.args or (a in of_slot and of_slot[a].name in promoted)}
+        if not all(_holds_result(at[a], computation, promotion.kind, of_slot.get(a)) for a in written):
             return False
-        at.update({a: {computation} for a in promotion.args if a in at})
+        at.update({a: {computation} for a in set(promotion.args) | written if a in at})
     bound_to: dict[str, str] = {}
     for slot, dtypes in sorted(at.items(), key=lambda item: bool(getattr(of_slot.get(item[0]), "follows", ()))):
         if len(dtypes) > 1:
@@ -253,8 +255,9 @@ _REAL = {"complex32": "float16", "complex64": "float32", "complex128": "float64"
 
 
 def _holds_result(dtypes: set[str], computation: str, kind: str, variable) -> bool:
-    """Whether a promoting argument the call writes into can hold its result: its dtype is declared and torch casts
-    the result to it (``int64.div_(int64)`` computes in float32: ``result type Float can't be cast to ... Long``)."""
+    """Whether a tensor the call writes into (a promoting argument, or ``out`` of the promoted variable) can hold its
+    result: its dtype is declared and torch casts the result to it (``int64.div_(int64)`` and ``add(float32, float32,
+    out=int64)``: ``result type Float can't be cast to the desired output type Long``)."""
     import torch
 
     result = "bool" if kind == "always_bool" else _REAL.get(computation, computation) if kind == "complex_to_float" else computation

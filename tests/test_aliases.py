@@ -15,7 +15,11 @@ from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan
 from migrate.pipeline.summary import NO_CPU_KERNEL, NO_SAMPLE, NO_STRUCTURE, OBSERVED_UNTYPED, untyped_reasons
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import ALIASES, KERNEL, OPINFO, Evidence, OverloadPlan, Variable
+from migrate.evidence.own_calls import fixed_returns
+from migrate.evidence.probe.merge import RETURNED
+from migrate.evidence.verdicts import NEVER_RETURNED
+from migrate.model.dtypes import TENSOR_DTYPES, DType, named
+from migrate.model.plan import ALIASES, KERNEL, OPINFO, PROBE, Evidence, OverloadPlan, Variable
 from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS
 
 REAL = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
@@ -42,6 +46,46 @@ def test_an_alias_with_no_evidence_takes_its_target_plan_and_one_with_evidence_k
     assert variable.binds == ("self", "return.0") and variable.sources == (ALIASES,)
     plan = infer_plan(REAL, Sources({}, {"clamp": clamp}, (), aliases={"clip": AliasOf("clamp", same, "alias of clamp")}), {"clip", "clip_"})
     assert [o.name for o in plan.overloads] == ["clip", "clip_"]  # the alias's in-place sibling follows it
+
+
+def _returned(dtypes: tuple[DType, ...]) -> Variable:
+    """A return-only variable as built calls' probes give it: what they returned while casting the inputs."""
+    return Variable("P1", dtypes, ("return.0",), (Evidence(PROBE, f"{RETURNED}, a call built from the schema (2 calls)", dtypes, ("return.0",)),))
+
+
+def _cast_alone(slot: str, dtypes: tuple[DType, ...]) -> Variable:
+    return Variable("P0", dtypes, (slot,), (Evidence(PROBE, f"{slot} cast alone, a call built from the schema (2 calls): accepted", dtypes, (slot,)),))
+
+
+def test_a_return_its_own_calls_fixed_at_one_dtype_keeps_it_over_its_alias_target():
+    """``_cast_Byte`` forwards to ``_to_copy``, whose return its ``dtype`` argument sets; its own calls, ``self`` cast to
+    every dtype, returned uint8 each time: the return is uint8 (no other dtype was ever returned), ``self`` the target's."""
+    to_copy = OverloadPlan("_to_copy", (Variable("T", TENSOR_DTYPES, ("self", "return.0"), (Evidence(OPINFO, "test", TENSOR_DTYPES, ("self",)),)),))
+    same = (("self", "self"), ("return.0", "return.0"))
+
+    def planned(returned: Variable) -> dict[str, Variable]:
+        own = OverloadPlan("_cast_Byte", (_cast_alone("self", TENSOR_DTYPES), returned))
+        sources = Sources({}, {"_to_copy": to_copy}, (), aliases={"_cast_Byte": AliasOf("_to_copy", same, "forwards to _to_copy")}, schema_calls={"_cast_Byte": own})
+        (plan,) = infer_plan(REAL, sources, {"_cast_Byte"}).overloads
+        return {slot: variable for variable in plan.variables for slot in variable.binds}
+
+    fixed = planned(_returned(named("uint8")))
+    assert fixed["return.0"].dtypes == named("uint8") and fixed["return.0"].binds == ("return.0",)
+    assert dict(fixed["return.0"].verdicts.rejected)[DType("float64")] == NEVER_RETURNED
+    assert fixed["self"].dtypes == TENSOR_DTYPES and fixed["self"].sources == (ALIASES,)
+    varied = planned(_returned(named("uint8", "float32")))  # two dtypes returned: the return is not fixed, the target's stands
+    assert varied["return.0"] is varied["self"] and varied["return.0"].dtypes == TENSOR_DTYPES
+
+
+def test_a_return_is_fixed_only_where_its_inputs_varied_and_no_scalar_argument_may_set_it():
+    condition = _cast_alone("condition", named("bool", "uint8"))
+    assert fixed_returns(OverloadPlan("_cast_Byte", (_cast_alone("self", TENSOR_DTYPES), _returned(named("uint8")))), REAL.by_name["_cast_Byte"].schema)
+    assert not fixed_returns(OverloadPlan("_cast_Byte", (_cast_alone("self", named("float32")), _returned(named("uint8")))), REAL.by_name["_cast_Byte"].schema)
+    # where.Scalar(condition, 1, 2) returns int64, where.Scalar(condition, 1.5, 2) float32: the calls' numbers set it
+    assert not fixed_returns(OverloadPlan("where.Scalar", (condition, _returned(named("int64")))), REAL.by_name["where.Scalar"].schema)
+    # to.device's dtype argument sets its return, whatever self is
+    self_any = _cast_alone("self", TENSOR_DTYPES)
+    assert not fixed_returns(OverloadPlan("to.device", (self_any, _returned(named("float64")))), REAL.by_name["to.device"].schema)
 
 
 @pytest.mark.slow  # reads OpInfos in a worker, into an empty cache

@@ -31,6 +31,13 @@ DECLARED = """\
 
 - func: cat(T[] tensors, int dim=0) -> T
   type_constraints: {T: [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128]}
+
+- func: add.out(T self, T other, *, Scalar alpha=1, T(a!) out) -> T(a!)
+  type_constraints: {T: [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128]}
+  type_promotion: {kind: default, args: [self, other]}
+
+- func: _cast_Byte(T self, bool non_blocking=False) -> U
+  type_constraints: {T: [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128], U: [torch.uint8]}
 """
 
 SETS = """\
@@ -69,6 +76,11 @@ PROMOTED = [
     ("add.Tensor", {"self": "uint16", "other": "float32:0d"}, lambda: torch.add(torch.ones(2, dtype=torch.uint16), torch.tensor(2.5))),
     ("add.Tensor", {"self": "int64", "other": "2.5"}, lambda: torch.add(torch.ones(2, dtype=torch.int64), 2.5)),
     ("add.Tensor", {"self": "float8_e4m3fn", "other": "float32"}, lambda: torch.add(torch.ones(2).to(torch.float8_e4m3fn), torch.ones(2))),
+    # out= of a promoting overload: the computation dtype must cast to out (torch.can_cast), whatever out's set holds
+    ("add.out", {"self": "float32", "other": "float32", "out": "int64"}, lambda: torch.add(torch.ones(2), torch.ones(2), out=torch.empty(2, dtype=torch.int64))),
+    ("add.out", {"self": "int64", "other": "int64", "out": "float32"}, lambda: torch.add(torch.ones(2, dtype=torch.int64), torch.ones(2, dtype=torch.int64), out=torch.empty(2))),
+    ("add.out", {"self": "int64", "other": "float32", "out": "float16"}, lambda: torch.add(torch.ones(2, dtype=torch.int64), torch.ones(2), out=torch.empty(2, dtype=torch.float16))),
+    ("add.out", {"self": "float32", "other": "float32", "out": "bool"}, lambda: torch.add(torch.ones(2), torch.ones(2), out=torch.empty(2, dtype=torch.bool))),
 ]
 
 
@@ -115,6 +127,28 @@ def test_the_checker_decides_a_real_call_as_the_api_decides_its_dtypes(declared_
         except (RuntimeError, NotImplementedError):
             pass
     assert refused == (not verdict)
+
+
+def test_an_out_the_computation_dtype_cannot_cast_to_is_refused_in_aten_s_words(declared_path, capfd):
+    """``add(float32, float32, out=int64)``: int64 is in the set, but torch does not cast the float32 result into it."""
+    with pytest.raises(RuntimeError) as aten:
+        torch.add(torch.ones(2), torch.ones(2), out=torch.empty(2, dtype=torch.int64))
+    assert str(aten.value) == "result type Float can't be cast to the desired output type Long"
+    verdict = load_declarations(declared_path).accepts("add.out", self="float32", other="float32", out="int64")
+    assert not verdict and [(v.slot, v.dtype.name) for v in verdict.violations] == [("out", "int64")]
+    assert verdict.reason.startswith(f"argument out has dtype torch.int64: {aten.value} (the call computes in torch.float32; type_promotion default at native_functions.yaml:")
+    code, out, _ = run_cli(capfd, "accepts", "add.out", "self=float32", "other=float32", "out=int64", "--native-functions", declared_path)
+    assert code == 1 and str(aten.value) in out
+
+
+def test_a_return_of_one_dtype_declares_no_other(declared_path, capfd):
+    """``_cast_Byte`` returns uint8 whatever ``self`` is; its declaration says so."""
+    assert torch.ops.aten._cast_Byte(torch.ones(2)).dtype == torch.uint8
+    decl = load_declarations(declared_path)
+    assert decl.accepts("_cast_Byte", self="float32", **{"return.0": "uint8"})
+    assert not decl.accepts("_cast_Byte", self="float32", **{"return.0": "float64"})
+    code, out, _ = run_cli(capfd, "accepts", "_cast_Byte", "self=float32", "return.0=float64", "--native-functions", declared_path)
+    assert code == 1 and "not declared" in out.splitlines()[0]
 
 
 def test_the_verdict_names_the_set_and_the_reason(declared_path):

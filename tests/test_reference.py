@@ -96,6 +96,20 @@ def test_operator_dtypes_has_one_row_per_overload_grouped_by_python_module(input
     assert "| T: bool, float32, TFloat |" in rows[4].replace("<br>", " | ")
 
 
+def test_a_promoting_out_overload_states_what_its_out_may_hold(tmp_path, capfd):
+    """The reader's rule for ``out``: a dtype of the set that torch casts the computation dtype to, as the checker judges it."""
+    (tmp_path / "native_functions.yaml").write_text(
+        "- func: add.out(T self, T other, *, Scalar alpha=1, T(a!) out) -> T(a!)\n"
+        "  type_constraints: {T: [torch.int64, torch.float32]}\n"
+        "  type_promotion: {kind: default, args: [self, other]}\n"
+    )
+    (tmp_path / "type_constraints.yaml").write_text(SETS)
+    assert _docs(capfd, tmp_path / "native_functions.yaml", None, tmp_path / "out") == 0
+    cell = "default (self, other); out: a dtype of the set the result casts to (torch.can_cast)"
+    assert f"| {cell} |" in (tmp_path / "out" / "OperatorDtypes.md").read_text()
+    assert _page_data((tmp_path / "out" / "index.html").read_text())["ops"][0][4] == cell
+
+
 def test_autocast_md_lists_each_keys_ops_per_policy_as_amp_does(inputs, tmp_path, capfd):
     yaml, report = inputs
     assert _docs(capfd, yaml, report, tmp_path / "out") == 0

@@ -45,7 +45,7 @@ def test_suite_covers_the_common_overloads_with_real_tensor_slots():
         dtype_argument = next((s for s in case.slots if s in entry.schema.dtype_arguments), None)
         for slot in case.slots + tuple(slot for slot, _ in case.given):
             found = entry.schema.slot(slot)
-            if dtype_argument is not None and slot in (dtype_argument, "return.0"):  # the dtype under test passed as dtype=, wanted back
+            if slot in (dtype_argument, "return.0"):  # the dtype under test passed as dtype=, or wanted back (``_cast_Byte``)
                 assert found is not None and (slot == dtype_argument or found.is_tensor), f"{case.key}: {slot}"
                 continue
             assert found is not None and found.is_tensor and not found.is_return, f"{case.key}: {slot}"
@@ -224,6 +224,10 @@ _PROMOTING = """\
 
 - func: mm(T self, T mat2) -> T
   type_constraints: {T: [torch.float32, torch.float64]}
+
+- func: add.out(T self, T other, *, Scalar alpha=1, T(a!) out) -> T(a!)
+  type_constraints: {T: [torch.int64, torch.float32]}
+  type_promotion: {kind: default, args: [self, other]}
 """
 
 
@@ -255,6 +259,8 @@ def test_mixed_calls_cover_the_issue(verdicts):
     assert len(MIXED) >= 60 and len({m.overload for m in MIXED}) >= 25
     for key in ("add.Tensor(int64, float32)", "where.self(int32, float64)", "eq.Tensor(int8, float32)", "div.Tensor(int64, int64)", "cat(float32, int64)"):
         assert found[key].accepted, key
+    assert found["add.out(int64, int64, float32)"].accepted
+    assert found["add.out(float32, float32, int64)"].message == "result type Float can't be cast to the desired output type Long"
     for key in ("add.Tensor(uint16, uint16:0)", "mm(float32, float64)", "addcdiv(int64, int64, int64)"):
         assert not found[key].accepted, key
 
@@ -275,5 +281,8 @@ def test_a_mixed_call_is_declared_by_its_computation_dtype(tmp_path):
     assert declared_mixed(by_key["add.Tensor(int64, int64)"], add, promotion)
     assert not declared_mixed(by_key["add.Tensor(uint16, uint16:0)"], add, promotion)  # computes in uint16
     assert not declared_mixed(by_key["add.Tensor(int64, float32)"], add, None)  # without the line, T binds one dtype
+    add_out = declared_variables(native, native.by_name["add.out"], sets)
+    assert not declared_mixed(by_key["add.out(float32, float32, int64)"], add_out, promotion)  # torch cannot cast float32 into int64
+    assert declared_mixed(by_key["add.out(int64, int64, float32)"], add_out, promotion)  # it casts int64 into float32
     mm = declared_variables(native, native.by_name["mm"], sets)
     assert not declared_mixed(by_key["mm(float32, float64)"], mm, None)

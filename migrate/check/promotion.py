@@ -22,6 +22,8 @@ of the OpInfo samples showed no call where that made a difference.
 
 from __future__ import annotations
 
+import functools
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,19 +162,20 @@ class CompiledPromotion:
 
     The promoting tensors' own dtypes are free: the variable binds the call's computation dtype. Its other
     slots hold the result (the computation dtype, or the kind's result for a return); in an overload that
-    writes into an argument (in-place, out=) they hold any dtype of the set, which torch casts the result to.
-    A promoting argument the overload writes into (``self`` of ``div_``) is such a slot too: its dtype is in
-    the set and can hold the result (``torch.can_cast``: ``int64.div_(int64)`` computes in float32 and is refused).
+    writes into an argument (in-place, out=) they hold any dtype of the set that torch casts the result to
+    (``torch.can_cast``). So does each argument it writes into, promoting or not: ``self`` of ``div_``
+    (``int64.div_(int64)`` computes in float32 and is refused), ``out`` of ``add.out`` (``add(float32, float32,
+    out=int64)``: ``result type Float can't be cast to the desired output type Long``).
     """
 
     kind: str
     variable: int  # the promoted variable's index
     where: str  # 'native_functions.yaml:12', the type_promotion line
     arguments: tuple[tuple[int, str, bool], ...]  # (position, name, keyword-only) of each promoting argument
-    others: tuple[tuple[int, str, bool, bool], ...]  # the variable's other argument slots: (position, name, keyword-only, holds a list)
+    others: tuple[tuple[int, str, bool, bool], ...]  # the variable's other argument slots it does not write: (position, name, keyword-only, holds a list)
     returns: tuple[tuple[int, str, bool], ...]  # the variable's returns: (position, 'return.N', holds a list)
     mutates: bool
-    written: tuple[tuple[int, str, bool], ...] = ()  # the promoting arguments it writes into: (position, name, keyword-only)
+    written: tuple[tuple[int, str, bool, bool], ...] = ()  # the promoting arguments and the variable's slots it writes into: (position, name, keyword-only, holds a list)
 
 
 def compile_promotion(path: Path, declared: Any, func: Any, slots: Any, bound_arguments: list, bound_returns: list) -> tuple[CompiledPromotion | None, list, list]:
@@ -186,6 +189,8 @@ def compile_promotion(path: Path, declared: Any, func: Any, slots: Any, bound_ar
         return None, bound_arguments, bound_returns
     (variable,) = promoted  # the yaml reader refused promoted tensors on two variables
     positions = torch_private.argument_positions(func)
+    writes = torch_private.written_arguments(func)
+    holds_list = {name: holds for _, _, name, _, holds in bound_arguments}
     missing = [name for name in promotion.args if name not in positions]
     if missing:
         raise InputError(f"type_promotion names {missing[0]}, but this torch's {slots.name} has no argument of that name", path, promotion.line, declared.name)
@@ -194,10 +199,14 @@ def compile_promotion(path: Path, declared: Any, func: Any, slots: Any, bound_ar
         variable,
         f"{path.name}:{promotion.line}",
         tuple((positions[name][0], name, positions[name][1]) for name in promotion.args),
-        tuple((position, name, keyword_only, holds) for index, position, name, keyword_only, holds in bound_arguments if index == variable and name not in promotion.args),
+        tuple((position, name, keyword_only, holds) for index, position, name, keyword_only, holds in bound_arguments if index == variable and name not in promotion.args and name not in writes),
         tuple((position, name, holds) for index, position, name, holds in bound_returns if index == variable),
         slots.mutates,
-        tuple((positions[name][0], name, positions[name][1]) for name in promotion.args if name in torch_private.written_arguments(func)),
+        tuple(
+            (positions[name][0], name, positions[name][1], holds_list.get(name, False))
+            for name in positions
+            if name in writes and (name in promotion.args or any(index == variable and slot == name for index, _, slot, _, _ in bound_arguments))
+        ),
     )
     rest_arguments = [a for a in bound_arguments if a[0] != variable]
     rest_returns = [r for r in bound_returns if r[0] != variable]
@@ -225,17 +234,18 @@ def _promoting(promotion: CompiledPromotion, args: tuple, kwargs: dict) -> list[
 
 
 def _holds(promotion: CompiledPromotion, dtype: torch.dtype, expected: torch.dtype, allowed: frozenset[torch.dtype]) -> bool:
-    return dtype in allowed if promotion.mutates else dtype == expected
+    """Whether a slot of the promoted variable holds the result ``expected``: that very dtype, or, where the overload
+    writes into an argument, any dtype of the set that torch casts it to."""
+    return dtype in allowed and torch.can_cast(expected, dtype) if promotion.mutates else dtype == expected
 
 
 def _written_hold(promotion: CompiledPromotion, dtype: torch.dtype, own: frozenset[torch.dtype], args: tuple, kwargs: dict) -> Iterator[tuple[str, torch.dtype]]:
-    """(name, dtype) of each promoting argument the call writes into that cannot hold its result: not in the set,
-    or a dtype torch does not cast the result to (``result type Float can't be cast to the desired output type Long``)."""
+    """(slot, dtype) of each tensor the call writes into that cannot hold its result (``_holds``)."""
     result = result_dtype(dtype, promotion.kind)
-    for position, name, keyword_only in promotion.written:
-        value = _value(args, kwargs, position, name, keyword_only)
-        if isinstance(value, torch.Tensor) and (value.dtype not in own or not torch.can_cast(result, value.dtype)):
-            yield name, value.dtype
+    for position, name, keyword_only, holds_list in promotion.written:
+        for suffix, held in _tensors(_value(args, kwargs, position, name, keyword_only), holds_list):
+            if not _holds(promotion, held, result, own):
+                yield name + suffix, held
 
 
 def promoted_arguments_fit(promotion: CompiledPromotion, allowed: tuple[frozenset[torch.dtype], ...], args: tuple, kwargs: dict, seen: list[Any]) -> bool:
@@ -295,32 +305,37 @@ def promotion_violations(
     found = []
     if dtype not in own:
         found.append((COMPUTED_OUTSIDE_SET, slot, dtype, f"{took}; {line}"))
-    where_to = "an argument it writes" if promotion.mutates else ""
+    expected = result_dtype(dtype, promotion.kind)
     for name, held in _written_hold(promotion, dtype, own, args, kwargs):
-        result = _name(result_dtype(dtype, promotion.kind))
-        found.append((RESULT_DTYPE, name, held, f"the call computes {result} and writes it into {name}, whose dtype must be in the set and one torch casts {result} to ({line})"))
+        found.append((RESULT_DTYPE, name, held, _result_text(promotion, dtype, expected, held, own, line)))
     for position, name, keyword_only, holds_list in promotion.others:
         for suffix, held in _tensors(_value(args, kwargs, position, name, keyword_only), holds_list):
             if not _holds(promotion, held, dtype, own):
-                found.append((RESULT_DTYPE, name + suffix, held, _result_text(promotion, dtype, dtype, line, where_to)))
+                found.append((RESULT_DTYPE, name + suffix, held, _result_text(promotion, dtype, dtype, held, own, line)))
     if outs is not None:
-        expected = result_dtype(dtype, promotion.kind)
         for position, name, holds_list in promotion.returns:
             for suffix, held in _tensors(outs[position], holds_list):
                 if not _holds(promotion, held, expected, own):
-                    found.append((RESULT_DTYPE, name + suffix, held, _result_text(promotion, dtype, expected, line, where_to)))
+                    found.append((RESULT_DTYPE, name + suffix, held, _result_text(promotion, dtype, expected, held, own, line)))
     return found
 
 
-def _result_text(promotion: CompiledPromotion, computed: torch.dtype, expected: torch.dtype, line: str, writes: str) -> str:
+def _result_text(promotion: CompiledPromotion, computed: torch.dtype, expected: torch.dtype, held: torch.dtype, own: frozenset[torch.dtype], line: str) -> str:
+    """Why a slot cannot hold the result; in ATen's words where torch cannot cast the result to its dtype."""
+    if promotion.mutates and held in own:
+        return f"result type {scalar_type_name(expected)} can't be cast to the desired output type {scalar_type_name(held)} (the call computes in {computed}; {line})"
     if promotion.mutates:
-        return f"the call computes in {_name(computed)} and casts to {writes}, whose dtype must be in the set ({line})"
-    gives = f" and its kind gives {_name(expected)}" if expected != computed else ""
-    return f"the call computes in {_name(computed)}{gives} ({line})"
+        return f"the call computes in {computed} and writes it into a tensor whose dtype must be in the set ({line})"
+    gives = f" and its kind gives {expected}" if expected != computed else ""
+    return f"the call computes in {computed}{gives} ({line})"
 
 
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype)
+@functools.lru_cache(maxsize=None)
+def scalar_type_name(dtype: torch.dtype) -> str:
+    """ATen's ScalarType name of a dtype, as its messages spell it (``Float``, ``Long``, ``ComplexHalf``)."""
+    with warnings.catch_warnings():  # complex32's "support is experimental": only its name is asked for
+        warnings.simplefilter("ignore")
+        return torch.empty(0, dtype=dtype).type().removeprefix("torch.").removesuffix("Tensor")
 
 
 def describe_promotion(kind: str, slot: str, dtype: Any, how: str, declared: str) -> str:

@@ -8,14 +8,21 @@ they only read is judged on the functional overload's many calls instead (``inde
 refuses one of the wrong shape). What their calls never reach (an optional tensor no call passed,
 a sibling no call could be built for) takes the functional overload's constraints too, as the
 ``groups`` source always gave them.
+
+A return that an overload's own calls fixed (``fixed_returns``: one dtype in every call, its inputs cast to
+several) keeps that dtype over whatever structure would give it: ``_cast_Byte`` forwards to ``_to_copy``,
+whose return its ``dtype`` argument sets, yet always returns uint8.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from migrate.evidence.verdicts import returns_probed
 from migrate.model.plan import OverloadPlan, Variable
 from migrate.model.schema import TypedSchema
+
+_DTYPE_CARRIERS = frozenset({"Scalar", "ScalarType"})  # argument words besides tensors whose value may set a return's dtype
 
 FALLBACK_SUFFIX = "~group"  # appended to a carried variable's name where the sibling's own variables use it
 
@@ -38,3 +45,18 @@ def written_by_own_calls(own: OverloadPlan, sibling: TypedSchema, covered: set[s
     written = {s.name for s in sibling.slots if s.is_return or "!" in s.alias}
     kept = tuple(v for v in own.variables if set(v.binds) & written or not set(v.binds) <= covered)
     return own if kept == own.variables else replace(own, variables=kept)
+
+
+def fixed_returns(own: OverloadPlan, schema: TypedSchema) -> tuple[Variable, ...]:
+    """The variables of ``own`` (an overload's plan from its own calls) that bind only returns every call returned at
+    one dtype while probes cast the inputs to two or more: the return has that dtype whatever the inputs' dtypes.
+
+    None where a Scalar or ScalarType argument may set the return (``where.Scalar``'s numbers, ``to.device``'s
+    ``dtype``): the calls held each such argument at one value, so the one dtype may be that value's.
+    """
+    if any(not s.is_return and s.word in _DTYPE_CARRIERS for s in schema.slots):
+        return ()
+    inputs = [v for v in own.variables if not all(slot.startswith("return.") for slot in v.binds)]
+    if not any(len(v.dtypes) > 1 for v in inputs):
+        return ()
+    return tuple(v for v in own.variables if len(v.dtypes) == 1 and returns_probed(v))

@@ -58,7 +58,7 @@ from migrate.model.plan import (
 NEVER_RETURNED = "never returned: no accepted call returned this dtype, though probing cast the inputs to every dtype"
 
 
-def _returns_probed(variable: Variable) -> bool:
+def returns_probed(variable: Variable) -> bool:
     """Only returns, and probes cast the inputs of its calls to every dtype: what they never returned, no call returns."""
     return all(slot.startswith("return.") for slot in variable.binds) and any(
         e.source == PROBE and e.where.startswith(RETURNED) for e in variable.evidence
@@ -81,7 +81,7 @@ def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
             other.update(evidence.dtypes)
         elif evidence.source == EMPTY:
             empty.update(evidence.dtypes)
-    if _returns_probed(variable):
+    if returns_probed(variable):
         for dtype in TENSOR_DTYPES:
             if dtype not in accepted and dtype not in other:
                 rejected.setdefault(dtype, NEVER_RETURNED)

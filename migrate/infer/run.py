@@ -23,7 +23,7 @@ from migrate.evidence.promotion.sets import one_tensor_return, sibling_promotion
 from migrate.evidence.verdicts import with_verdicts
 from migrate.infer.merge import merge_overload, with_follows
 from migrate.infer.naming import global_sets, name_variables
-from migrate.infer.structure import group_siblings, tied_by_structure
+from migrate.infer.structure import group_siblings, tied_by_structure, with_fixed_returns
 from migrate.model.autocast import Policies
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan
@@ -68,6 +68,7 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
         if sources.groups:
             merged.update(group_siblings(native, merged))
     merged.update(sibling_promotions(native, merged, sources.promotions))  # issue 31: in-place and out= promote as their functional does
+    merged.update(with_fixed_returns(native, merged, sources))  # a return its own calls fixed at one dtype keeps it
     planned = {name: plan for name, plan in merged.items() if plan.variables}
     sets = global_sets(native, planned.values(), sources.existing_sets, sources.global_sets)
     set_names = {g.dtypes: g.name for g in sets}

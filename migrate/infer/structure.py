@@ -1,5 +1,6 @@
 """What the file's structure ties: in-place, out= and mutable siblings take their functional overload's
-constraints where they have no evidence of their own (aliases take their target's: ``migrate.evidence.opinfo.aliases``)."""
+constraints where they have no evidence of their own (aliases take their target's: ``migrate.evidence.opinfo.aliases``),
+but for a return their own calls fixed at one dtype."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from dataclasses import replace
 from migrate.evidence.gather import Sources
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GROUPS, Evidence, OverloadPlan
-from migrate.evidence.own_calls import with_fallback, written_by_own_calls
+from migrate.evidence.own_calls import fixed_returns, with_fallback, written_by_own_calls
+from migrate.evidence.verdicts import with_verdicts
 from migrate.model.schema import TypedSchema
 
 
@@ -68,3 +70,24 @@ def tied_by_structure(native: NativeFunctions, sources: Sources) -> set[str]:
             if group is not None and group.of_kind("functional") and name not in group.of_kind("functional"):
                 tied.add(name)
     return tied
+
+
+def with_fixed_returns(native: NativeFunctions, plans: dict[str, OverloadPlan], sources: Sources) -> dict[str, OverloadPlan]:
+    """Plans whose returns their own calls fixed at one dtype (``migrate.evidence.own_calls.fixed_returns``) where
+    structure gave those returns another variable: such a return takes a variable of that dtype alone.
+
+    ``_cast_Byte`` forwards to ``_to_copy``, whose return its ``dtype`` argument sets, so as an alias its
+    return took every dtype; its own calls, ``self`` cast to all 21, returned uint8 each time.
+    """
+    taken = {}
+    for name, plan in sorted(plans.items()):
+        own = sources.probe.get(name) or sources.schema_calls.get(name)
+        fixed = fixed_returns(own, native.by_name[name].schema) if own is not None else ()
+        fixed = tuple(v for v in fixed if not any(v.binds == mine.binds and v.dtypes == mine.dtypes for mine in plan.variables))
+        if not fixed:
+            continue
+        returns = {slot for v in fixed for slot in v.binds}
+        rest = plan.kept({slot for v in plan.variables for slot in v.binds} - returns)
+        verdicts = with_verdicts(OverloadPlan(name, fixed), native.has_cpu_kernel(native.by_name[name]))
+        taken[name] = with_fallback(rest, verdicts.variables)
+    return taken

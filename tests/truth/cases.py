@@ -517,6 +517,8 @@ CASES: tuple[Case, ...] = (
     c("arange", "dtype return.0", lambda d: A(5, dtype=d)),
     c("arange.start", "dtype return.0", lambda d: A(0, 5, dtype=d)),
     c("randn", "dtype return.0", lambda d: A([2, 3], dtype=d)),
+    # returns of one dtype whatever the input's: ``_cast_Byte`` of a float32 tensor returns uint8, no other dtype
+    *(c(f"_cast_{name}", "return.0", lambda d: A(t(F32, 2, 3)), given=_FLOAT32) for name in ("Byte", "Char", "Short", "Int", "Long", "Half", "Float", "Double")),
 )
 
 
@@ -567,5 +569,10 @@ MIXED: tuple[Mixed, ...] = (
     *mixed("addcmul", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "float32 int64 float32", "int64 int32 int64", "bool float16 float16"),
     *mixed("mse_loss", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3)), "float32 int64", "float16 float32", "int64 int64"),
     *mixed("mm", lambda s: A(v(s[0], 2, 3), v(s[1], 3, 4)), "float32 float64", "int64 float32"),
+    # out= of a promoting overload: torch casts the result into ``out`` where it can (``add(float32, float32,
+    # out=int64)``: ``result type Float can't be cast to the desired output type Long``; ``add(int64, int64, out=float32)`` runs)
+    *mixed("add.out", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), out=v(s[2], 2, 3)), "float32 float32 int64", "int64 int64 float32", "float32 float32 float16", "float32 float32 bool"),
+    *mixed("mul.out", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), out=v(s[2], 2, 3)), "float32 float32 int32", "int32 int32 float64", "int64 float32 float32"),
+    *mixed("sin.out", lambda s: A(v(s[0], 2, 3), out=v(s[1], 2, 3)), "int64 int64", "int64 float64"),
     *mixed("lerp.Tensor", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "float32 float64 float32", "float64 float32 float32"),
 )

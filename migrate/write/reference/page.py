@@ -53,7 +53,7 @@ def page_data(rows: tuple[OverloadRow, ...], source: str) -> dict:
     ops, variables = [], []
     for number, row in enumerate(rows):
         slots = ", ".join(f"{slot}: {variable or 'Tensor'}" for slot, variable in row.slots)
-        promotion = f"{row.promotion.kind} ({', '.join(row.promotion.args)})" if row.promotion else ""
+        promotion = row.promotion_text
         autocast = ", ".join(f"{key}: {policy}" for key, policy in row.autocast)
         ops.append([row.name, module_of[row.module], [tag_of[t] for t in row.tags], slots, promotion, autocast, row.line])
         if not row.variables:

@@ -75,10 +75,22 @@ class OverloadRow:
     variables: tuple[VariableRow, ...]
     promotion: Promotion | None
     autocast: Policies
+    written: tuple[str, ...] = ()  # the tensors it writes into (out, an in-place self) that share its promoted variable
 
     @property
     def incomplete(self) -> bool:
         return any(v.unknown for v in self.variables)
+
+    @property
+    def promotion_text(self) -> str:
+        """The ``type_promotion:`` line as the reference prints it, with the reader's rule for the tensors it writes:
+        any dtype of the set that torch casts the computation dtype to (``add(float32, float32, out=int64)`` is refused)."""
+        if self.promotion is None:
+            return ""
+        text = f"{self.promotion.kind} ({', '.join(self.promotion.args)})"
+        if self.written:
+            text += f"; {', '.join(self.written)}: a dtype of the set the result casts to (torch.can_cast)"
+        return text
 
 
 def _tags(value: Any) -> tuple[str, ...]:
@@ -137,10 +149,12 @@ def overload_rows(native: NativeFunctions, plan: Plan | None) -> tuple[OverloadR
         by_slot = {slot: v.name for v in variables for slot in v.binds}
         slots = tuple((s.name, by_slot.get(s.name)) for s in entry.schema.tensor_slots)
         promotion = declared_promotion(native, entry)
+        promoted = {by_slot.get(arg) for arg in promotion.args} - {None} if promotion is not None else set()
+        written = tuple(s.name for s in entry.schema.tensor_slots if not s.is_return and "!" in s.alias and by_slot.get(s.name) in promoted)
         module = fields.get("python_module") or ""
         rows.append(
             OverloadRow(
-                entry.name, entry.func_line + 1, str(module), _tags(fields.get("tags")), slots, tuple(found), promotion, declared_autocast(native, entry)
+                entry.name, entry.func_line + 1, str(module), _tags(fields.get("tags")), slots, tuple(found), promotion, declared_autocast(native, entry), written
             )
         )
     return tuple(rows)

@@ -27,7 +27,7 @@ def _set(variable: VariableRow) -> str:
 def _row(row: OverloadRow, with_report: bool) -> str:
     slots = ", ".join(f"{_code(slot)}: {variable or 'Tensor'}" for slot, variable in row.slots) or "no tensor"
     sets = "<br>".join(_set(v) for v in row.variables) or "not declared"
-    promotion = f"{row.promotion.kind} ({', '.join(row.promotion.args)})" if row.promotion else ""
+    promotion = row.promotion_text
     autocast = ", ".join(f"{key}: {policy}" for key, policy in row.autocast)
     if not row.variables:
         stands = "not declared" if row.slots else ""
@@ -54,7 +54,8 @@ def operator_dtypes_markdown(rows: tuple[OverloadRow, ...], source: str, with_re
         "- **Sets**: each variable's set, by the global set's name when one spells it, and by dtypes; a name in the",
         "  list is another variable whose dtype in the call this one may also take.",
         "- **Promotion**: the `type_promotion:` kind and its arguments: the promoted tensors share a variable whose",
-        "  set is the computation dtypes.",
+        "  set is the computation dtypes; a tensor the overload writes into (`out`, an in-place `self`) holds a dtype of",
+        "  the set that torch casts the result to (`torch.can_cast`: `add(float32, float32, out=int64)` is refused).",
         "- **Autocast**: the cast policy per autocast key.",
         "- **How the set stands**: `complete` when every one of the 21 dtypes has a verdict; `lower bound, N unknown`",
         "  when N dtypes were never judged (unknown is not rejection); `CUDA only:` dtypes no CPU call showed, which",
