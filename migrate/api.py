@@ -151,6 +151,7 @@ class LoadedDeclarations:
     def accepts(self, overload: str, /, **values: Any) -> Verdict:
         """Whether the yaml declares a call of ``overload`` with these values by argument name (``return.0`` too)."""
         func, name = _resolve(overload)
+        self._refuse_a_packet(name)
         slots = torch_private.overload_slots(func)
         schema_arguments = list(torch_private.argument_positions(func))
         returns = [slot for _, slot, _ in slots.returns]
@@ -178,6 +179,15 @@ class LoadedDeclarations:
         else:
             reason = f"no tensor given binds a variable declared at {where}"
         return Verdict(name.qualified, call, not violations, reason, variables, violations, where, took)
+
+    def _refuse_a_packet(self, name: OverloadName) -> None:
+        """A bare operator name whose default overload the yaml does not declare (``add``: torch's default is a
+        TorchScript ``add(Scalar a, Scalar b)``) stands for its packet: the user is asked to name an overload."""
+        if name.overload or str(name) in self.declarations.by_name:
+            return
+        packet = sorted(n for n in self.declarations.by_name if OverloadName.parse(n).operator == name.operator)
+        if packet:
+            raise InputError(f"{name.operator} is a packet of overloads, and {self.path.name} declares none of that name alone: name one of {', '.join(packet)}")
 
     def dtypes(self, overload: str, argument: str, /, **others: Any) -> tuple[DType, ...]:
         """The dtypes of the 21 a tensor may have in ``argument`` beside ``others``, as ``accepts`` judges each.

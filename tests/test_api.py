@@ -210,3 +210,11 @@ def test_bad_questions_are_input_errors(declared_path, capfd):
         decl.accepts("mm.nothing", self="float32")
     code, _, err = run_cli(capfd, "accepts", "mm", "self", "--native-functions", declared_path)
     assert code == 2 and "expected ARG=VALUE" in err
+
+
+def test_a_packet_name_lists_the_overloads_the_yaml_declares(declared_path, capfd):
+    """``add`` is torch's TorchScript add(Scalar a, Scalar b); the yaml declares add.Tensor and add.out."""
+    code, out, err = run_cli(capfd, "accepts", "add", "self=float32", "other=float32", "--native-functions", declared_path)
+    assert (code, out) == (2, "")
+    assert err == "dtype-migrate: error: add is a packet of overloads, and native_functions.yaml declares none of that name alone: name one of add.Tensor, add.out\n"
+    assert load_declarations(declared_path).accepts("sqrt", self="float32")  # a default overload the yaml declares answers
