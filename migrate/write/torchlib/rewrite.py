@@ -89,6 +89,7 @@ class TorchlibRewrite:
     narrowed: int = 0  # rewritten annotations that lost a dtype the original had
     widened: int = 0  # rewritten annotations that gained a dtype a real export proved
     parameters: tuple[ParameterName, ...] = ()  # parameters the yaml names otherwise: renamed, or left alone and why
+    docstrings: tuple[str, ...] = ()  # 'path:function' of each function whose docstring's schema line the run rewrote
 
     def notes_of(self, kind: str) -> tuple[str, ...]:
         return tuple(n for n in self.notes if n.startswith(kind + ": "))
@@ -109,7 +110,9 @@ class TorchlibRewrite:
             "left_alone": dict(sorted(left.items())),
             "lines": [str(p) for p in self.parameters],
         }
-        return TorchlibSummary(len(self.files), sum(1 for f in self.functions if f.changed), self.narrowed, self.widened, notes, self.notes, parameters)
+        annotated = {f"{f.path}:{f.function}" for f in self.functions if f.changed}
+        edited = len(annotated | set(self.docstrings))
+        return TorchlibSummary(len(self.files), edited, len(annotated), len(self.docstrings), self.narrowed, self.widened, notes, self.notes, parameters)
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,9 @@ class TorchlibSummary:
     """What the run's summary says about the torchlib rewrite (its ``torchlib`` section)."""
 
     modules_changed: int
-    functions_changed: int
+    functions_changed: int  # their annotations, their docstring's schema line, or both
+    annotations_changed: int  # functions whose annotations changed
+    docstrings_changed: int  # functions whose docstring's schema line changed
     annotations_narrowed: int
     annotations_widened: int
     notes: dict[str, int]  # per kind
@@ -128,6 +133,8 @@ class TorchlibSummary:
         return {
             "modules_changed": self.modules_changed,
             "functions_changed": self.functions_changed,
+            "annotations_changed": self.annotations_changed,
+            "docstrings_changed": self.docstrings_changed,
             "annotations_narrowed": self.annotations_narrowed,
             "annotations_widened": self.annotations_widened,
             "notes": dict(self.notes),
@@ -140,7 +147,8 @@ class TorchlibSummary:
         names = self.parameters
         left = ", ".join(f"{why} {n}" for why, n in names["left_alone"].items())
         return [
-            f"torchlib: {self.functions_changed} functions rewritten in {self.modules_changed} modules; "
+            f"torchlib: {self.functions_changed} functions rewritten in {self.modules_changed} modules "
+            f"({self.annotations_changed} annotations, {self.docstrings_changed} docstrings); "
             f"{self.annotations_narrowed} annotations narrowed, {self.annotations_widened} widened" + (f"; notes: {notes}" if notes else ""),
             f"torchlib parameter names: {names['renamed']} renamed to the yaml's in {names['functions_renamed']} functions; "
             f"{sum(names['left_alone'].values())} left alone" + (f": {left}" if left else "") + " (each listed in --report)",
@@ -271,7 +279,8 @@ def _rewrite(
     notes = tuple(f"{kind}: {message}" for kind in NOTE_KINDS for message in decider.notes[kind])
     classes = [cls for w in works for f in w.functions for cls in f.rewrite]
     narrowed, widened = sum(1 for c in classes if c.removed), sum(1 for c in classes if c.added)
-    return TorchlibRewrite(tuple(files), notes, functions, narrowed, widened, parameters)
+    docstrings = tuple(f"{w.module.path}:{f.info.key.name}" for w in works for f in w.functions if f.docstring is not None)
+    return TorchlibRewrite(tuple(files), notes, functions, narrowed, widened, parameters, docstrings)
 
 
 def _record(work: ModuleWork, function: FunctionDecision) -> RewrittenFunction:
