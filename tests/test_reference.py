@@ -231,3 +231,32 @@ def test_the_page_in_chromium_shows_a_rejected_cells_message_and_filters(inputs,
         page.click("#incomplete")
         assert page.evaluate(overloads) == []
         assert page.evaluate("document.getElementById('count').textContent") == "0 variables of 0 overloads"
+
+
+@pytest.mark.slow  # a browser
+def test_the_header_row_shows_every_dtype_name_whole_and_the_rows_name_their_sets(inputs, tmp_path, capfd):
+    """At 1400 px: every dtype header shows its whole name (no column cut to 9 characters), the 'how the set stands'
+    column its words, and a row its variable's set name, whole on hover."""
+    from tests.chromium import Browser
+
+    yaml, report = inputs
+    assert _docs(capfd, yaml, report, tmp_path / "out") == 0
+    with Browser(width=1400, height=900) as browser:
+        page = browser.page()
+        page.open((tmp_path / "out" / "index.html").as_uri())
+        page.wait_for("document.body.dataset.ready")
+        cut = page.evaluate(
+            "[...document.querySelectorAll('#head .c')].filter((c) => {"
+            " const r = document.createRange(); r.selectNodeContents(c); const text = r.getBoundingClientRect(), box = c.getBoundingClientRect();"
+            " return text.top < box.top - 0.5 || text.bottom > box.bottom + 0.5; }).map((c) => c.textContent)"
+        )
+        assert cut == []
+        headers = page.evaluate("[...document.querySelectorAll('#head .c')].map((c) => c.textContent)")
+        assert "float8_e4m3fnuz" in headers and "complex32" in headers and len(headers) == 21
+        stands = page.evaluate("[...document.querySelectorAll('.row .stands')].map((s) => [s.textContent, s.scrollWidth <= s.clientWidth])")
+        assert stands[0] == ["no runtime evidence", True] and all(whole for _, whole in stands), stands
+        title = page.evaluate("document.querySelector('.row[data-overload=mm] .stands').title")
+        assert title == "lower bound, 15 unknown; CUDA only: complex32"  # the column says 'lower bound', the title all
+        variable = page.evaluate("(() => { const v = document.querySelector('.row[data-overload=\"mm\"] .var'); return [v.textContent, v.title]; })()")
+        assert variable == ["TFloat: self, mat2, return.0", "TFloat = [float16, bfloat16, float32, float64]"]
+        page.screenshot(tmp_path / "header.png")
