@@ -46,10 +46,11 @@ def is_installed_path(path: Path) -> bool:
     )
 
 
-def _read_or_none(path: Path) -> bytes | None:
+def read_or_none(path: Path) -> bytes | None:
+    """A file's bytes; None where there is none (a folder in its place is not one: writing there fails later)."""
     try:
         return path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         return None
 
 
@@ -57,7 +58,7 @@ def commit(outputs: list[Output], write_unchanged: bool = False) -> list[Path]:
     """Write every changed output (or every output with ``write_unchanged``); all or none."""
     todo = [o for o in outputs if o.changed or write_unchanged]
     for output in outputs:
-        if _read_or_none(output.source) != output.before:
+        if read_or_none(output.source) != output.before:
             raise InputError("changed on disk since it was read; nothing was written", output.source)
     for output in todo:
         if is_installed_path(output.target):
@@ -66,7 +67,7 @@ def commit(outputs: list[Output], write_unchanged: bool = False) -> list[Path]:
     previous: dict[Path, bytes | None] = {}
     try:
         for output in todo:
-            previous[output.target] = _read_or_none(output.target)
+            previous[output.target] = read_or_none(output.target)
             output.target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=output.target.parent, prefix=f".{output.target.name}.", suffix=".tmp")
             staged.append((output, tmp))
