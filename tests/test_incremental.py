@@ -103,6 +103,39 @@ def test_in_place_op_run_keeps_the_other_entries_and_their_sets(tmp_path, capfd)
     assert {"THand", "TBool", "TTensor"} <= set(_set_names(annotated))
 
 
+def test_a_set_the_other_entries_name_with_other_dtypes_is_refused(tmp_path, capfd):
+    out = tmp_path / "out"
+    assert run_cli(capfd, "--op", "add", "--out", out, *FAST)[0] == 0
+    sets = out / "type_constraints.yaml"
+    sets.write_text(sets.read_text().replace("torch.bool, torch.uint8, ", "torch.uint8, ", 1))  # add's TTensor, by hand
+    before = snapshot(out)
+    code, _, err = run_cli(capfd, "--op", "le", "--out", out, *FAST)
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"dtype-migrate: error: {sets}: TTensor: ")
+    assert snapshot(out) == before
+
+
+def test_an_unreadable_earlier_report_is_refused(tmp_path, capfd):
+    out = tmp_path / "out"
+    assert run_cli(capfd, "--op", "add", "--out", out, *FAST)[0] == 0
+    report = out / "report.json"
+    report.write_text("[]\n")
+    before = snapshot(out)
+    code, _, err = run_cli(capfd, "--op", "le", "--out", out, "--report", report, *FAST)
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"dtype-migrate: error: {report}: ")
+    assert snapshot(out) == before
+
+
+def test_an_annotated_input_with_out_continues_too(tmp_path, capfd):
+    annotated = tmp_path / "annotated"
+    assert run_cli(capfd, "--op", "le", "--out", annotated, *FAST)[0] == 0
+    out = tmp_path / "out"
+    for op in ("add", "sub"):
+        assert run_cli(capfd, "--native-functions", annotated / "native_functions.yaml", "--op", op, "--out", out, *FAST)[0] == 0
+    ours, given = _entries(out / "native_functions.yaml"), _entries(annotated / "native_functions.yaml")
+    assert all(ours[name] != given[name] for name in ("add.Tensor", "sub.Tensor"))
+    assert all(ours[name] == given[name] for name in ours if name.split(".")[0] not in ("add", "sub"))
+
+
 # --- the real full run, torch_lib and report included ----------------------------------------------------
 
 
