@@ -120,7 +120,8 @@ def _written_plan(plan: Plan, result: YamlResult) -> Plan:
 
 def _merged_report(path: Path, ours: dict, selected: set[str]) -> dict:
     """The earlier report at ``path`` with the selected overloads' entries replaced by this run's (in place, new ones
-    last) and this run's sets added; the summary is this run's, scoped to the selection (``scope``)."""
+    last) and this run's sets added; the summary is this run's, scoped to the selection (``scope``) as an ``--op``
+    run's is."""
     try:
         earlier = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -128,7 +129,13 @@ def _merged_report(path: Path, ours: dict, selected: set[str]) -> dict:
     if not isinstance(earlier, dict) or earlier.get("version") != ours["version"] or not isinstance(earlier.get("overloads"), list):
         raise InputError(f"not a report of format version {ours['version']} to merge into; remove it, or run without --op", path)
     new = {o["name"]: o for o in ours["overloads"]}
-    overloads = [new.pop(o["name"]) if o.get("name") in new else o for o in earlier["overloads"] if o.get("name") not in selected or o.get("name") in new]
+    overloads = []
+    for overload in earlier["overloads"]:
+        name = overload.get("name") if isinstance(overload, dict) else None
+        if name in new:
+            overloads.append(new.pop(name))
+        elif name not in selected:
+            overloads.append(overload)
     sets = {g["name"]: g for g in earlier.get("global_sets", ())} | {g["name"]: g for g in ours["global_sets"]}
     summary = {**ours["summary"], "scope": sorted(selected)}
     return {**ours, "summary": summary, "global_sets": list(sets.values()), "overloads": overloads + list(new.values())}
@@ -331,7 +338,7 @@ class Session:
         if summary.autocast is not None:
             from migrate.model.autocast import annotated_counts
 
-            summary = replace(summary, autocast=replace(summary.autocast, annotated=annotated_counts(native_functions)))
+            summary = replace(summary, autocast=replace(summary.autocast, annotated=annotated_counts(result.native_functions)))
         if self.source_tree is not None:
             summary = replace(summary, validation=ValidationSummary(str(self.source_tree / "torchgen"), ()))
         if not request.yaml_only:
