@@ -103,25 +103,20 @@ def test_in_place_op_run_keeps_the_other_entries_and_their_sets(tmp_path, capfd)
     assert {"THand", "TBool", "TTensor"} <= set(_set_names(annotated))
 
 
-def test_a_set_the_other_entries_name_with_other_dtypes_is_refused(tmp_path, capfd):
+@pytest.mark.parametrize("broken", ["set-redefined", "report-unreadable"])
+def test_what_the_others_need_from_the_folder_is_checked(tmp_path, capfd, broken):
+    """A set the other entries name, given other dtypes by hand (add's TTensor); an earlier report not a report."""
     out = tmp_path / "out"
     assert run_cli(capfd, "--op", "add", "--out", out, *FAST)[0] == 0
-    sets = out / "type_constraints.yaml"
-    sets.write_text(sets.read_text().replace("torch.bool, torch.uint8, ", "torch.uint8, ", 1))  # add's TTensor, by hand
+    if broken == "set-redefined":
+        path, named = out / "type_constraints.yaml", "TTensor: "
+        path.write_text(path.read_text().replace("torch.bool, torch.uint8, ", "torch.uint8, ", 1))
+    else:
+        path, named = out / "report.json", ""
+        path.write_text("[]\n")
     before = snapshot(out)
-    code, _, err = run_cli(capfd, "--op", "le", "--out", out, *FAST)
-    assert code == 2 and err.count("\n") == 1 and err.startswith(f"dtype-migrate: error: {sets}: TTensor: ")
-    assert snapshot(out) == before
-
-
-def test_an_unreadable_earlier_report_is_refused(tmp_path, capfd):
-    out = tmp_path / "out"
-    assert run_cli(capfd, "--op", "add", "--out", out, *FAST)[0] == 0
-    report = out / "report.json"
-    report.write_text("[]\n")
-    before = snapshot(out)
-    code, _, err = run_cli(capfd, "--op", "le", "--out", out, "--report", report, *FAST)
-    assert code == 2 and err.count("\n") == 1 and err.startswith(f"dtype-migrate: error: {report}: ")
+    code, _, err = run_cli(capfd, "--op", "le", "--out", out, "--report", out / "report.json", *FAST)
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"dtype-migrate: error: {path}: {named}")
     assert snapshot(out) == before
 
 
