@@ -131,6 +131,18 @@ def test_an_annotated_input_with_out_continues_too(tmp_path, capfd):
     assert all(ours[name] == given[name] for name in ours if name.split(".")[0] not in ("add", "sub"))
 
 
+def test_a_continued_run_enters_infer_once(tmp_path, capfd):
+    from migrate.pipeline import Options, RunRequest, Session
+    from tests.test_infer_entry import calls_into_infer
+
+    out = tmp_path / "out"
+    assert run_cli(capfd, "--op", "add", "--out", out, *FAST)[0] == 0
+    with calls_into_infer() as entered:
+        migration = Session(Options(ops=("le",), evidence=("torchlib",))).migrate(RunRequest(yaml_only=True, out=out))
+    assert entered == ["migrate.infer.run.infer"]
+    assert "TTensor self" in migration.outputs[0].after.decode().split("- func: add.Tensor(", 1)[1].split("\n", 1)[0]
+
+
 # --- the real full run, torch_lib and report included ----------------------------------------------------
 
 

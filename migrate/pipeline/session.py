@@ -315,13 +315,17 @@ class Session:
         if plan_path is not None:
             self.torchlib  # scanned (and its warnings printed) before any evidence is gathered
             plan, observed, evidence_summary = Plan.read(plan_path), frozenset(), {}
+            pool = plan.global_sets
         else:
             with self._torch_stages_beside():
                 self.torchlib
-                plan, observed, evidence_summary = self.inference.plan, self.sources.observed, self._evidence_summary()
+                inference = self._whole_inference() if earlier is not None else self.inference
+                plan, observed, evidence_summary = inference.plan, self.sources.observed, self._evidence_summary(inference)
+            pool = inference.sets
         whole, selected = plan, self.selected
         if selected is not None:
-            plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
+            kept = tuple(o for o in plan.overloads if o.name in selected)
+            plan = Plan(sets_used(pool, kept), kept) if earlier is not None and plan_path is None else replace(plan, overloads=kept)
         result, sections, written = self._applied(plan, observed, request.overwrite, plan_path)
         native_functions, type_constraints = result.native_functions, result.type_constraints
         if earlier is not None:
@@ -344,7 +348,7 @@ class Session:
         if not request.yaml_only:
             written_plan = _written_plan(plan, result)
             if earlier is not None:
-                written_plan, written = self._continued_plan(written_plan, earlier, whole, plan_path is None), None
+                written_plan, written = self._continued_plan(written_plan, earlier, whole, pool), None
             rewritten, rewrite_summary = self._torchlib_outputs(written_plan, targets, request.export_check, written, earlier)
             outputs += rewritten
             summary = replace(summary, torchlib=rewrite_summary)
@@ -362,21 +366,21 @@ class Session:
             return None
         return read_earlier(request.out, self.native, self.cache)
 
-    def _continued_plan(self, written_plan: Plan, earlier: EarlierOutput, whole: Plan, inferred: bool) -> Plan:
-        """What torchlib's rewrite applies when continuing: the selected overloads' plan, and for the others the plan
-        the earlier run applied (``carried_overloads``), with the sets they use."""
-        selected = self.selected
-        others = [e.name for e in self.native.entries if e.name not in selected]
-        if inferred:
-            from migrate.infer import infer
+    def _whole_inference(self) -> Inference:
+        """The plan of every overload (``plans`` stage): continuing, the others' plans are what the earlier run's
+        torchlib rewrite may have applied; the run still enters ``migrate.infer`` once."""
+        from migrate.infer import infer
 
-            found = infer(self.native, self.sources, self.cache.stage("plans"), set(others))
-            candidates, pool = {o.name: o for o in found.plan.overloads}, found.sets
-        else:
-            candidates, pool = {o.name: o for o in whole.overloads}, whole.global_sets
-        pool_by_name = {g.name: g for g in pool}
-        pool = (*pool, *(g for g in earlier.sets.sets if g.name not in pool_by_name))
-        carried = carried_overloads(earlier, self.native, self.sets_file.by_name, selected, candidates, {g.name: g for g in pool})
+        return infer(self.native, self.sources, self.cache.stage("plans"))
+
+    def _continued_plan(self, written_plan: Plan, earlier: EarlierOutput, whole: Plan, pool: tuple[GlobalSet, ...]) -> Plan:
+        """What torchlib's rewrite applies when continuing: the selected overloads' plan, and for the others the plan
+        the earlier run applied (``carried_overloads``: this run's plan of them, ``whole``, where it declares what
+        the folder does), with the sets they use (from ``pool``, the sets this run named, and the folder's)."""
+        named = {g.name for g in pool}
+        pool = (*pool, *(g for g in earlier.sets.sets if g.name not in named))
+        candidates = {o.name: o for o in whole.overloads}
+        carried = carried_overloads(earlier, self.native, self.sets_file.by_name, self.selected, candidates, {g.name: g for g in pool})
         overloads = (*written_plan.overloads, *carried)
         return Plan(sets_used(pool, overloads), overloads)
 
@@ -410,13 +414,13 @@ class Session:
         scope = ",".join(sorted(selected)) if selected is not None else "\0all"
         return self.cache.stage("applied").get((*key, policies, scope, str(overwrite)), apply, kind=tuple)
 
-    def _evidence_summary(self) -> dict:
+    def _evidence_summary(self, inference: Inference) -> dict:
         """What the sources and the inference say about themselves: the sweep, the runtime evidence's alignment, autocast
         (``RunSummary``'s fields of those names)."""
         sources, summary = self.sources, {}
         if sources.opinfo_summary is not None:
             summary["opinfo"] = sources.opinfo_summary
-        alignment = self.inference.alignment
+        alignment = inference.alignment
         if alignment is not None:
             from migrate.evidence.align import RuntimeEvidenceSummary
             from migrate.runtime.torch_private import torch_version
