@@ -204,12 +204,16 @@ def test_outputs_show_the_files_under_torch_lib(result, tmp_path):
     outputs = torchlib_outputs(result, BEFORE, tmp_path / "out")
     assert [o.display for o in outputs] == [f"torch_lib/{p}" for p, _, _ in result.files]
     assert all(o.target == tmp_path / "out" / "torch_lib" / p for o, (p, _, _) in zip(outputs, result.files))
-    assert all(o.source == BEFORE / p and o.changed for o, (p, _, _) in zip(outputs, result.files))
+    assert all(o.source == o.target and o.before is None and o.changed for o in outputs)  # compared with the empty folder
     in_place = torchlib_outputs(result, BEFORE, None)
-    assert all(o.target == o.source for o in in_place)
+    assert all(o.target == o.source and o.before == (BEFORE / p).read_bytes() for o, (p, _, _) in zip(in_place, result.files))
     mirrored = torchlib_outputs(result, BEFORE, tmp_path / "out", mirror=True)
     assert [o.display for o in mirrored] == [f"torch_lib/{p}" for p in modules(BEFORE)]
-    assert {o.display for o in mirrored if o.changed} == {o.display for o in outputs}
+    assert {o.display for o in mirrored if o.after != (BEFORE / o.display.removeprefix("torch_lib/")).read_bytes()} == {o.display for o in outputs}
+    (tmp_path / "out" / "torch_lib").mkdir(parents=True)
+    shutil.copytree(BEFORE, tmp_path / "out" / "torch_lib", dirs_exist_ok=True)
+    again = torchlib_outputs(result, BEFORE, tmp_path / "out", mirror=True)
+    assert {o.display for o in again if o.changed} == {o.display for o in outputs}  # compared with what the folder holds
 
 
 # -- building blocks ------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from migrate.infer.naming import global_sets, name_variables
 from migrate.infer.structure import group_siblings, tied_by_structure, with_fixed_returns
 from migrate.model.autocast import Policies
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import GlobalSet, OverloadPlan, Plan
+from migrate.model.plan import GlobalSet, OverloadPlan, Plan, sets_used
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,7 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
 
 def _restricted(sets: tuple[GlobalSet, ...], overloads: list[OverloadPlan]) -> Plan:
     """The plan of these overloads, with the global sets they use."""
-    used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables if not v.listed}
-    used |= {d for o in overloads for v in o.variables if v.argument is not None for d in (v.argument.dtypes, v.dtypes)}
-    return Plan(tuple(g for g in sets if g.name in used or g.dtypes in used), tuple(overloads))
+    return Plan(sets_used(sets, overloads), tuple(overloads))
 
 
 def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None = None) -> Plan:

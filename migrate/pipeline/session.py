@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import sys
 import threading
 from dataclasses import dataclass, replace
@@ -24,10 +25,11 @@ from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.names import OverloadName
 from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, gather_overloads
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
-from migrate.model.plan import OverloadPlan, Plan
+from migrate.model.plan import GlobalSet, OverloadPlan, Plan, sets_used
 from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
+from migrate.write.continued import EarlierOutput, carried_overloads, carried_sets, changed_functions, merged_native, read_earlier
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan
-from migrate.write.outputs import Output, commit, is_installed_path, replacing
+from migrate.write.outputs import Output, commit, is_installed_path, read_or_none, replacing
 
 if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.evidence.derived import SweepState
@@ -103,14 +105,40 @@ class Targets:
         return name_under_out
 
     def output(self, source: Path, before: bytes | None, after: bytes) -> Output:
-        target = self.out / source.name if self.out is not None else source
-        return Output(self.display(source, source.name), source, target, before, after)
+        """The output of an input file: in place, else under --out compared with what the folder holds."""
+        if self.out is None:
+            return Output(self.display(source, source.name), source, source, before, after)
+        target = self.out / source.name
+        return Output(source.name, target, target, read_or_none(target), after)
 
 
 def _written_plan(plan: Plan, result: YamlResult) -> Plan:
     """What torchlib's rewrite applies: the plan's typed overloads but those whose hand-written constraints the yaml kept."""
     kept = {o.name for o in result.outcomes if o.status == KEPT}
     return replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept and o.variables))
+
+
+def _merged_report(path: Path, ours: dict, selected: set[str]) -> dict:
+    """The earlier report at ``path`` with the selected overloads' entries replaced by this run's (in place, new ones
+    last) and this run's sets added; the summary is this run's, scoped to the selection (``scope``) as an ``--op``
+    run's is."""
+    try:
+        earlier = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the earlier report to merge into it: {exc}", path) from exc
+    if not isinstance(earlier, dict) or earlier.get("version") != ours["version"] or not isinstance(earlier.get("overloads"), list):
+        raise InputError(f"not a report of format version {ours['version']} to merge into; remove it, or run without --op", path)
+    new = {o["name"]: o for o in ours["overloads"]}
+    overloads = []
+    for overload in earlier["overloads"]:
+        name = overload.get("name") if isinstance(overload, dict) else None
+        if name in new:
+            overloads.append(new.pop(name))
+        elif name not in selected:
+            overloads.append(overload)
+    sets = {g["name"]: g for g in earlier.get("global_sets", ())} | {g["name"]: g for g in ours["global_sets"]}
+    summary = {**ours["summary"], "scope": sorted(selected)}
+    return {**ours, "summary": summary, "global_sets": list(sets.values()), "overloads": overloads + list(new.values())}
 
 
 def _say(message: str) -> None:
@@ -304,21 +332,31 @@ class Session:
         the summary; the request's ``report`` receives the applied plan with its evidence and the summary as JSON."""
         plan_path = request.plan
         self.validate()
+        earlier = self._earlier(request)  # before any evidence: a folder the run cannot continue from costs nothing
         if plan_path is not None:
             self.torchlib  # scanned (and its warnings printed) before any evidence is gathered
             plan, observed, evidence_summary = Plan.read(plan_path), frozenset(), {}
+            pool = plan.global_sets
         else:
             with self._torch_stages_beside():
                 self.torchlib
-                plan, observed, evidence_summary = self.inference.plan, self.sources.observed, self._evidence_summary()
-        selected = self.selected
+                inference = self._whole_inference() if earlier is not None else self.inference
+                plan, observed, evidence_summary = inference.plan, self.sources.observed, self._evidence_summary(inference)
+            pool = inference.sets
+        whole, selected = plan, self.selected
         if selected is not None:
-            plan = replace(plan, overloads=tuple(o for o in plan.overloads if o.name in selected))
+            kept = tuple(o for o in plan.overloads if o.name in selected)
+            plan = Plan(sets_used(pool, kept), kept) if earlier is not None and plan_path is None else replace(plan, overloads=kept)
         result, sections, written = self._applied(plan, observed, request.overwrite, plan_path)
+        native_functions, type_constraints = result.native_functions, result.type_constraints
+        if earlier is not None:
+            native_functions = merged_native(earlier.native, native_functions, selected)
+            carried = carried_sets(earlier, selected, result.sets.values())
+            type_constraints = self.sets_file.updated((*plan.global_sets, *carried), request.overwrite)[0]
         targets = Targets(request.out)
-        outputs = [targets.output(self.native_path, self.native.data, result.native_functions)]
-        if result.type_constraints is not None:
-            outputs.append(targets.output(sibling_constraints_path(self.native_path), self.sets_file.data, result.type_constraints))
+        outputs = [targets.output(self.native_path, self.native.data, native_functions)]
+        if type_constraints is not None:
+            outputs.append(targets.output(sibling_constraints_path(self.native_path), self.sets_file.data, type_constraints))
         summary = RunSummary(**sections, **evidence_summary)
         if request.report is not None and plan_path is None and self.sweep is not None:  # the report alone lists them
             summary = replace(summary, coverage=self._untyped_details(summary.coverage))
@@ -333,12 +371,43 @@ class Session:
         if self.source_tree is not None:
             summary = replace(summary, validation=ValidationSummary(str(self.source_tree / "torchgen"), ()))
         if not request.yaml_only:
-            rewritten, rewrite_summary = self._torchlib_outputs(plan, result, targets, request.export_check, written)
+            written_plan = _written_plan(plan, result)
+            if earlier is not None:
+                written_plan, written = self._continued_plan(written_plan, earlier, whole, pool), None
+            rewritten, rewrite_summary = self._torchlib_outputs(written_plan, targets, request.export_check, written, earlier)
             outputs += rewritten
             summary = replace(summary, torchlib=rewrite_summary)
         if request.report is not None:
-            commit([replacing(request.report, self._report(plan, result, summary.to_json(), request.export_check).dumps().encode())])
+            report = self._report(plan, result, summary.to_json(), request.export_check).to_json()
+            if earlier is not None and request.report.is_file():
+                report = _merged_report(request.report, report, selected)
+            commit([replacing(request.report, (json.dumps(report, indent=1) + "\n").encode())])
         return Migration(tuple(outputs), summary)
+
+    def _earlier(self, request: RunRequest) -> EarlierOutput | None:
+        """The earlier output an --op run into --out continues from (None: it starts from the inputs, as a full run
+        and an --overwrite run do; a full run into the folder writes what it writes into an empty one)."""
+        if request.out is None or self.selected is None or request.overwrite:
+            return None
+        return read_earlier(request.out, self.native, self.cache)
+
+    def _whole_inference(self) -> Inference:
+        """The plan of every overload (``plans`` stage): continuing, the others' plans are what the earlier run's
+        torchlib rewrite may have applied; the run still enters ``migrate.infer`` once."""
+        from migrate.infer import infer
+
+        return infer(self.native, self.sources, self.cache.stage("plans"))
+
+    def _continued_plan(self, written_plan: Plan, earlier: EarlierOutput, whole: Plan, pool: tuple[GlobalSet, ...]) -> Plan:
+        """What torchlib's rewrite applies when continuing: the selected overloads' plan, and for the others the plan
+        the earlier run applied (``carried_overloads``: this run's plan of them, ``whole``, where it declares what
+        the folder does), with the sets they use (from ``pool``, the sets this run named, and the folder's)."""
+        named = {g.name for g in pool}
+        pool = (*pool, *(g for g in earlier.sets.sets if g.name not in named))
+        candidates = {o.name: o for o in whole.overloads}
+        carried = carried_overloads(earlier, self.native, self.sets_file.by_name, self.selected, candidates, {g.name: g for g in pool})
+        overloads = (*written_plan.overloads, *carried)
+        return Plan(sets_used(pool, overloads), overloads)
 
     def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None) -> tuple[YamlResult, dict, str]:
         """The plan applied to the yaml, with the summary's sections that the plan and the written yaml give, and what
@@ -370,13 +439,13 @@ class Session:
         scope = ",".join(sorted(selected)) if selected is not None else "\0all"
         return self.cache.stage("applied").get((*key, policies, scope, str(overwrite)), apply, kind=tuple)
 
-    def _evidence_summary(self) -> dict:
+    def _evidence_summary(self, inference: Inference) -> dict:
         """What the sources and the inference say about themselves: the sweep, the runtime evidence's alignment, autocast
         (``RunSummary``'s fields of those names)."""
         sources, summary = self.sources, {}
         if sources.opinfo_summary is not None:
             summary["opinfo"] = sources.opinfo_summary
-        alignment = self.inference.alignment
+        alignment = inference.alignment
         if alignment is not None:
             from migrate.evidence.align import RuntimeEvidenceSummary
             from migrate.runtime.torch_private import torch_version
@@ -393,20 +462,24 @@ class Session:
         return autocast_dtypes(self.cache)
 
     def _torchlib_outputs(
-        self, plan: Plan, result: YamlResult, targets: Targets, export_check: bool, written: str
+        self, written_plan: Plan, targets: Targets, export_check: bool, written: str | None, earlier: EarlierOutput | None
     ) -> tuple[list[Output], TorchlibSummary]:
         """torchlib rewritten to what the yaml says (hand-written constraints the run kept are not pushed into it), and,
         with ``export_check``, to what export-check's results (cached for this torch_lib, or computed first) prove.
-        Without it no export result is read: the outputs depend on the inputs and options, never on what the cache holds."""
+        Without it no export result is read: the outputs depend on the inputs and options, never on what the cache holds.
+
+        Continuing an earlier output, the rewrite also covers the functions the earlier run changed, so that they
+        come out as they were."""
         from migrate.audit.export import rewrite_verdicts
         from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
 
-        written_plan = _written_plan(plan, result)
-        declared = {o.name: o.variables for o in written_plan.overloads if self.selected is None or o.name in self.selected}
+        only = self.selected
+        declared = {o.name: o.variables for o in written_plan.overloads if only is None or o.name in only}
         exported = rewrite_verdicts(declared, self.real_functions(), self.torchlib_root, self.cache, self.options.jobs) if export_check else {}
-        rewrite = rewrite_torchlib(
-            self.torchlib, written_plan, self.native, self.cache, only=self.selected, exported=exported, written=written
-        )
+        if earlier is not None and earlier.torchlib is not None:
+            changed = changed_functions(self.torchlib_root, earlier.torchlib)
+            only = only | {o for o, found in self.torchlib.by_overload.items() if any((r.path, r.function) in changed for r in found)}
+        rewrite = rewrite_torchlib(self.torchlib, written_plan, self.native, self.cache, only=only, exported=exported, written=written)
         mirrored = torchlib_outputs(rewrite, self.torchlib.root, targets.out, mirror=targets.out is not None)
         return [replace(output, display=targets.display(output.source, output.display)) for output in mirrored], rewrite.summary()
 

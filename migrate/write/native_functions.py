@@ -105,14 +105,14 @@ def _arguments_problem(entry: Entry, variables: tuple[Variable, ...]) -> str | N
     return None
 
 
-def _resolved(variable: Variable, sets: Mapping[str, GlobalSet]) -> Variable:
+def resolved_variable(variable: Variable, sets: Mapping[str, GlobalSet]) -> Variable:
     """A plan variable with no dtypes (and naming nothing) stands for the global set of its name."""
     if variable.dtypes or variable.listed:
         return variable
     return replace(variable, dtypes=sets[variable.name].dtypes)
 
 
-def _same_declaration(a: tuple[Variable, ...], b: tuple[Variable, ...]) -> bool:
+def same_declaration(a: tuple[Variable, ...], b: tuple[Variable, ...]) -> bool:
     def key(variables):
         return sorted((v.name, tuple(sorted(v.binds)), v.dtypes, v.follows, v.argument and (v.argument.name, v.argument.dtypes)) for v in variables)
 
@@ -238,14 +238,14 @@ def apply_plan(native: NativeFunctions, sets_file, plan: Plan, *, overwrite: boo
     for overload in plan.overloads:
         entry = native.by_name[overload.name]
         native.fields(entry)  # broken yaml in an entry about to change is an error, not a silent edit
-        wanted = tuple(_resolved(v, sets) for v in overload.variables)
+        wanted = tuple(resolved_variable(v, sets) for v in overload.variables)
         existing = declared_variables(native, entry, sets)
         autocast, autocast_status, autocast_conflicts = _autocast_outcome(native, entry, overload.autocast, overwrite)
         promotion, promotion_status, promotion_conflicts = _promotion_outcome(native, entry, overload, overwrite)
         conflicts = overload.conflicts + autocast_conflicts + promotion_conflicts
         if not overload.variables and (overload.autocast or overload.promotion):
             status = NOT_PLANNED
-        elif _same_declaration(existing, wanted):
+        elif same_declaration(existing, wanted):
             status = UNCHANGED
         elif existing and not overwrite:
             status = KEPT

@@ -48,16 +48,17 @@ def is_installed_path(path: Path) -> bool:
     )
 
 
-def _read_or_none(path: Path) -> bytes | None:
+def read_or_none(path: Path) -> bytes | None:
+    """A file's bytes; None where there is none (a folder in its place is not one: writing there fails later)."""
     try:
         return path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         return None
 
 
 def replacing(path: Path, data: bytes) -> Output:
     """An output that writes ``data`` to ``path``, whatever it holds now (``-o FILE``, ``--report FILE``)."""
-    return Output(path.name, path, path, _read_or_none(path), data)
+    return Output(path.name, path, path, read_or_none(path), data)
 
 
 def _staged_beside(target: Path) -> tuple[int, str]:
@@ -70,7 +71,7 @@ def commit(outputs: list[Output], write_unchanged: bool = False) -> list[Path]:
     """Write every changed output (or every output with ``write_unchanged``); all or none."""
     todo = [o for o in outputs if o.changed or write_unchanged]
     for output in outputs:
-        if _read_or_none(output.source) != output.before:
+        if read_or_none(output.source) != output.before:
             raise InputError("changed on disk since it was read; nothing was written", output.source)
     for output in todo:
         if is_installed_path(output.target):
@@ -79,7 +80,7 @@ def commit(outputs: list[Output], write_unchanged: bool = False) -> list[Path]:
     previous: dict[Path, bytes | None] = {}
     try:
         for output in todo:
-            previous[output.target] = _read_or_none(output.target)
+            previous[output.target] = read_or_none(output.target)
             output.target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = _staged_beside(output.target)
             staged.append((output, tmp))

@@ -46,7 +46,7 @@ from migrate.torchlib_source.resolve import TorchlibEvidence
 from migrate.model.dtypes import DType
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import Plan, Variable
-from migrate.write.outputs import Output
+from migrate.write.outputs import Output, read_or_none
 from migrate.write.torchlib.parameter_names import RENAMED, ParameterName
 
 if TYPE_CHECKING:  # libcst and the transformers load only when a rewrite is not in the cache
@@ -156,7 +156,8 @@ class TorchlibSummary:
 
 
 def torchlib_outputs(rewrite: TorchlibRewrite, root: Path, out: Path | None, mirror: bool = False) -> list[Output]:
-    """The run's outputs for the rewritten files: shown as ``torch_lib/<path>``, written under ``out`` if given.
+    """The run's outputs for the rewritten files: shown as ``torch_lib/<path>``, written under ``out`` if given,
+    where each is compared with what the folder holds (``before`` None when it holds no such file).
 
     With ``mirror``, every other file of the tree comes too, unchanged, so that
     ``out/torch_lib`` is a whole tree that imports (``commit(..., write_unchanged=True)`` writes them).
@@ -169,8 +170,10 @@ def torchlib_outputs(rewrite: TorchlibRewrite, root: Path, out: Path | None, mir
     for path in sorted(paths):
         source = root / path
         before, after = changed[path] if path in changed else (source.read_bytes(),) * 2
-        target = out / OUTPUT_FOLDER / path if out is not None else source
-        outputs.append(Output(f"{OUTPUT_FOLDER}/{path}", source, target, before, after))
+        if out is not None:
+            source = out / OUTPUT_FOLDER / path
+            before = read_or_none(source)
+        outputs.append(Output(f"{OUTPUT_FOLDER}/{path}", source, source, before, after))
     return outputs
 
 
