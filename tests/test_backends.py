@@ -72,6 +72,17 @@ def test_the_line_round_trips_and_refuses_an_unknown_key():
         DispatchDtypes.from_mapping({"XLA": {"T": "TFloat"}})
 
 
+def test_a_plan_whose_backend_set_leaves_the_union_is_refused(tmp_path):
+    from dataclasses import replace
+
+    path = tmp_path / "native_functions.yaml"
+    path.write_text(PLAIN)
+    (addmm,) = _addmm_plan(ADDMM_CLAIMS).variables
+    wide = replace(addmm, backends=(BackendSet("CUDA", named("bool"), CLAIMED),))
+    with pytest.raises(InputError, match=r"CUDA's set of T holds \[torch.bool\], outside its union"):
+        apply_plan(NativeFunctions.load(path), GlobalSetsFile.load(sibling_constraints_path(path)), Plan((), (OverloadPlan("addmm", (wide,)),)))
+
+
 def test_a_version_1_plan_is_refused_saying_why(tmp_path):
     plan = Plan((), (_addmm_plan(ADDMM_CLAIMS),))
     assert Plan.from_json(json.loads(plan.dumps())) == plan

@@ -33,6 +33,10 @@ empty tensor (an argument or a return with no element) is not judged: ATen retur
 before its dtype dispatch there (``mm`` of (0, 2) and (2, 3) bool tensors runs), so
 such a call says nothing of the dtypes it accepts, and the evidence never counts it.
 
+An overload whose ``dispatch_dtypes:`` line states sets per backend is judged by the set of its call's
+backend, read from its first tensor's device (cpu: the CPU set, cuda: the CUDA set, another device: the
+union); ``Declarations.on(key)`` binds one backend for every call (``migrate.api``'s ``device``).
+
 ``judge`` is the decision itself, for the checker and for ``migrate.api`` alike.
 Per overload, the check is compiled on its first call (tensor slot positions mapped
 to variable indices, each set a frozenset of torch dtypes) and then costs a pass

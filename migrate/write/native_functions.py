@@ -70,6 +70,13 @@ def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, Global
                 raise fail(f"unresolved type variable {variable.name}", overload.name)
             if not variable.binds:
                 raise fail(f"type variable {variable.name} binds no slot", overload.name)
+            if variable.backends and variable.listed:
+                raise fail(f"type variable {variable.name} names other variables or an argument: it has no set per backend", overload.name)
+            union = _resolved(variable, sets).dtypes if variable.backends else ()
+            for backend in variable.backends:
+                beyond = tuple(d for d in backend.dtypes if d not in union)
+                if beyond:
+                    raise fail(f"{backend.key}'s set of {variable.name} holds {format_set(beyond)}, outside its union", overload.name)
             for slot_name in variable.binds:
                 slot = entry.schema.slot(slot_name)
                 if slot is None:

@@ -51,13 +51,19 @@ def plans_from_observations(
 
     ``catalogue`` supplies the dtypes OpInfos declare for other devices.
     """
-    by_overload: dict[str, list[Observation]] = {}
+    by_overload = _by_overload(observations)
+    entries = {entry.opinfo: entry for entry in catalogue}
+    return {key: _plan(key, by_overload[key], entries) for key in sorted(by_overload)}
+
+
+def _by_overload(observations: Iterable[Observation]) -> dict[str, list[Observation]]:
+    """The observations of each aten overload ('add.Tensor'), in the order seen; other namespaces left out."""
+    found: dict[str, list[Observation]] = {}
     for observation in observations:
         key = overload_key(observation.overload)
         if key is not None:
-            by_overload.setdefault(key, []).append(observation)
-    entries = {entry.opinfo: entry for entry in catalogue}
-    return {key: _plan(key, by_overload[key], entries) for key in sorted(by_overload)}
+            found.setdefault(key, []).append(observation)
+    return found
 
 
 def _rows(observations: list[Observation]) -> tuple[tuple[str, ...], list[_Row], list[_Row]]:
@@ -161,11 +167,7 @@ Claims = tuple[tuple[str, tuple[DType, ...], tuple[DType, ...]], ...]
 def cuda_claims(observations: Iterable[Observation], catalogue: Iterable[CatalogueEntry] = ()) -> dict[str, Claims]:
     """Per observed overload, the dtypes its own OpInfos claim for CPU and for CUDA (``supported_dtypes``) at each
     slot that follows their sample dtype, several OpInfos' claims joined: where they tell CUDA from CPU."""
-    by_overload: dict[str, list[Observation]] = {}
-    for observation in observations:
-        key = overload_key(observation.overload)
-        if key is not None:
-            by_overload.setdefault(key, []).append(observation)
+    by_overload = _by_overload(observations)
     entries = {entry.opinfo: entry for entry in catalogue}
     found: dict[str, Claims] = {}
     for name in sorted(by_overload):
