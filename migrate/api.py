@@ -28,6 +28,7 @@ import torch
 from migrate.runtime import torch_private
 from migrate.check.checker import NOT_RUN, Declarations, DeclaredVariable, Violation, call_check, dtype_of, judge
 from migrate.errors import InputError
+from migrate.model.backends import DEVICES
 from migrate.model.constraint import ConstraintList
 from migrate.model.dtypes import TENSOR_DTYPES, DType
 from migrate.model.global_sets import GlobalSetsFile
@@ -227,9 +228,12 @@ def _resolve(overload: str) -> tuple[Any, OverloadName]:
         raise InputError(f"this torch has no overload {name.qualified}") from None
 
 
-def load_declarations(path: Path | str) -> LoadedDeclarations:
-    """Read an annotated native_functions.yaml (and its sibling type_constraints.yaml) once, every variable resolved."""
-    declarations = Declarations.load(path)
+def load_declarations(path: Path | str, device: str = "cpu") -> LoadedDeclarations:
+    """Read an annotated native_functions.yaml (and its sibling type_constraints.yaml) once, every variable resolved,
+    bound to the backend of ``device`` (``cpu``, ``cuda``): each variable's set there where ``dispatch_dtypes:`` states one."""
+    if device not in DEVICES:
+        raise InputError(f"unknown device {device!r} (known: {', '.join(DEVICES)})")
+    declarations = Declarations.load(path).on(DEVICES[device])
     sets = GlobalSetsFile.load(sibling_constraints_path(Path(path))).sets
     return LoadedDeclarations(declarations, {s.dtypes: s.name for s in sets})
 

@@ -293,6 +293,7 @@ def _accepts_parser() -> argparse.ArgumentParser:
         help="a dtype (uint16), a 0-dim tensor (float64:0d), a scalar (2.5), None, or a list ([float32,int64]); return.0=DTYPE judges a return",
     )
     parser.add_argument("--native-functions", type=Path, metavar="FILE", required=True, help="the annotated yaml (its type_constraints.yaml beside it)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the backend whose sets judge the call (default cpu; dispatch_dtypes:)")
     return parser
 
 
@@ -305,7 +306,7 @@ def run_accepts(args: argparse.Namespace) -> int:
         if not equals or not slot:
             raise InputError(f"{text!r}: expected ARG=VALUE")
         values[slot] = value
-    verdict = load_declarations(args.native_functions).accepts(args.name, **values)
+    verdict = load_declarations(args.native_functions, args.device).accepts(args.name, **values)
     sys.stdout.write(str(verdict))
     return EXIT_OK if verdict else EXIT_PENDING
 

@@ -86,13 +86,13 @@ def test_operator_dtypes_has_one_row_per_overload_grouped_by_python_module(input
     assert [row.split(" | ")[0] for row in rows] == ["| `add.Tensor`", "| `mm`", "| `sum`", "| `stack`", "| `scaled_dot_product_attention`"]
     assert text.index("## torch") < text.index("`stack`") < text.index("## nn") < text.index("`scaled_dot_product_attention`")
     assert rows[0] == (
-        "| `add.Tensor` | `self`: T, `other`: T, `return.0`: T | T: int64, float32 | default (self, other) |  | T: no runtime evidence |"
+        "| `add.Tensor` | `self`: T, `other`: T, `return.0`: T | T: int64, float32 | default (self, other) |  |  | T: no runtime evidence |"
     )
     assert rows[1] == (
         "| `mm` | `self`: TFloat, `mat2`: TFloat, `return.0`: TFloat | TFloat: float16, bfloat16, float32, float64 |  "
-        "| CPU: lower_precision_fp, CUDA: lower_precision_fp | TFloat: lower bound, 15 unknown; CUDA only: complex32 |"
+        "| CPU: lower_precision_fp, CUDA: lower_precision_fp |  | TFloat: lower bound, 15 unknown; CUDA only: complex32 |"
     )
-    assert rows[2] == "| `sum` | `self`: Tensor, `return.0`: Tensor | not declared |  | CUDA: fp32_set_opt_dtype | not declared |"
+    assert rows[2] == "| `sum` | `self`: Tensor, `return.0`: Tensor | not declared |  | CUDA: fp32_set_opt_dtype |  | not declared |"
     assert "| T: bool, float32, TFloat |" in rows[4].replace("<br>", " | ")
 
 

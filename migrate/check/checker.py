@@ -33,6 +33,10 @@ empty tensor (an argument or a return with no element) is not judged: ATen retur
 before its dtype dispatch there (``mm`` of (0, 2) and (2, 3) bool tensors runs), so
 such a call says nothing of the dtypes it accepts, and the evidence never counts it.
 
+An overload whose ``dispatch_dtypes:`` line states sets per backend is judged by the set of its call's
+backend, read from its first tensor's device (cpu: the CPU set, cuda: the CUDA set, another device: the
+union); ``Declarations.on(key)`` binds one backend for every call (``migrate.api``'s ``device``).
+
 ``judge`` is the decision itself, for the checker and for ``migrate.api`` alike.
 Per overload, the check is compiled on its first call (tensor slot positions mapped
 to variable indices, each set a frozenset of torch dtypes) and then costs a pass
@@ -45,7 +49,7 @@ import contextlib
 import functools
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +69,7 @@ from migrate.check.promotion import (  # noqa: F401  (the promotion kinds of Vio
 from migrate.runtime import torch_private
 from migrate.runtime.dispatch import TwoKeyObserver, has_elements
 from migrate.errors import InputError
+from migrate.model.backends import backend_of
 from migrate.model.constraint import ConstraintList
 from migrate.model.dtypes import DType
 from migrate.model.names import OverloadName
@@ -89,6 +94,12 @@ class DeclaredVariable:
     follows: tuple[str, ...] = ()  # variables of the overload whose dtype in a call this one may also take
     argument: str = ""  # the ScalarType argument whose value it is when the call gives one
     argument_dtypes: tuple[DType, ...] = ()  # the dtypes that argument may name
+    backends: tuple[tuple[str, tuple[DType, ...]], ...] = ()  # (dispatch key, its set there) where ``dispatch_dtypes:`` states one
+
+    def on(self, key: str) -> DeclaredVariable:
+        """The variable as the backend of that dispatch key takes it: its set there ('' or unstated: the union)."""
+        dtypes = dict(self.backends).get(key)
+        return self if dtypes is None else replace(self, dtypes=dtypes, backends=())
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,14 @@ class DeclaredOverload:
     variables: tuple[DeclaredVariable, ...]
     line: int  # 1-based: the entry's type_constraints line, else its func line
     promotion: DeclaredPromotion | None = None
+    backends_line: int = 0  # 1-based: its dispatch_dtypes line (0: none)
+    backend: str = ""  # the dispatch key whose sets its variables hold, where that line states one for it
+
+    def on(self, key: str) -> DeclaredOverload:
+        """The overload as the backend of that dispatch key takes it; where it states a set there, declared at that line."""
+        if not any(k == key for v in self.variables for k, _ in v.backends):
+            return self
+        return DeclaredOverload(self.name, tuple(v.on(key) for v in self.variables), self.backends_line, self.promotion, 0, key)
 
 
 @dataclass(frozen=True)
@@ -121,6 +140,7 @@ class Declarations:
 
     path: Path
     overloads: tuple[DeclaredOverload, ...]
+    backend: str = ""  # the dispatch key whose sets it holds ('CPU', 'CUDA'); '': the union, each set per backend kept
 
     @classmethod
     def load(cls, path: Path | str) -> Declarations:
@@ -136,20 +156,22 @@ class Declarations:
         binding a slot its schema lacks is an InputError naming file, line and op.
         """
         # Imported here: workers unpickle Declarations and check calls, and need no yaml reader.
-        from migrate.model.declared import declared_variables
+        from migrate.model.backends import BACKENDS_KEY
+        from migrate.model.declared import declared_with_backends
         from migrate.model.global_sets import GlobalSetsFile
         from migrate.model.native import CONSTRAINTS_KEY, sibling_constraints_path
 
         sets = GlobalSetsFile.load(sibling_constraints_path(native.path)).by_name
         overloads = []
         for entry in native.entries:
-            variables = declared_variables(native, entry, sets)
+            variables = declared_with_backends(native, entry, sets)
             promotion = _declared_promotion(native, entry)
             if variables:
                 span = native.key_span(entry, CONSTRAINTS_KEY)
                 line = (span.start if span else entry.func_line) + 1
                 declared = tuple(_declared_variable(v) for v in variables)
-                overloads.append(DeclaredOverload(entry.name, declared, line, promotion))
+                backends = native.key_span(entry, BACKENDS_KEY)
+                overloads.append(DeclaredOverload(entry.name, declared, line, promotion, backends.start + 1 if backends else 0))
         declarations = cls(native.path, tuple(overloads))
         for overload in declarations.overloads:
             _compile(declarations, _overload(declarations, overload))
@@ -169,20 +191,40 @@ class Declarations:
         Computed once: verify pickles the same declarations for every OpInfo's worker.
         """
         variables: dict[DeclaredVariable, int] = {}
-        rows = tuple((o.name, o.line, tuple(variables.setdefault(v, len(variables)) for v in o.variables), o.promotion) for o in self.overloads)
+        rows = tuple(
+            (o.name, o.line, tuple(variables.setdefault(v, len(variables)) for v in o.variables), o.promotion, o.backends_line, o.backend)
+            for o in self.overloads
+        )
         sets: dict[tuple[DType, ...], int] = {}
-        table = tuple((v.name, sets.setdefault(v.dtypes, len(sets)), v.binds, v.follows, v.argument, tuple(d.name for d in v.argument_dtypes)) for v in variables)
-        return str(self.path), tuple(tuple(d.name for d in s) for s in sets), table, rows
+        table = tuple(
+            (
+                v.name,
+                sets.setdefault(v.dtypes, len(sets)),
+                v.binds,
+                v.follows,
+                v.argument,
+                tuple(d.name for d in v.argument_dtypes),
+                tuple((key, sets.setdefault(dtypes, len(sets))) for key, dtypes in v.backends),
+            )
+            for v in variables
+        )
+        return str(self.path), tuple(tuple(d.name for d in s) for s in sets), table, rows, self.backend
 
     def only(self, names: Iterable[str]) -> Declarations:
         """The declarations of the named overloads alone (``verify --op`` checks only those)."""
         wanted = set(names)
-        return Declarations(self.path, tuple(o for o in self.overloads if o.name in wanted))
+        return Declarations(self.path, tuple(o for o in self.overloads if o.name in wanted), self.backend)
+
+    def on(self, key: str) -> Declarations:
+        """The declarations the backend of that dispatch key takes (``CPU``, ``CUDA``; '': the union): each variable's
+        set there, where ``dispatch_dtypes:`` states one."""
+        return Declarations(self.path, tuple(o.on(key) for o in self.overloads), key)
 
 
 def _declared_variable(variable: Any) -> DeclaredVariable:
     argument = variable.argument
-    return DeclaredVariable(variable.name, variable.dtypes, variable.binds, variable.follows, *((argument.name, argument.dtypes) if argument else ()))
+    named = (argument.name, argument.dtypes) if argument else ("", ())
+    return DeclaredVariable(variable.name, variable.dtypes, variable.binds, variable.follows, *named, tuple((b.key, b.dtypes) for b in variable.backends))
 
 
 def _declared_promotion(native: NativeFunctions, entry: Any) -> DeclaredPromotion | None:
@@ -196,14 +238,17 @@ def _declared_promotion(native: NativeFunctions, entry: Any) -> DeclaredPromotio
     return DeclaredPromotion(promotion.kind, promotion.args, native.key_span(entry, PROMOTION_KEY).start + 1)
 
 
-def _unpickle_declarations(path: str, sets: tuple, variables: tuple, rows: tuple) -> Declarations:
+def _unpickle_declarations(path: str, sets: tuple, variables: tuple, rows: tuple, backend: str) -> Declarations:
     dtypes = [tuple(map(DType, names)) for names in sets]
     table = [
-        DeclaredVariable(name, dtypes[index], binds, follows, argument, tuple(map(DType, named)))
-        for name, index, binds, follows, argument, named in variables
+        DeclaredVariable(name, dtypes[index], binds, follows, argument, tuple(map(DType, named)), tuple((key, dtypes[i]) for key, i in backends))
+        for name, index, binds, follows, argument, named, backends in variables
     ]
-    overloads = tuple(DeclaredOverload(name, tuple(table[i] for i in indices), line, promotion) for name, line, indices, promotion in rows)
-    return Declarations(Path(path), overloads)
+    overloads = tuple(
+        DeclaredOverload(name, tuple(table[i] for i in indices), line, promotion, backends_line, backend)
+        for name, line, indices, promotion, backends_line, backend in rows
+    )
+    return Declarations(Path(path), overloads, backend)
 
 
 @dataclass(frozen=True)
@@ -280,6 +325,7 @@ class _Compiled:
     returns_tuple: bool
     promotion: CompiledPromotion | None = None  # its promoted variable's slots are checked there, not above
     set_by: tuple[tuple[int, int, str, bool, frozenset[torch.dtype]], ...] = ()  # (variable index, position, argument, keyword-only, its dtypes)
+    per_backend: bool = False  # some variable's set differs per backend: a call is judged by its tensors' device
 
     def allowed_now(self, index: int, seen: list[Any], given: dict[int, torch.dtype] | None = None) -> frozenset[torch.dtype]:
         """A variable's dtypes in this call: the dtype its argument names when the call gives one (``given``); else its
@@ -365,7 +411,7 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
     return _Compiled(
         declared,
         slots.name,
-        f"{declarations.path.name}:{declared.line}",
+        f"{declarations.path.name}:{declared.line}" + (f" for {declared.backend}" if declared.backend else ""),
         tuple(_torch_dtypes(v.dtypes) for v in declared.variables),
         follows,
         tuple(sorted(bound_arguments, key=lambda a: (depth[a[0]], a[1]))),
@@ -373,6 +419,7 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
         slots.returns_tuple,
         promotion,
         tuple(set_by),
+        any(v.backends for v in declared.variables),
     )
 
 
@@ -521,7 +568,8 @@ class Checker(TwoKeyObserver):
         self.collect = collect
         self.counts: Counter[Violation] = Counter()  # in order of first occurrence
         # Keyed by id(overload): an OpOverload's hash is computed in Python, and this is the hot path.
-        self._compiled: dict[int, _Compiled | None] = {}
+        self._compiled: dict[Any, _Compiled | None] = {}
+        self._bound: dict[str, Declarations] = {}  # the declarations each backend takes, made when a call needs them
         super().__init__()
 
     @property
@@ -537,13 +585,25 @@ class Checker(TwoKeyObserver):
         finally:
             self._forget_handlers()
 
-    def _check_of(self, func: Any) -> _Compiled | None:
+    def _check_of(self, func: Any, args: tuple, kwargs: dict) -> _Compiled | None:
+        """The call's check: an overload whose sets differ per backend is judged by the set of its tensors' device."""
         key = id(func)  # overloads live as long as torch.ops: their ids are stable
         try:
-            return self._compiled[key]
+            check = self._compiled[key]
         except KeyError:
             check = self._compiled[key] = _compile(self.declarations, func)
+        if check is None or not check.per_backend or self.declarations.backend:
             return check
+        backend = _device_backend(args, kwargs)
+        if not backend:
+            return check
+        try:
+            return self._compiled[key, backend]
+        except KeyError:
+            if backend not in self._bound:
+                self._bound[backend] = self.declarations.on(backend)
+            bound = self._compiled[key, backend] = _compile(self._bound[backend], func)
+            return bound
 
     def _call(self, check: _Compiled, func: Any, args: tuple, kwargs: dict, run: Any) -> Any:
         """Run ``run(func, args, kwargs)`` with the call's arguments checked before (raise mode) and all after."""
@@ -563,7 +623,7 @@ class Checker(TwoKeyObserver):
 
     def direct_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """A call made from Python: checked here, run as a plain run would (its kernel's call is the same one)."""
-        check = self._check_of(func)
+        check = self._check_of(func, args, kwargs)
         if check is None:
             return torch_private.plain_dispatch(func, args, kwargs)
         return self._call(check, func, args, kwargs, self.run_direct)
@@ -571,7 +631,7 @@ class Checker(TwoKeyObserver):
     def kernel_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """A call that reached a kernel; the first one under a direct call is that call, already checked."""
         seen_above = self.is_the_direct_call(func)
-        check = None if seen_above else self._check_of(func)
+        check = None if seen_above else self._check_of(func, args, kwargs)
         if check is None:
             return func(*args, **kwargs)
         return self._call(check, func, args, kwargs, _run_kernel)
@@ -593,6 +653,15 @@ def _aten_refusal(func: Any, args: tuple, kwargs: dict, run: Any) -> str:
     except Exception as exc:  # ATen's refusal, whatever its type (RuntimeError, NotImplementedError, TypeError)
         lines = str(exc).strip().splitlines()
         return lines[0] if lines else type(exc).__name__
+    return ""
+
+
+def _device_backend(args: tuple, kwargs: dict) -> str:
+    """The dispatch key of the call's first tensor's device ('CPU', 'CUDA'; '' for another device, or none)."""
+    for value in (*args, *kwargs.values()):
+        for tensor in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(tensor, torch.Tensor):
+                return backend_of(tensor.device.type)
     return ""
 
 

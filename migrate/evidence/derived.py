@@ -42,6 +42,7 @@ class OpInfoEvidence:
     kernels: tuple[MetadataKernel, ...] = ()  # overloads whose kernel reads only metadata
     schema_calls: dict[str, OverloadPlan] = field(default_factory=dict)  # calls built from schemas or the catalogue, of overloads no sample reached
     follows: dict[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots whose dtypes follow another variable's
+    claims: dict[str, observations_module.Claims] = field(default_factory=dict)  # what each overload's own OpInfos claim for CUDA, per slot
 
 
 def probed_calls(
@@ -64,6 +65,7 @@ def _derive(sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...]) -> Op
         opinfo=observations_module.plans_from_observations(observations, sweep.catalogue),
         probe=probe_module.probe_plans(probed_calls(sweep.probes, built, observed), observations),
         follows=follows_module.follows_facts(sweep.probes, observations),
+        claims=observations_module.cuda_claims(observations, sweep.catalogue),
         observed=observed,
         failures=tuple(f"{f.opinfo}: {f.kind}: {f.reason}" for f in sweep.failures),
         stats=sweep.stats,
@@ -146,7 +148,7 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     schema_calls = schema_calls_module.schema_call_plans(built_calls, uniform, free)
     schema_calls = {name: plan for name, plan in schema_calls.items() if name not in evidence.observed}  # samples speak for the rest
     return OpInfoEvidence(
-        evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, schema_calls, evidence.follows
+        evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, schema_calls, evidence.follows, evidence.claims
     )
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from migrate.cache import StageCache
 from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.dtypes import DType
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native
 from migrate.model.plan import Evidence, GlobalSet, OverloadPlan
 
@@ -77,6 +78,7 @@ class Sources:
     follows: Mapping[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots that follow another variable (probe.follows)
     dtype_arguments: Mapping[str, DtypeArgument] = field(default_factory=dict)  # returns a ScalarType argument sets (probe.dtype_arguments)
     promotions: Mapping[str, PromotionFinding] = field(default_factory=dict)  # issue 31: how ATen promotes (evidence.promotion)
+    cuda_claims: Mapping[str, tuple[tuple[str, tuple[DType, ...], tuple[DType, ...]], ...]] = field(default_factory=dict)  # (slot, CPU's, CUDA's) its own OpInfos claim
     autocast: AutocastEvidence | None = None  # each overload's policy per autocast key; None: not asked for
     key: tuple[bytes | str, ...] | None = None  # the content of every input above: the plans stage's key (None: not cacheable)
     observed: frozenset[str] = frozenset()  # overloads some OpInfo sample reached
@@ -165,9 +167,15 @@ def _runtime_sources(native: NativeFunctions, sweep: SweepState | None, cache: S
         from migrate.evidence.promotion import promotion_findings
 
         promotions = promotion_findings(native, cache, sweep.jobs)
+    claims = {
+        name: claims
+        for name, claims in evidence.claims.items()
+        if "opinfo" in wanted and name in native.by_name and all(native.by_name[name].schema.slot(slot) is not None for slot, *_ in claims)
+    }  # a file of another release: the claims of the overloads whose slots it still names
     return {
         "opinfo": opinfo,
         "probe": probe,
+        "cuda_claims": claims,
         "aliases": aliases,
         "kernel": kernel,
         "schema_calls": schema_calls,

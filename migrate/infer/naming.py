@@ -16,7 +16,7 @@ from collections import defaultdict
 from typing import Callable, Iterable, Mapping
 
 from migrate.model.dtypes import DType, format_set
-from migrate.model.global_sets import constraints_line
+from migrate.model.global_sets import constraints_line, dispatch_dtypes
 from migrate.model.named_sets import composed_name, pytorch_spelling
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan
@@ -116,3 +116,38 @@ def global_sets(
             taken.add(names[longest])
             sets[names[longest]] = GlobalSet(names[longest], longest)
     return tuple(sorted((GlobalSet(name, dtypes, pytorch_spelling(dtypes)) for dtypes, name in names.items()), key=lambda g: g.name))
+
+
+def backend_sets(
+    native: NativeFunctions, plans: Iterable[OverloadPlan], unions: tuple[GlobalSet, ...], existing: tuple[GlobalSet, ...], torchlib: tuple[GlobalSet, ...]
+) -> tuple[GlobalSet, ...]:
+    """The named sets the ``dispatch_dtypes:`` lines of the named ``plans`` add to ``unions`` (``global_sets``'s), by
+    the same rule: a set ``NAMED_FROM`` entries state for a backend, one with a name already, and a rarer one whose
+    list would make a line longer than ``LINE_LIMIT``. Named after the unions', so no union's name or spelling
+    changes (torchlib reads the unions alone)."""
+    plans = sorted(plans, key=lambda p: p.name)
+    entries: dict[tuple[DType, ...], set[str]] = defaultdict(set)
+    for plan in plans:
+        for backend in (b for v in plan.variables for b in v.backends):
+            entries[backend.dtypes].add(plan.name)
+    known = _set_names(existing, torchlib)
+    sets = {g.name: g for g in unions}
+    taken = {g.name for g in (*existing, *torchlib, *unions)}
+
+    def add(dtypes: tuple[DType, ...]) -> None:
+        name = known.get(dtypes) or _composed(dtypes, taken)
+        taken.add(name)
+        sets[name] = GlobalSet(name, dtypes, pytorch_spelling(dtypes))
+
+    for dtypes in sorted(entries, key=lambda d: (len(d), [t.sort_key for t in d])):
+        if dtypes not in {g.dtypes for g in sets.values()} and (dtypes in known or len(entries[dtypes]) >= NAMED_FROM):
+            add(dtypes)
+    for plan in (p for p in plans if any(v.backends for v in p.variables)):
+        entry = native.by_name[plan.name]
+        while True:
+            stated = dispatch_dtypes(plan.variables, sets)
+            inline = [b.dtypes for v in plan.variables for b in v.backends if b.dtypes != v.dtypes and b.dtypes not in {g.dtypes for g in sets.values()}]
+            if stated is None or len(stated.line(entry.key_indent)) <= LINE_LIMIT or not inline:
+                break
+            add(max(inline, key=lambda d: (len(format_set(d)), [t.sort_key for t in d])))
+    return tuple(sorted(sets.values(), key=lambda g: g.name))

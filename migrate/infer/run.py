@@ -21,10 +21,12 @@ from migrate.evidence.opinfo.aliases import alias_plans
 from migrate.evidence.probe.dtype_arguments import with_dtype_arguments
 from migrate.evidence.promotion.sets import one_tensor_return, sibling_promotions, with_promotion
 from migrate.evidence.verdicts import with_verdicts
+from migrate.infer.backends import with_backends
 from migrate.infer.merge import merge_overload, with_follows
-from migrate.infer.naming import global_sets, name_variables
+from migrate.infer.naming import backend_sets, global_sets, name_variables
 from migrate.infer.structure import group_siblings, tied_by_structure, with_fixed_returns
 from migrate.model.autocast import Policies
+from migrate.model.global_sets import sets_used
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, sets_used
 
@@ -69,10 +71,11 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
             merged.update(group_siblings(native, merged))
     merged.update(sibling_promotions(native, merged, sources.promotions))  # issue 31: in-place and out= promote as their functional does
     merged.update(with_fixed_returns(native, merged, sources))  # a return its own calls fixed at one dtype keeps it
-    planned = {name: plan for name, plan in merged.items() if plan.variables}
-    sets = global_sets(native, planned.values(), sources.existing_sets, sources.global_sets)
-    set_names = {g.dtypes: g.name for g in sets}
-    return sets, [name_variables(planned[name], native.by_name[name].schema, set_names) for name in names if name in planned]
+    planned = {name: with_backends(plan, sources.cuda_claims.get(name, ())) for name, plan in merged.items() if plan.variables}
+    unions = global_sets(native, planned.values(), sources.existing_sets, sources.global_sets)
+    set_names = {g.dtypes: g.name for g in unions}  # a variable is named by its union's set alone
+    named = [name_variables(planned[name], native.by_name[name].schema, set_names) for name in names if name in planned]
+    return backend_sets(native, named, unions, sources.existing_sets, sources.global_sets), named
 
 
 def _restricted(sets: tuple[GlobalSet, ...], overloads: list[OverloadPlan]) -> Plan:

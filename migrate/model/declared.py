@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from dataclasses import replace
+
 from migrate.errors import InputError
+from migrate.model.backends import BACKENDS_KEY, BackendSet, DispatchDtypes
 from migrate.model.constraint import ConstraintError, ConstraintList, DtypeArgument, follows_problem
-from migrate.model.dtypes import TENSOR_DTYPES, UnknownDType
+from migrate.model.dtypes import TENSOR_DTYPES, UnknownDType, format_set
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions
 from migrate.model.plan import HAND, Evidence, GlobalSet, Variable
 from migrate.model.promotion import PROMOTION_KEY, Promotion, promotion_problem
@@ -81,11 +84,42 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
     return tuple(variables)
 
 
+def declared_with_backends(native: NativeFunctions, entry: Entry, sets: Mapping[str, GlobalSet]) -> tuple[Variable, ...]:
+    """The entry's variables, each with the sets its ``dispatch_dtypes:`` line states for it per backend."""
+    variables = declared_variables(native, entry, sets)
+    span = native.key_span(entry, BACKENDS_KEY)
+    if span is None:
+        return variables
+    line = span.start + 1
+    try:
+        stated = DispatchDtypes.from_mapping(native.fields(entry).get(BACKENDS_KEY))
+    except ValueError as exc:
+        raise InputError(str(exc), native.path, line, entry.name) from exc
+    by_name = {v.name: v for v in variables}
+    backends: dict[str, list[BackendSet]] = {}
+    for key, values in stated.by_key:
+        for name, value in values:
+            variable = by_name.get(name)
+            if variable is None or variable.listed:
+                why = "no type variable of the entry" if variable is None else "a list naming other variables or an argument, which serves every backend"
+                raise InputError(f"'{BACKENDS_KEY}:' {key} names {name}, {why}", native.path, line, entry.name)
+            if isinstance(value, str) and value not in sets:
+                raise InputError(f"'{BACKENDS_KEY}:' {key} {name}: unresolved set {value}", native.path, line, entry.name)
+            dtypes = sets[value].dtypes if isinstance(value, str) else value
+            beyond = tuple(d for d in dtypes if d not in variable.dtypes)
+            if beyond:
+                message = f"'{BACKENDS_KEY}:' {key} {name} holds {format_set(beyond)}, outside {name}'s union in type_constraints"
+                raise InputError(message, native.path, line, entry.name)
+            backends.setdefault(name, []).append(BackendSet(key, dtypes, f"{native.path.name}:{line}"))
+    return tuple(replace(v, backends=tuple(backends.get(v.name, ()))) for v in variables)
+
+
 def check_declarations(native: NativeFunctions, sets: Mapping[str, GlobalSet]) -> None:
-    """Every entry's declaration resolved (its type words, the names its lists give, its ``type_promotion:`` line): a
-    file is taken or refused whole, whatever overloads a command asks about, before anything is written from it."""
+    """Every entry's declaration resolved (its type words, the names its lists give, its ``type_promotion:`` and
+    ``dispatch_dtypes:`` lines): a file is taken or refused whole, whatever overloads a command asks about, before
+    anything is written from it."""
     for entry in native.entries:
-        declared_variables(native, entry, sets)
+        declared_with_backends(native, entry, sets)
         declared_promotion(native, entry)
 
 

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Collection, Iterable, Mapping
 
 from migrate.errors import InputError
+from migrate.model.backends import BACKEND_KEYS, DispatchDtypes, SetValue
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, format_set, parse_set
 from migrate.model.native import CONSTRAINTS_KEY, load_item, top_level_items
-from migrate.model.plan import Conflict, GlobalSet, Variable
+from migrate.model.plan import Conflict, GlobalSet, OverloadPlan, Variable
 from migrate.model.schema import is_variable_name
 
 HEADER = "# Named dtype sets for the type variables of native_functions.yaml; written by dtype-migrate.\n"
@@ -72,6 +73,33 @@ def constraints_line(indent: int, variables: Iterable[Variable], sets: Mapping[s
     if not mapping:
         return None
     return " " * indent + f"{CONSTRAINTS_KEY}: {{" + ", ".join(f"{name}: {value}" for name, value in mapping) + "}"
+
+
+def dispatch_dtypes(variables: Iterable[Variable], sets: Mapping[str, GlobalSet]) -> DispatchDtypes | None:
+    """The ``dispatch_dtypes:`` of an entry whose variables are in schema order: per dispatch key, each variable whose
+    set there is not its union, spelled as ``type_constraints:`` spells sets; None where the backends agree."""
+    variables = tuple(variables)
+
+    def spelled(dtypes: tuple[DType, ...]) -> SetValue:
+        return next((s.name for s in sets.values() if s.dtypes == dtypes), dtypes)
+
+    by_key = tuple(
+        (key, tuple((v.name, spelled(v.on(key))) for v in variables if v.on(key) != v.dtypes))
+        for key in BACKEND_KEYS
+    )
+    stated = tuple((key, values) for key, values in by_key if values)
+    return DispatchDtypes(stated) if stated else None
+
+
+def sets_used(sets: tuple[GlobalSet, ...], overloads: Iterable[OverloadPlan], backends: bool = True) -> tuple[GlobalSet, ...]:
+    """The global sets these overloads' variables use (with ``backends``: their sets per backend too; without, the
+    unions alone, what torchlib's rewrite reads)."""
+    overloads = tuple(overloads)
+    used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables if not v.listed}
+    used |= {d for o in overloads for v in o.variables if v.argument is not None for d in (v.argument.dtypes, v.dtypes)}
+    if backends:
+        used |= {b.dtypes for o in overloads for v in o.variables for b in v.backends}
+    return tuple(g for g in sets if g.name in used or g.dtypes in used)
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ from typing import Any, Iterable
 
 from migrate.errors import InputError
 from migrate.model.autocast import Policies, ordered
+from migrate.model.backends import BACKEND_KEYS, BackendSet
 from migrate.model.constraint import ConstraintList, DtypeArgument, possible_dtypes
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, canonical, parse_set
 from migrate.model.promotion import Promotion
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: variables carry their sets per backend (``backends``)
 
 # Where evidence comes from.
 TORCHLIB = "torchlib"  # annotations of onnxscript's torchlib functions
@@ -169,10 +170,17 @@ class Variable:
     follows: tuple[str, ...] = ()  # names of other variables of the overload
     verdicts: Verdicts | None = None  # per dtype, once inference has merged the evidence; None for a hand-written one
     argument: DtypeArgument | None = None  # the ScalarType argument whose value it is when given
+    backends: tuple[BackendSet, ...] = ()  # its set per dispatch key where the backends differ (``dispatch_dtypes:``)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", canonical(self.dtypes))
         object.__setattr__(self, "follows", tuple(sorted(set(self.follows))))
+        stated = {b.key: b for b in self.backends}
+        object.__setattr__(self, "backends", tuple(stated[key] for key in BACKEND_KEYS if key in stated))
+
+    def on(self, key: str) -> tuple[DType, ...]:
+        """Its dtypes on the backend of that dispatch key: the set stated for it, else the union (``dtypes``)."""
+        return next((b.dtypes for b in self.backends if b.key == key), self.dtypes)
 
     @property
     def listed(self) -> bool:
@@ -203,6 +211,8 @@ class Variable:
         found.update(binds=list(self.binds), sources=list(self.sources), evidence=[e.to_json() for e in self.evidence])
         if self.verdicts is not None:
             found.update(incomplete=self.incomplete, verdicts=self.verdicts.to_json())
+        if self.backends:
+            found["backends"] = {b.key: {"dtypes": _dtypes_json(b.dtypes), "from": b.basis} for b in self.backends}
         return found
 
     @classmethod
@@ -215,6 +225,7 @@ class Variable:
             tuple(obj.get("follows", ())),
             Verdicts.from_json(obj["verdicts"]) if "verdicts" in obj else None,
             _argument_from_json(obj["argument"]) if "argument" in obj else None,
+            tuple(BackendSet(key, parse_set(b["dtypes"]), b["from"]) for key, b in obj.get("backends", {}).items()),
         )
 
 
@@ -354,7 +365,7 @@ class Plan:
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Plan:
         if obj.get("version") != FORMAT_VERSION:
-            raise ValueError(f"plan format version {obj.get('version')!r}, expected {FORMAT_VERSION}")
+            raise ValueError(version_problem(obj.get("version")))
         return cls(
             tuple(GlobalSet.from_json(g) for g in obj.get("global_sets", ())),
             tuple(OverloadPlan.from_json(o) for o in obj.get("overloads", ())),
@@ -378,8 +389,7 @@ class Plan:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InputError(f"the plan is not JSON: {getattr(exc, 'msg', exc)}", path, getattr(exc, "lineno", None)) from exc
         if not isinstance(obj, dict) or obj.get("version") != FORMAT_VERSION:
-            version = obj.get("version") if isinstance(obj, dict) else None
-            raise InputError(f"plan format version {version!r}, expected {FORMAT_VERSION}", path, 1)
+            raise InputError(version_problem(obj.get("version") if isinstance(obj, dict) else None), path, 1)
         parts: list[tuple[str, Any, Any]] = [("global_sets", g, GlobalSet) for g in obj.get("global_sets", ())]
         parts += [("overloads", o, OverloadPlan) for o in obj.get("overloads", ())]
         parsed: dict[str, list[Any]] = {"global_sets": [], "overloads": []}
@@ -392,6 +402,13 @@ class Plan:
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise InputError(f"malformed plan entry: {exc!r}", path, line_of(text, name), name) from exc
         return cls(tuple(parsed["global_sets"]), tuple(parsed["overloads"]), obj.get("summary", {}))
+
+
+def version_problem(version: Any) -> str:
+    """Why a plan of another format version is refused (a version 1 plan lacks the sets per backend: infer it again)."""
+    if version == 1:
+        return f"plan format version 1 has no sets per backend; expected {FORMAT_VERSION}: run again with --report to write the plan anew"
+    return f"plan format version {version!r}, expected {FORMAT_VERSION}"
 
 
 def line_of(text: str, name: Any) -> int | None:

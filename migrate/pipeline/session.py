@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable
 from migrate.cache import StageCache
 from migrate.errors import InputError
 from migrate.model.dtypes import DType
-from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.global_sets import GlobalSetsFile, sets_used
 from migrate.model.names import OverloadName
 from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, gather_overloads
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
@@ -115,7 +115,8 @@ class Targets:
 def _written_plan(plan: Plan, result: YamlResult) -> Plan:
     """What torchlib's rewrite applies: the plan's typed overloads but those whose hand-written constraints the yaml kept."""
     kept = {o.name for o in result.outcomes if o.status == KEPT}
-    return replace(plan, overloads=tuple(o for o in plan.overloads if o.name not in kept and o.variables))
+    overloads = tuple(o for o in plan.overloads if o.name not in kept and o.variables)
+    return replace(plan, global_sets=sets_used(plan.global_sets, plan.overloads, backends=False), overloads=overloads)
 
 
 def _merged_report(path: Path, ours: dict, selected: set[str]) -> dict:

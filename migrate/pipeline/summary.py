@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from migrate.model.backends import BACKEND_KEYS, BACKENDS_KEY, CLAIMED, OBSERVED
 from migrate.model.dtypes import PREFIX
 from migrate.model.global_sets import constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions
@@ -223,6 +224,43 @@ class PromotionSummary:
 
 
 @dataclass(frozen=True)
+class BackendsSummary:
+    """The written ``dispatch_dtypes:`` lines, and the (variable, dtype) pairs one backend's set holds and the other's
+    lacks, with what each backend's set rests on."""
+
+    entries: int  # entries with a dispatch_dtypes line
+    by_key: dict[str, int]  # entries stating a set for that dispatch key
+    only: dict[str, int]  # (variable, dtype) pairs in that backend's set alone
+    basis: dict[str, str]  # what each backend's set rests on
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entries": self.entries, "by_key": dict(self.by_key), "only": dict(self.only), "from": dict(self.basis)}
+
+    def lines(self) -> list[str]:
+        keys = ", ".join(f"{key} {n}" for key, n in self.by_key.items()) or "none"
+        only = ", ".join(f"{key} only {n}" for key, n in self.only.items())
+        basis = ", ".join(f"{key.lower()}: {basis}" for key, basis in self.basis.items())
+        return [f"{BACKENDS_KEY}: {self.entries} entries state sets per backend ({keys}); (variable, dtype) pairs {only}; {basis} (a lower bound)"]
+
+
+def backends_summary(plan: Plan, native_functions: bytes) -> BackendsSummary:
+    """Counted from the written yaml's lines and the plan's sets per backend."""
+    by_key: dict[str, int] = dict.fromkeys(BACKEND_KEYS, 0)
+    entries = 0
+    for line in native_functions.decode("utf-8").splitlines():
+        if line.lstrip().startswith(BACKENDS_KEY + ":"):
+            entries += 1
+            for key in BACKEND_KEYS:
+                by_key[key] += f"{key}: {{" in line
+    only = dict.fromkeys(BACKEND_KEYS, 0)
+    for variable in (v for o in plan.overloads for v in o.variables if v.backends):
+        cpu, cuda = set(variable.on("CPU")), set(variable.on("CUDA"))
+        only["CPU"] += len(cpu - cuda)
+        only["CUDA"] += len(cuda - cpu)
+    return BackendsSummary(entries, by_key, only, {"CPU": OBSERVED, "CUDA": CLAIMED})
+
+
+@dataclass(frozen=True)
 class ValidationSummary:
     """Which torchgen checked the schemas ("installed", or a source tree's), and those with type words it does not know."""
 
@@ -270,9 +308,10 @@ class RunSummary:
     autocast: AutocastSummary | None = None
     torchlib: TorchlibSummary | None = None
     host_paths: HostPathsSummary | None = None  # --report alone: where this host's CPU paths differ
+    backends: BackendsSummary | None = None
 
-    _REPORTED = ("overloads", "by_source", "conflicts", "coverage", "spelling", "promotion", "validation", "opinfo", "runtime_evidence", "autocast", "probe", "verdicts", "torchlib", "host_paths")
-    _PRINTED = ("overloads", "by_source", "coverage", "spelling", "promotion", "validation", "probe", "verdicts", "opinfo", "runtime_evidence", "autocast", "torchlib", "host_paths", "conflicts")
+    _REPORTED = ("overloads", "by_source", "conflicts", "coverage", "spelling", "promotion", "validation", "opinfo", "runtime_evidence", "autocast", "probe", "verdicts", "torchlib", "host_paths", "backends")
+    _PRINTED = ("overloads", "by_source", "coverage", "spelling", "promotion", "backends", "validation", "probe", "verdicts", "opinfo", "runtime_evidence", "autocast", "torchlib", "host_paths", "conflicts")
 
     def to_json(self) -> dict[str, Any]:
         return {name: section.to_json() for name in self._REPORTED if (section := getattr(self, name)) is not None}
@@ -305,4 +344,5 @@ def run_summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: 
             sum(1 for o in result.outcomes if o.promotion == KEPT),
         ),
         "validation": ValidationSummary("installed", tuple(sorted(native.groups.unchecked))),
+        "backends": backends_summary(plan, result.native_functions),
     }

@@ -2,7 +2,7 @@
 
 It only applies: every decision was made in the plan. An edit is a replacement of
 the schema span on a ``func:`` line plus one inserted ``type_constraints:`` line, one
-``type_promotion:`` line and one ``autocast:`` line after it, in that order (or the removal
+``type_promotion:`` line, one ``autocast:`` line and one ``dispatch_dtypes:`` line after it, in that order (or the removal
 of them), so every other byte of the file stays, comments included, and lowering is the
 exact inverse.
 """
@@ -15,10 +15,11 @@ from typing import Mapping
 
 from migrate.errors import InputError
 from migrate.model.autocast import AUTOCAST_KEY, Policies, autocast_line, declared_autocast
+from migrate.model.backends import BACKENDS_KEY
 from migrate.model.constraint import follows_problem
 from migrate.model.declared import declared_promotion, declared_variables
 from migrate.model.dtypes import format_set
-from migrate.model.global_sets import constraints_line
+from migrate.model.global_sets import constraints_line, dispatch_dtypes
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions, close_matches
 from migrate.model.plan import Conflict, GlobalSet, OverloadPlan, Plan, Variable, line_of
 from migrate.model.promotion import PROMOTION_KEY, Promotion, promotion_problem
@@ -69,6 +70,13 @@ def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, Global
                 raise fail(f"unresolved type variable {variable.name}", overload.name)
             if not variable.binds:
                 raise fail(f"type variable {variable.name} binds no slot", overload.name)
+            if variable.backends and variable.listed:
+                raise fail(f"type variable {variable.name} names other variables or an argument: it has no set per backend", overload.name)
+            union = _resolved(variable, sets).dtypes if variable.backends else ()
+            for backend in variable.backends:
+                beyond = tuple(d for d in backend.dtypes if d not in union)
+                if beyond:
+                    raise fail(f"{backend.key}'s set of {variable.name} holds {format_set(beyond)}, outside its union", overload.name)
             for slot_name in variable.binds:
                 slot = entry.schema.slot(slot_name)
                 if slot is None:
@@ -159,7 +167,7 @@ def _followed_by(native: NativeFunctions, line: str, added: list[str]) -> str:
     return line
 
 
-ANNOTATION_KEYS = (CONSTRAINTS_KEY, PROMOTION_KEY, AUTOCAST_KEY)
+ANNOTATION_KEYS = (CONSTRAINTS_KEY, PROMOTION_KEY, AUTOCAST_KEY, BACKENDS_KEY)
 """The keys the writer adds after an entry's ``func:`` line, in the order it writes them."""
 
 
@@ -175,7 +183,8 @@ def _lower_entry(native: NativeFunctions, entry: Entry, edits: _LineEdits) -> No
 
 
 def lower(native: NativeFunctions) -> str:
-    """The plain file: every type variable back to Tensor, every type_constraints, type_promotion and autocast key gone."""
+    """The plain file: every type variable back to Tensor, every type_constraints, type_promotion, autocast and
+    dispatch_dtypes key gone."""
     edits = _LineEdits(native.lines)
     for entry in native.entries:
         _lower_entry(native, entry, edits)
@@ -269,10 +278,26 @@ def apply_plan(native: NativeFunctions, sets_file, plan: Plan, *, overwrite: boo
             written[PROMOTION_KEY] = promotion.line(entry.key_indent) if promotion is not None else None
         if autocast_status == WRITTEN:
             written[AUTOCAST_KEY] = autocast_line(entry.key_indent, autocast)
+        if status in (WRITTEN, UNCHANGED) and overload.variables:
+            backends = _backends_line(native, entry, wanted, sets)
+            if backends != _current_line(native, entry, BACKENDS_KEY):
+                written[BACKENDS_KEY] = backends
         if written:
             _rewrite_annotations(native, entry, written, edits)
         outcomes.append(Outcome(overload.name, status, conflicts, autocast_status, promotion_status))
     return YamlResult(edits.text().encode("utf-8"), constraints_bytes, tuple(outcomes), global_conflicts, sets)
+
+
+def _backends_line(native: NativeFunctions, entry: Entry, variables: tuple[Variable, ...], sets: Mapping[str, GlobalSet]) -> str | None:
+    """The ``dispatch_dtypes:`` line the plan's sets per backend give the entry; None where the backends agree."""
+    stated = dispatch_dtypes(_in_schema_order(entry, variables), sets)
+    return stated.line(entry.key_indent) if stated is not None else None
+
+
+def _current_line(native: NativeFunctions, entry: Entry, key: str) -> str | None:
+    """The entry's one-line ``key:`` as it stands (no line end); None when it has none."""
+    span = native.key_span(entry, key)
+    return "".join(native.lines[span.start : span.end]).rstrip("\r\n") if span is not None else None
 
 
 def _autocast_outcome(native: NativeFunctions, entry: Entry, planned: Policies, overwrite: bool) -> tuple[Policies, str, tuple[Conflict, ...]]:

@@ -51,24 +51,34 @@ def plans_from_observations(
 
     ``catalogue`` supplies the dtypes OpInfos declare for other devices.
     """
-    by_overload: dict[str, list[Observation]] = {}
-    for observation in observations:
-        key = overload_key(observation.overload)
-        if key is not None:
-            by_overload.setdefault(key, []).append(observation)
+    by_overload = _by_overload(observations)
     entries = {entry.opinfo: entry for entry in catalogue}
     return {key: _plan(key, by_overload[key], entries) for key in sorted(by_overload)}
 
 
-def _plan(name: str, observations: list[Observation], catalogue: Mapping[OpInfoId, CatalogueEntry]) -> OverloadPlan:
+def _by_overload(observations: Iterable[Observation]) -> dict[str, list[Observation]]:
+    """The observations of each aten overload ('add.Tensor'), in the order seen; other namespaces left out."""
+    found: dict[str, list[Observation]] = {}
+    for observation in observations:
+        key = overload_key(observation.overload)
+        if key is not None:
+            found.setdefault(key, []).append(observation)
+    return found
+
+
+def _rows(observations: list[Observation]) -> tuple[tuple[str, ...], list[_Row], list[_Row]]:
+    """The overload's slots, and its observations' rows: those with an element in every tensor, and the rest."""
     slots = tuple(slot for slot, _ in observations[0].slots)
     found = [tuple(effective(d) for _, d in o.slots) for o in observations]
     mixed = {slots[i] for row in found for i, d in enumerate(row) if d == MIXED}
     all_rows = [
         _Row(o, tuple(None if slots[i] in mixed else d for i, d in enumerate(row))) for o, row in zip(observations, found)
     ]
-    rows = [row for row in all_rows if row.observation.nonempty]
-    empty = [row for row in all_rows if not row.observation.nonempty]
+    return slots, [row for row in all_rows if row.observation.nonempty], [row for row in all_rows if not row.observation.nonempty]
+
+
+def _plan(name: str, observations: list[Observation], catalogue: Mapping[OpInfoId, CatalogueEntry]) -> OverloadPlan:
+    slots, rows, empty = _rows(observations)
     classes = variables_of(slots, [row.dtypes for row in rows])
     variables = []
     for number, members in enumerate(classes):
@@ -119,6 +129,23 @@ def _declared_evidence(
     catalogue: Mapping[OpInfoId, CatalogueEntry],
 ) -> tuple[Evidence, ...]:
     """CUDA's dtypes, claimed by the OpInfos whose own op this overload is, for the slots that follow the sample dtype."""
+    evidence = []
+    for opinfo, following in _claiming(name, slots, rows, catalogue).items():
+        bound = tuple(slot for slot in members if slot in following)
+        if not bound:
+            continue
+        devices_by_dtypes: dict[tuple[DType, ...], list[str]] = {}
+        for device, dtypes in catalogue[opinfo].declared:
+            if set(dtypes) - seen:
+                devices_by_dtypes.setdefault(dtypes, []).append(device)
+        for dtypes, devices in devices_by_dtypes.items():
+            evidence.append(Evidence(DECLARED, f"OpInfo {opinfo} declares for {', '.join(devices)}", dtypes, bound))
+    return tuple(evidence)
+
+
+def _claiming(name: str, slots: tuple[str, ...], rows: list[_Row], catalogue: Mapping[OpInfoId, CatalogueEntry]) -> dict[OpInfoId, set[str]]:
+    """The OpInfos whose own op this overload is (called directly by their samples), each with the slots that
+    always had its sample dtype: the slots its claims for other devices speak of."""
     operator = name.split(".", 1)[0]
     confirmed: dict[OpInfoId, set[str]] = {}
     broken: dict[OpInfoId, set[str]] = {}
@@ -130,15 +157,28 @@ def _declared_evidence(
                 if dtype is not None:
                     side = confirmed if dtype == observation.sample_dtype else broken
                     side.setdefault(observation.opinfo, set()).add(slot)
-    evidence = []
-    for opinfo, following in confirmed.items():
-        bound = tuple(slot for slot in members if slot in following - broken.get(opinfo, set()))
-        if not bound:
-            continue
-        devices_by_dtypes: dict[tuple[DType, ...], list[str]] = {}
-        for device, dtypes in catalogue[opinfo].declared:
-            if set(dtypes) - seen:
-                devices_by_dtypes.setdefault(dtypes, []).append(device)
-        for dtypes, devices in devices_by_dtypes.items():
-            evidence.append(Evidence(DECLARED, f"OpInfo {opinfo} declares for {', '.join(devices)}", dtypes, bound))
-    return tuple(evidence)
+    return {opinfo: following - broken.get(opinfo, set()) for opinfo, following in confirmed.items()}
+
+
+Claims = tuple[tuple[str, tuple[DType, ...], tuple[DType, ...]], ...]
+"""(slot, CPU's dtypes, CUDA's dtypes) of one overload: what its own OpInfos claim at each slot, in schema order."""
+
+
+def cuda_claims(observations: Iterable[Observation], catalogue: Iterable[CatalogueEntry] = ()) -> dict[str, Claims]:
+    """Per observed overload, the dtypes its own OpInfos claim for CPU and for CUDA (``supported_dtypes``) at each
+    slot that follows their sample dtype, several OpInfos' claims joined: where they tell CUDA from CPU."""
+    by_overload = _by_overload(observations)
+    entries = {entry.opinfo: entry for entry in catalogue}
+    found: dict[str, Claims] = {}
+    for name in sorted(by_overload):
+        slots, rows, _ = _rows(by_overload[name])
+        claimed: dict[str, tuple[set[DType], set[DType]]] = {}
+        for opinfo, following in _claiming(name, slots, rows, entries).items():
+            entry = entries[opinfo]
+            for slot in following:
+                cpu, cuda = claimed.setdefault(slot, (set(), set()))
+                cpu.update(entry.cpu_dtypes)
+                cuda.update(dict(entry.declared).get("cuda", ()))
+        if claimed:
+            found[name] = tuple((slot, canonical(claimed[slot][0]), canonical(claimed[slot][1])) for slot in slots if slot in claimed)
+    return found

@@ -13,7 +13,7 @@ from typing import Any
 
 from migrate.model.autocast import Policies, declared_autocast
 from migrate.model.constraint import possible_dtypes
-from migrate.model.declared import declared_promotion, declared_variables
+from migrate.model.declared import declared_promotion, declared_with_backends
 from migrate.model.dtypes import TENSOR_DTYPES, DType
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, sibling_constraints_path
@@ -37,6 +37,7 @@ class VariableRow:
     possible: frozenset[DType]  # its own dtypes, those of the variables it follows, those its argument may name
     verdicts: Verdicts | None = None
     evidence: tuple[Evidence, ...] = ()
+    backends: tuple[tuple[str, tuple[DType, ...]], ...] = ()  # (dispatch key, its set there) where dispatch_dtypes: states one
 
     def state(self, dtype: DType) -> str:
         """The cell's state: the evidence's verdict, else whether the set holds the dtype."""
@@ -125,7 +126,7 @@ def overload_rows(native: NativeFunctions, plan: Plan | None) -> tuple[OverloadR
     rows = []
     for entry in native.entries:
         fields = native.fields(entry)
-        variables = declared_variables(native, entry, sets)
+        variables = declared_with_backends(native, entry, sets)
         own = {v.name: v.dtypes for v in variables}
         follows = {v.name: v.follows for v in variables}
         arguments = {v.name: v.argument.dtypes for v in variables if v.argument is not None}
@@ -144,6 +145,7 @@ def overload_rows(native: NativeFunctions, plan: Plan | None) -> tuple[OverloadR
                     possible,
                     match.verdicts if match is not None else None,
                     match.evidence if match is not None else (),
+                    tuple((b.key, b.dtypes) for b in variable.backends),
                 )
             )
         by_slot = {slot: v.name for v in variables for slot in v.binds}

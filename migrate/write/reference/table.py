@@ -24,6 +24,16 @@ def _set(variable: VariableRow) -> str:
     return f"{head}: {listed}"
 
 
+def _backends(row: OverloadRow) -> str:
+    """Each backend's set where ``dispatch_dtypes:`` states one, by what it lacks of the union."""
+    said = []
+    for variable in row.variables:
+        for key, dtypes in variable.backends:
+            lacks = ", ".join(d.name for d in variable.dtypes if d not in dtypes)
+            said.append(f"{key}: {variable.name} without {lacks}" + (" (OpInfo claims)" if key == "CUDA" else ""))
+    return "<br>".join(said)
+
+
 def _row(row: OverloadRow, with_report: bool) -> str:
     slots = ", ".join(f"{_code(slot)}: {variable or 'Tensor'}" for slot, variable in row.slots) or "no tensor"
     sets = "<br>".join(_set(v) for v in row.variables) or "not declared"
@@ -35,7 +45,7 @@ def _row(row: OverloadRow, with_report: bool) -> str:
         stands = "<br>".join(f"{v.name}: {v.stands}" for v in row.variables)
     else:
         stands = "no report given"
-    cells = [_code(row.name), slots, sets, promotion, autocast, stands]
+    cells = [_code(row.name), slots, sets, promotion, autocast, _backends(row), stands]
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
@@ -57,6 +67,8 @@ def operator_dtypes_markdown(rows: tuple[OverloadRow, ...], source: str, with_re
         "  set is the computation dtypes; a tensor the overload writes into (`out`, an in-place `self`) holds a dtype of",
         "  the set that torch casts the result to (`torch.can_cast`: `add(float32, float32, out=int64)` is refused).",
         "- **Autocast**: the cast policy per autocast key.",
+        "- **Per backend**: where CPU's and CUDA's sets differ (`dispatch_dtypes:`), what each backend's set lacks of the",
+        "  union in **Sets**; CPU's rests on the calls run here, CUDA's on OpInfo's claims (a lower bound).",
         "- **How the set stands**: `complete` when every one of the 21 dtypes has a verdict; `lower bound, N unknown`",
         "  when N dtypes were never judged (unknown is not rejection); `CUDA only:` dtypes no CPU call showed, which",
         "  the OpInfo of the overload claims for CUDA.",
@@ -68,8 +80,8 @@ def operator_dtypes_markdown(rows: tuple[OverloadRow, ...], source: str, with_re
             "",
             f"## {module}",
             "",
-            "| Overload | Tensor arguments | Sets | Promotion | Autocast | How the set stands |",
-            "|---|---|---|---|---|---|",
+            "| Overload | Tensor arguments | Sets | Promotion | Autocast | Per backend | How the set stands |",
+            "|---|---|---|---|---|---|---|",
         ]
         lines += [_row(row, with_report) for row in members]
     return "\n".join(lines) + "\n"
