@@ -28,7 +28,7 @@ from migrate.infer.structure import group_siblings, tied_by_structure, with_fixe
 from migrate.model.autocast import Policies
 from migrate.model.global_sets import sets_used
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import GlobalSet, OverloadPlan, Plan, sets_used
+from migrate.model.plan import GlobalSet, OverloadPlan, Plan
 
 
 @dataclass(frozen=True)

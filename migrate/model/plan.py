@@ -417,11 +417,3 @@ def line_of(text: str, name: Any) -> int | None:
         return None
     at = text.find(json.dumps(name))
     return text.count("\n", 0, at) + 1 if at >= 0 else None
-
-
-def sets_used(sets: Iterable[GlobalSet], overloads: Iterable[OverloadPlan]) -> tuple[GlobalSet, ...]:
-    """The sets these overloads' variables use: by name, by their dtypes, or by an argument's dtypes (in ``sets``' order)."""
-    variables = [v for o in overloads for v in o.variables]
-    used = {v.name for v in variables} | {v.dtypes for v in variables if not v.listed}
-    used |= {d for v in variables if v.argument is not None for d in (v.argument.dtypes, v.dtypes)}
-    return tuple(g for g in sets if g.name in used or g.dtypes in used)

@@ -72,7 +72,7 @@ def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, Global
                 raise fail(f"type variable {variable.name} binds no slot", overload.name)
             if variable.backends and variable.listed:
                 raise fail(f"type variable {variable.name} names other variables or an argument: it has no set per backend", overload.name)
-            union = _resolved(variable, sets).dtypes if variable.backends else ()
+            union = resolved_variable(variable, sets).dtypes if variable.backends else ()
             for backend in variable.backends:
                 beyond = tuple(d for d in backend.dtypes if d not in union)
                 if beyond:
