@@ -20,8 +20,10 @@ from migrate.model.autocast import Policies, ordered
 from migrate.model.constraint import ConstraintList, DtypeArgument, possible_dtypes
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, canonical, parse_set
 from migrate.model.promotion import Promotion
+from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, PROMOTED, REJECTED, UNKNOWN, Verdict
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+BEFORE_VERDICT_RECORDS = (1,)  # versions whose evidence spelled its verdicts in text: refused, not parsed back
 
 # Where evidence comes from.
 TORCHLIB = "torchlib"  # annotations of onnxscript's torchlib functions
@@ -42,36 +44,57 @@ def _dtypes_json(dtypes: tuple[DType, ...]) -> list[str]:
 
 @dataclass(frozen=True)
 class Evidence:
-    """One source's word about some slots: which dtypes, where it was read or seen, how often."""
+    """One source's word about some slots: which dtypes, where it was read or seen, how often.
+
+    Evidence of what ATen did (the probes', the calls built for promotion or a dtype argument) carries its
+    ``verdict`` record; the rest (torchlib's annotations, the yaml, samples' observations) its ``provenance``.
+    """
 
     source: str
-    where: str  # provenance, e.g. 'ops/nn.py:1802 aten_scaled_dot_product_attention'
+    provenance: str  # where it was read or seen, e.g. 'ops/nn.py:1802 aten_scaled_dot_product_attention'; '' with a verdict
     dtypes: tuple[DType, ...]
     slots: tuple[str, ...] = ()
     count: int = 1
+    verdict: Verdict | None = None
+
+    @property
+    def where(self) -> str:
+        """The line that shows it: the verdict's, else the provenance."""
+        return str(self.verdict) if self.verdict is not None else self.provenance
+
+    @property
+    def outcome(self) -> str:
+        """What it says of its dtypes: the verdict's outcome; else what its source shows (``ACCEPTED`` for calls that
+        ran, ``OTHER_DEVICE`` for an OpInfo's claim, '' for annotations)."""
+        if self.verdict is not None:
+            return self.verdict.outcome
+        return {OPINFO: ACCEPTED, PROBE: ACCEPTED, KERNEL: ACCEPTED, DECLARED: OTHER_DEVICE}.get(self.source, "")
+
+    @property
+    def refused(self) -> bool:
+        """Probe evidence whose dtypes ATen refused, not accepted (a refusal on empty tensors is ``EMPTY`` evidence)."""
+        return self.source == PROBE and self.outcome == REJECTED
+
+    @property
+    def messages(self) -> dict[DType, str]:
+        """Each refused dtype of this evidence with ATen's message."""
+        return {d: self.verdict.message_of(d) for d in self.dtypes} if self.verdict is not None else {}
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "where": self.where,
-            "dtypes": _dtypes_json(self.dtypes),
-            "slots": list(self.slots),
-            "count": self.count,
-        }
+        found: dict[str, Any] = {"source": self.source}
+        if self.verdict is not None:
+            found["verdict"] = self.verdict.to_json()
+        else:
+            found["where"] = self.provenance
+        found.update(dtypes=_dtypes_json(self.dtypes), slots=list(self.slots), count=self.count)
+        return found
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Evidence:
-        return cls(obj["source"], obj["where"], parse_set(obj["dtypes"]), tuple(obj.get("slots", ())), obj.get("count", 1))
+        verdict = Verdict.from_json(obj["verdict"]) if "verdict" in obj else None
+        provenance = "" if verdict is not None else obj["where"]
+        return cls(obj["source"], provenance, parse_set(obj["dtypes"]), tuple(obj.get("slots", ())), obj.get("count", 1), verdict)
 
-
-# What the evidence says of one dtype at one variable (docs/evidence.md).
-ACCEPTED = "accepted"  # a call with an element in every tensor argument and return ran
-OTHER_DEVICE = "other-device"  # none ran here, but the OpInfo of this very overload claims it for CUDA (tested by PyTorch's CI)
-REJECTED = "rejected"  # no such call ran and one raised: ATen's message is kept
-PROMOTED_AWAY = "promoted"  # a diagonal call at this dtype ran, the kernel computing in another one (``type_promotion:``): not in the set
-UNKNOWN = "unknown"  # nothing says: never a reason to narrow anything
-VERDICTS = (ACCEPTED, OTHER_DEVICE, REJECTED, PROMOTED_AWAY, UNKNOWN)
-COMPUTED_IN = "computed in "  # opens the ``where`` of the probe evidence of promoted-away dtypes: 'computed in float32 (int_to_float): ...'
 
 # Why a dtype's verdict is unknown: no CPU call could judge it (docs/evidence.md).
 NO_CPU_KERNEL = "no-cpu-kernel"  # the overload has only CUDA (MPS, sparse, ...) kernels: no CPU call reaches it
@@ -108,7 +131,7 @@ class Verdicts:
     @functools.cached_property
     def _by_dtype(self) -> dict[DType, str]:
         """Each dtype with a verdict other than unknown (a run's summary asks for every one of thousands of variables)."""
-        found = dict.fromkeys((d for d, _ in self.promoted), PROMOTED_AWAY)
+        found = dict.fromkeys((d for d, _ in self.promoted), PROMOTED)
         found.update(dict.fromkeys((d for d, _ in self.rejected), REJECTED))
         found.update(dict.fromkeys(self.other_device, OTHER_DEVICE))
         found.update(dict.fromkeys(self.accepted, ACCEPTED))
@@ -377,8 +400,14 @@ class Plan:
             raise InputError(f"cannot read the plan: {exc.strerror}", path) from exc
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InputError(f"the plan is not JSON: {getattr(exc, 'msg', exc)}", path, getattr(exc, "lineno", None)) from exc
-        if not isinstance(obj, dict) or obj.get("version") != FORMAT_VERSION:
-            version = obj.get("version") if isinstance(obj, dict) else None
+        version = obj.get("version") if isinstance(obj, dict) else None
+        if version in BEFORE_VERDICT_RECORDS:
+            raise InputError(
+                f"plan format version {version!r} spells its verdicts as text, which version {FORMAT_VERSION} keeps as records: write the plan again with --report",
+                path,
+                1,
+            )
+        if version != FORMAT_VERSION:
             raise InputError(f"plan format version {version!r}, expected {FORMAT_VERSION}", path, 1)
         parts: list[tuple[str, Any, Any]] = [("global_sets", g, GlobalSet) for g in obj.get("global_sets", ())]
         parts += [("overloads", o, OverloadPlan) for o in obj.get("overloads", ())]
