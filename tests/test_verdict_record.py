@@ -8,11 +8,11 @@ import pytest
 
 from migrate.evidence.probe.merge import probe_plans, probe_site, refused_without_companions
 from migrate.evidence.promotion.decide import diagonal_site
-from migrate.evidence.sites import WORKERS, torch_release
+from migrate.evidence.sites import WORKERS, claimed_for, torch_release
 from migrate.evidence.verdicts import with_verdicts
 from migrate.model.dtypes import DType
 from migrate.model.plan import PROBE, Evidence, OverloadPlan, Plan, Variable
-from migrate.model.verdict import ACCEPTED, PROMOTED, PROMOTION_CALL, REJECTED, SCHEMA_CALL, Backend, Site, Verdict
+from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, PROMOTED, PROMOTION_CALL, REJECTED, SCHEMA_CALL, Backend, Site, Verdict
 from migrate.runtime.runs import SCHEMA_CALL as SCHEMA_OPINFO
 from migrate.runtime.runs import OpInfoId, Probe, ProbedCall
 
@@ -36,6 +36,7 @@ def test_the_workers_backend_and_release_are_fields_and_a_backend_round_trips_it
         Verdict(ACCEPTED, probe_site(("self", "other"), "OpInfo add (2 calls)", beside=("alpha float32",), numbers=(("alpha", "int"),), gate="dtype=torch.float32")),
         Verdict(REJECTED, probe_site(("self",), "a call built from the schema (1 call)", built=True), ((I64, LONG), (I8, CHAR))),
         Verdict(PROMOTED, diagonal_site(("self",)), computed_in=F32, kind="int_to_float"),
+        Verdict(OTHER_DEVICE, claimed_for(["cuda", "rocm"], "OpInfo gelu declares for cuda, rocm"), claimed_by="OpInfo gelu"),
     ],
 )
 def test_a_verdict_round_trips_through_the_plans_json(verdict):
@@ -52,6 +53,8 @@ def test_a_record_refuses_what_its_outcome_cannot_carry():
         Verdict(REJECTED, site)  # a refusal without ATen's message
     with pytest.raises(ValueError):
         Verdict(ACCEPTED, site, computed_in=F32)
+    with pytest.raises(ValueError):
+        Verdict(OTHER_DEVICE, site)  # a claim without its claimant
     with pytest.raises(ValueError):
         Verdict("maybe", site)
     with pytest.raises(ValueError):

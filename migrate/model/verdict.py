@@ -2,9 +2,9 @@
 
 The probes' evidence once spelled its verdict, ATen's messages and the promotion inside its provenance
 text, which every reader parsed back. A ``Verdict`` keeps them as fields (the outcome, each refused
-dtype's message, the dtype a promoted call computed in) beside a ``Site``: the backend, the torch
-release, the kind of call and the call's label. ``str`` of a verdict is the line ``show`` and the
-report's readers print, as the text spelled it.
+dtype's message, the dtype a promoted call computed in, who claims a dtype for another device) beside a
+``Site``: the backend, the torch release, the kind of call and the call's label. ``str`` of a verdict is
+the line ``show`` and the report's readers print, as the text spelled it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ PROMOTED = "promoted"  # a diagonal call at this dtype ran, the kernel computing
 UNKNOWN = "unknown"  # nothing says: never a reason to narrow anything
 VERDICTS = (ACCEPTED, OTHER_DEVICE, REJECTED, PROMOTED, UNKNOWN)
 RETURNED = "returned"  # a record's outcome only: the dtypes accepted calls returned at a return slot
-OUTCOMES = (ACCEPTED, REJECTED, PROMOTED, RETURNED)
+OUTCOMES = (ACCEPTED, OTHER_DEVICE, REJECTED, PROMOTED, RETURNED)
 COMPUTED_IN = "computed in "  # opens a promoted verdict's line: 'computed in float32 (int_to_float): ...'
 
 # The kinds of call a verdict was seen on.
@@ -33,7 +33,8 @@ PROBE_CALL = "probe"  # a recorded call (an OpInfo sample's, autograd's) made ag
 SCHEMA_CALL = "schema-call"  # a call built from the schema or from the argument catalogue, probed as a recorded one
 DTYPE_ARGUMENT = "dtype-argument"  # a call with its ScalarType argument at each dtype
 PROMOTION_CALL = "promotion-call"  # a call built for promotion, every promoted tensor at one dtype
-KINDS_OF_CALL = (PROBE_CALL, SCHEMA_CALL, DTYPE_ARGUMENT, PROMOTION_CALL)
+OPINFO_CLAIM = "opinfo-claim"  # no call: an OpInfo's dtypes for another device, which PyTorch's CI tests there
+KINDS_OF_CALL = (PROBE_CALL, SCHEMA_CALL, DTYPE_ARGUMENT, PROMOTION_CALL, OPINFO_CLAIM)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ class Verdict:
 
     ``messages``: each refused dtype's message, word for word. A promoted verdict names the dtype the kernel
     computed in and the promotion kind; its site's ``call`` is the line of the accepted call it was read from.
+    An other-device verdict names who claims the dtypes (``OpInfo add``).
     """
 
     outcome: str
@@ -117,6 +119,7 @@ class Verdict:
     messages: tuple[tuple[DType, str], ...] = ()
     computed_in: DType | None = None
     kind: str = ""
+    claimed_by: str = ""
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -125,6 +128,8 @@ class Verdict:
             raise ValueError("a rejected verdict, and only one, carries ATen's messages")
         if (self.outcome == PROMOTED) != (self.computed_in is not None):
             raise ValueError("a promoted verdict, and only one, names the dtype it computed in")
+        if (self.outcome == OTHER_DEVICE) != bool(self.claimed_by):
+            raise ValueError("an other-device verdict, and only one, names who claims it")
         ordered = dict(sorted(dict(self.messages).items(), key=lambda item: item[0].sort_key))
         object.__setattr__(self, "messages", tuple(ordered.items()))
 
@@ -145,12 +150,19 @@ class Verdict:
             return f"{self.site.call}: {ACCEPTED}"
         return self.site.call
 
+    @property
+    def headline(self) -> str:
+        """The line without ATen's messages, which a table shows per dtype instead."""
+        return f"{self.site.call}: {REJECTED}" if self.outcome == REJECTED else str(self)
+
     def to_json(self) -> dict[str, Any]:
         found: dict[str, Any] = {"outcome": self.outcome, "site": self.site.to_json()}
         if self.messages:
             found["messages"] = {str(d): m for d, m in self.messages}
         if self.computed_in is not None:
             found.update(computed_in=str(self.computed_in), kind=self.kind)
+        if self.claimed_by:
+            found["claimed_by"] = self.claimed_by
         return found
 
     @classmethod
@@ -162,6 +174,7 @@ class Verdict:
             tuple((DType.parse(d), m) for d, m in obj.get("messages", {}).items()),
             DType.parse(computed) if computed is not None else None,
             obj.get("kind", ""),
+            obj.get("claimed_by", ""),
         )
 
 

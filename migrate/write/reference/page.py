@@ -24,8 +24,7 @@ PLACEHOLDER = "/*DATA*/null"
 
 def _line(evidence: Evidence) -> str:
     """An evidence line without the messages of a refusal: each rejected cell shows its dtype's own."""
-    verdict = evidence.verdict
-    return f"{verdict.site.call}: {REJECTED}" if verdict is not None and verdict.outcome == REJECTED else evidence.where
+    return evidence.verdict.headline if evidence.verdict is not None else evidence.where
 
 
 class _Strings:
