@@ -124,12 +124,10 @@ def _named(context: ShowContext, variable) -> str:
 
 
 def _variable_lines(context: ShowContext, plan, source: str) -> list[str]:
-    from migrate.model.rejection import is_rejection
-
     lines = []
     for variable in plan.variables:
         lines.append(f"  {_named(context, variable)}: {', '.join(variable.binds)}")
-        evidence = [e for e in variable.evidence if e.source == source and (context.verbose or not is_rejection(e))]
+        evidence = [e for e in variable.evidence if e.source == source and (context.verbose or not e.refused)]
         shown = evidence if context.verbose else evidence[:_EVIDENCE_LINES]
         lines.extend(f"    {e.where}: {context.spell(e.dtypes)}" for e in shown)
         if len(evidence) > len(shown):
@@ -160,7 +158,7 @@ def probe_section(context: ShowContext, overload: str) -> list[str]:
 def verdicts_section(context: ShowContext, overload: str) -> list[str]:
     """Per variable of the overload's own runtime evidence, each dtype's verdict (docs/evidence.md); ``incomplete``
     when some dtype is unknown (the set is then a lower bound); with -v, ATen's message for each rejected dtype."""
-    from migrate.model.plan import VERDICTS
+    from migrate.model.verdict import VERDICTS
 
     evidence = context.evidence[overload]
     if evidence.opinfo is None and evidence.probe is None:

@@ -92,3 +92,37 @@ def lint_round_trip(text: str) -> str:
     out = io.StringIO()
     yaml.dump(yaml.load(text), out)
     return out.getvalue()
+
+
+def probed(
+    cast: tuple[str, ...],
+    dtypes: tuple,
+    slots: tuple[str, ...] | None = None,
+    *,
+    refused: str = "",
+    made_by: str = "OpInfo x (1 call)",
+    built: bool = False,
+    beside: tuple[str, ...] = (),
+    numbers: tuple[tuple[str, str], ...] = (),
+    gate: str = "",
+    count: int = 1,
+):
+    """Probe evidence as the merge makes it: ``cast`` probed beside the rest, accepted, or ``refused`` with that message."""
+    from migrate.evidence.probe.merge import probe_site
+    from migrate.model.plan import PROBE, Evidence
+    from migrate.model.verdict import ACCEPTED, REJECTED, Verdict
+
+    site = probe_site(cast, made_by, built, beside, numbers, gate)
+    verdict = Verdict(REJECTED, site, tuple(dict.fromkeys(dtypes, refused).items())) if refused else Verdict(ACCEPTED, site)
+    return Evidence(PROBE, "", tuple(dtypes), cast if slots is None else slots, count, verdict)
+
+
+def diagonal(tensors: tuple[str, ...], dtypes: tuple, refused: str = ""):
+    """The evidence of diagonal calls built for promotion: accepted, or ``refused`` with that message."""
+    from migrate.evidence.promotion.decide import diagonal_site
+    from migrate.model.plan import PROBE, Evidence
+    from migrate.model.verdict import ACCEPTED, REJECTED, Verdict
+
+    site = diagonal_site(tensors)
+    verdict = Verdict(REJECTED, site, tuple(dict.fromkeys(dtypes, refused).items())) if refused else Verdict(ACCEPTED, site)
+    return Evidence(PROBE, "", tuple(dtypes), tensors, verdict=verdict)

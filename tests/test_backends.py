@@ -88,7 +88,7 @@ def test_a_version_1_plan_is_refused_saying_why(tmp_path):
     assert Plan.from_json(json.loads(plan.dumps())) == plan
     old = tmp_path / "plan.json"
     old.write_text(json.dumps({**plan.to_json(), "version": 1}))
-    with pytest.raises(InputError, match="version 1 has no sets per backend"):
+    with pytest.raises(InputError, match="version 1 spells its verdicts as text and has no sets per backend"):
         Plan.read(old)
 
 

@@ -12,7 +12,6 @@ from migrate.evidence.probe.schema_calls import schema_call_plans
 from migrate.evidence.untyped import MIXED_LISTS
 from migrate.model.dtypes import named
 from migrate.model.plan import OverloadPlan
-from migrate.model.rejection import is_rejection, rejection_messages
 from migrate.runtime import torch_private
 from migrate.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
 
@@ -30,7 +29,7 @@ def _plans(reports: list[dict]) -> dict[str, OverloadPlan]:
 def _refusal(plan: OverloadPlan, slot: str, dtype: str) -> str:
     """ATen's message for ``dtype`` at ``slot``, as the plan keeps it (probes of that slot, alone or with its variable)."""
     (variable,) = [v for v in plan.variables if slot in v.binds]
-    found = [rejection_messages(e)[named(dtype)[0]] for e in variable.evidence if is_rejection(e) and named(dtype)[0] in e.dtypes]
+    found = [e.messages[named(dtype)[0]] for e in variable.evidence if e.refused and named(dtype)[0] in e.dtypes]
     assert found, f"{plan.name}: no refusal of {dtype} at {slot}"
     return found[0]
 
@@ -125,10 +124,10 @@ def test_an_optional_tensor_a_recipe_passes_is_judged_per_dtype():
     loss = plans["nll_loss2d"]
     (variable,) = [v for v in loss.variables if "weight" in v.binds]
     assert {"self", "weight"} <= set(variable.binds) and {"float32", "float64"} <= _dtypes(loss, "weight")  # weight follows self
-    alone = [e for e in variable.evidence if is_rejection(e) and e.slots == ("weight",)]
+    alone = [e for e in variable.evidence if e.refused and e.slots == ("weight",)]
     target = torch.zeros(2, 4, 4, dtype=torch.int64)
     by_hand = _message(lambda: torch.ops.aten.nll_loss2d(torch.rand(2, 3, 4, 4), target, torch.rand(3, dtype=torch.float64)))
-    assert rejection_messages(alone[0])[named("float64")[0]] == by_hand == "RuntimeError: expected scalar type Float but found Double"
+    assert alone[0].messages[named("float64")[0]] == by_hand == "RuntimeError: expected scalar type Float but found Double"
 
     bias = plans["mkldnn_convolution"]
     assert "float32" in _dtypes(bias, "bias") and "float64" not in _dtypes(bias, "bias")

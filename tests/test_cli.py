@@ -141,6 +141,11 @@ def _edit_plan(folder: Path, overload: str, **changes) -> None:
     (folder / "plan.json").write_text(json.dumps(obj, indent=1))
 
 
+def _version_1(folder: Path) -> None:
+    obj = json.loads((folder / "plan.json").read_text())
+    (folder / "plan.json").write_text(json.dumps({**obj, "version": 1}, indent=1))
+
+
 BAD_INPUTS = {
     "yaml that does not parse": (_bad_yaml, r"native_functions.yaml:10: _cast_Byte: yaml does not parse"),
     "an entry without func": (_no_func, r"native_functions.yaml:13: entry has no 'func:' key"),
@@ -156,6 +161,10 @@ BAD_INPUTS = {
     "an unresolved type variable": (
         lambda f: _edit_plan(f, "add.Tensor", variables=[{"name": "TNowhere", "dtypes": [], "binds": ["self"]}]),
         r"plan.json:\d+: add.Tensor: unresolved type variable TNowhere",
+    ),
+    "a plan whose verdicts are text (format version 1)": (
+        _version_1,
+        r"plan.json:1: plan format version 1 spells its verdicts as text and has no sets per backend, which version 2 keeps as records: write the plan again with --report",
     ),
     "a variable bound to a non-tensor argument": (
         lambda f: _edit_plan(f, "add.Tensor", variables=[{"name": "T", "dtypes": ["torch.float32"], "binds": ["alpha"]}]),

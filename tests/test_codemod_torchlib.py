@@ -127,7 +127,7 @@ from migrate.evidence.gather import Sources  # noqa: E402
 from migrate.infer import infer_plan  # noqa: E402
 from migrate.model.dtypes import DType, canonical, named  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions  # noqa: E402
-from migrate.evidence.probe.merge import REJECTED  # noqa: E402
+from tests.conftest import probed  # noqa: E402
 from migrate.model.plan import HAND, PROBE, Evidence, GlobalSet, OverloadPlan, Plan, Variable  # noqa: E402
 from migrate.write.torchlib.decide import DROPPED_NON_ONNX, GLOBAL_SET, KEPT_NARROWER, UNION  # noqa: E402
 from migrate.write.torchlib.parameter_names import RENAMED  # noqa: E402
@@ -147,7 +147,7 @@ def hand_plan(inferred: Plan) -> Plan:
     def variable(name: str, dtypes: tuple[str, ...], *binds: str) -> Variable:
         """A variable of these dtypes, whose evidence says ATen rejects every other ONNX dtype (so the rewrite may narrow)."""
         refused = tuple(d for d in ONNX_DTYPES if d.name not in dtypes)
-        rejection = Evidence(PROBE, f"{', '.join(binds)} cast together, the hand plan (1 call){REJECTED}refused by hand", refused, binds)
+        rejection = probed(binds, refused, refused="refused by hand", made_by="the hand plan (1 call)")
         return Variable(name, named(*dtypes), binds, (Evidence(HAND, "tests/test_codemod_torchlib.py", named(*dtypes), binds), rejection))
 
     sdpa = next(o for o in inferred.overloads if o.name == "scaled_dot_product_attention")

@@ -24,7 +24,6 @@ from migrate.model.dtypes import TENSOR_DTYPES, DType, named
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import OPINFO, TORCHLIB, Evidence, OverloadPlan, Plan, Variable
-from migrate.model.rejection import is_rejection
 from migrate.write.native_functions import WRITTEN, apply_plan, lower
 from tests.conftest import REAL_NATIVE_FUNCTIONS, annotated, declaration_error, lint_round_trip
 
@@ -263,7 +262,7 @@ def test_a_refused_argument_rejects_only_a_return_that_is_its_value():
     rows = tuple((DType(d), (DType("float32"), DType(d))) for d in ("int32", "int64"))
     fact = ProbedArgument("_rowwise_prune", "compressed_indices_dtype", ("return.0", "return.1"), rows, ((DType("float64"), "refused"),))
     plan = with_dtype_arguments(None, "_rowwise_prune", fact, optional=False)
-    rejected = {slot: [d.name for v in plan.variables if slot in v.binds for e in v.evidence if is_rejection(e) for d in e.dtypes] for slot in fact.returns}
+    rejected = {slot: [d.name for v in plan.variables if slot in v.binds for e in v.evidence if e.refused for d in e.dtypes] for slot in fact.returns}
     assert rejected == {"return.0": [], "return.1": ["float64"]}
 
 

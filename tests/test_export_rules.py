@@ -14,7 +14,7 @@ import torch
 from migrate.audit.export import CaseRequest, requests
 from migrate.audit.export_worker import Run, _compare, _spec_error
 from migrate.cache import StageCache
-from migrate.evidence.probe.merge import REJECTED
+from migrate.evidence.probe.merge import probe_site
 from migrate.torchlib_source.resolve import scan_torchlib
 from migrate.model.dtypes import DType, named
 from migrate.model.export_status import (
@@ -31,6 +31,7 @@ from migrate.model.export_status import (
 )
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import PROBE, Evidence, Plan, Variable
+from migrate.model.verdict import REJECTED, Verdict
 from migrate.write.torchlib.decide import DTYPE_ADDED, DTYPE_REMOVED
 from migrate.write.torchlib.narrowing import ExportVerdict, rejected_dtypes, settle
 from migrate.write.torchlib.rewrite import rewrite_torchlib
@@ -185,8 +186,9 @@ def test_settle_keeps_what_nobody_refuted_and_changes_only_on_proof():
 
 
 def test_rejected_dtypes_come_from_probe_rejections_one_message_per_dtype():
-    where = f"self cast alone, OpInfo x (2 calls){REJECTED}\"gelu\" not implemented for {{'Char'|'Long'}}"
-    variable = Variable("T", named("float32"), ("self",), (Evidence(PROBE, where, named("int8", "int64"), ("self",)),))
+    refusals = {DType("int8"): "\"gelu\" not implemented for 'Char'", DType("int64"): "\"gelu\" not implemented for 'Long'"}
+    verdict = Verdict(REJECTED, probe_site(("self",), "OpInfo x (2 calls)"), tuple(refusals.items()))
+    variable = Variable("T", named("float32"), ("self",), (Evidence(PROBE, "", named("int8", "int64"), ("self",), 2, verdict),))
     assert rejected_dtypes(variable) == {DType("int8"): "\"gelu\" not implemented for 'Char'", DType("int64"): "\"gelu\" not implemented for 'Long'"}
     accepted = dataclasses.replace(variable, dtypes=named("float32", "int64"))
     assert list(rejected_dtypes(accepted)) == [DType("int8")]  # a dtype the variable declares is never rejected
@@ -203,7 +205,7 @@ def _without_rejections(plan: Plan, overload: str) -> Plan:
     def stripped(o):
         if o.name != overload:
             return o
-        variables = tuple(dataclasses.replace(v, evidence=tuple(e for e in v.evidence if REJECTED not in e.where)) for v in o.variables)
+        variables = tuple(dataclasses.replace(v, evidence=tuple(e for e in v.evidence if not e.refused)) for v in o.variables)
         return dataclasses.replace(o, variables=variables)
 
     return dataclasses.replace(plan, overloads=tuple(stripped(o) for o in plan.overloads))

@@ -48,19 +48,19 @@ def test_torchlib_wider_than_observations_is_noted_not_declared():
 def test_torchlib_widens_a_call_built_from_the_schema_but_not_by_a_dtype_aten_refused_by_name():
     """bitwise_and.Scalar(float32 tensor, 1) is refused naming Float: torchlib's TTensor does not bring float32 back;
     a refusal that names no dtype (the call's data) or one beside another tensor leaves torchlib's dtype in."""
-    from migrate.evidence.probe.merge import ACCEPTED, REJECTED
+    from tests.conftest import probed
 
-    where = "self cast alone with other a Python int, a call built from the schema (2 calls)"
-    refused = Evidence(PROBE, f"{where}{REJECTED}NotImplementedError: \"bitwise_and_cpu\" not implemented for 'Float'", named("float32"), ("self",))
-    accepted = Evidence(PROBE, f"{where}{ACCEPTED}", named("int64"), ("self",))
+    call = {"made_by": "a call built from the schema (2 calls)", "built": True, "numbers": (("other", "int"),)}
+    refused = probed(("self",), named("float32"), refused="NotImplementedError: \"bitwise_and_cpu\" not implemented for 'Float'", **call)
+    accepted = probed(("self",), named("int64"), **call)
     torchlib = OverloadPlan("bitwise_and.Scalar", (_var("TTensor", named("int64", "float32", "float64"), ("self",), TORCHLIB),))
     built = OverloadPlan("bitwise_and.Scalar", (Variable("P0", named("int64"), ("self",), (accepted, refused)),))
     (variable,) = merge_overload("bitwise_and.Scalar", torchlib, None, schema_call=built).variables
     assert variable.dtypes == named("int64", "float64")
-    data = Evidence(PROBE, f"{where}{REJECTED}RuntimeError: t() expects a tensor with <= 2 dimensions, but self is 4D", named("float32"), ("self",))
+    data = probed(("self",), named("float32"), refused="RuntimeError: t() expects a tensor with <= 2 dimensions, but self is 4D", **call)
     built = OverloadPlan("x", (Variable("P0", named("int64"), ("self",), (accepted, data)),))
     assert merge_overload("x", torchlib, None, schema_call=built).variables[0].dtypes == named("int64", "float32", "float64")
-    beside = Evidence(PROBE, f"self cast alone with mat2 int64, a call built from the schema (2 calls){REJECTED}\"mm\" not implemented for 'Float'", named("float32"), ("self",))
+    beside = probed(("self",), named("float32"), refused="\"mm\" not implemented for 'Float'", made_by=call["made_by"], built=True, beside=("mat2 int64",))
     built = OverloadPlan("x", (Variable("P0", named("int64"), ("self",), (accepted, beside)),))
     assert merge_overload("x", torchlib, None, schema_call=built).variables[0].dtypes == named("int64", "float32", "float64")
 

@@ -9,7 +9,7 @@ from migrate.evidence.derived import opinfo_evidence, probed_calls
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.probe.catalogue_calls import cached_catalogue_calls
-from migrate.evidence.probe.merge import SCHEMA_CALL_WHERE, probe_plans
+from migrate.evidence.probe.merge import built_from_schema, probe_plans
 from migrate.evidence.probe.schema_calls import cached_schema_calls
 from migrate.runtime.runs import OpInfoId, OpInfoRun, overload_key
 
@@ -24,7 +24,7 @@ def test_cached_plans_equal_fresh_ones():
     assert evidence.probe == probe_plans(probed_calls(sweep.probes, built, evidence.observed), sweep.observations)
     # remainder.Scalar is seen only inside take_along_dim, never probed there: the calls built from its schema probe it
     assert not any(overload_key(call.overload) == "remainder.Scalar" for call in sweep.probes)
-    assert any(SCHEMA_CALL_WHERE in e.where for v in evidence.probe["remainder.Scalar"].variables for e in v.evidence)
+    assert any(built_from_schema(e) for v in evidence.probe["remainder.Scalar"].variables for e in v.evidence)
     assert evidence.stats.ran == 0 and evidence.stats.from_cache == len(sweep.runs)
 
 

@@ -108,6 +108,8 @@ def test_declared_dtypes_attach_to_slots_that_follow_the_sample_dtype_without_wi
     assert [d.name for d in variable.dtypes] == ["float32", "float64"]
     (declared_evidence,) = [e for e in variable.evidence if e.source == DECLARED]
     assert declared_evidence.where == "OpInfo add declares for cuda, rocm"
+    claim = declared_evidence.verdict  # a claim, as fields: who claims it, for which devices, nothing run here
+    assert (claim.outcome, claim.claimed_by, str(claim.site.backend)) == ("other-device", "OpInfo add", "cuda, rocm (claimed, not run here)")
     assert declared_evidence.slots == ("self", "other", "return.0")
     assert [d.name for d in declared_evidence.dtypes] == ["float16", "float32", "float64"]
 

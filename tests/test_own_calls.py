@@ -17,8 +17,8 @@ from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan
 from migrate.model.dtypes import TENSOR_DTYPES, named
 from migrate.model.native import NativeFunctions
-from migrate.model.rejection import is_rejection, rejection_messages
-from migrate.model.plan import ACCEPTED, OPINFO, REJECTED, Evidence, OverloadPlan, Variable
+from migrate.model.plan import OPINFO, Evidence, OverloadPlan, Variable
+from migrate.model.verdict import ACCEPTED, REJECTED
 from migrate.runtime import torch_private
 from migrate.runtime.recorders import CapturedCall, slot_dtypes
 from migrate.runtime.runs import ProbedCall, OpInfoId
@@ -55,7 +55,7 @@ def test_out_and_in_place_calls_judge_the_written_tensor_at_each_dtype():
     # int64 is accepted where the inputs are int64 too; beside float32 inputs ATen refuses it, and says why
     assert verdicts.of(named("float64")[0]) == ACCEPTED and verdicts.of(named("int64")[0]) == ACCEPTED
     assert verdicts.of(named("uint16")[0]) == REJECTED
-    refusals = [rejection_messages(e)[named("int64")[0]] for e in out.evidence if is_rejection(e) and "out cast alone" in e.where and named("int64")[0] in e.dtypes]
+    refusals = [e.messages[named("int64")[0]] for e in out.evidence if e.refused and e.verdict.site.cast == ("out",) and named("int64")[0] in e.dtypes]
     assert refusals == ["RuntimeError: result type Float can't be cast to the desired output type Long"]
     inplace = next(v for v in plans["add_.Tensor"].variables if "self" in v.binds)
     assert verdicts_of(inplace).of(named("int64")[0]) == ACCEPTED  # self and other at int64 together

@@ -14,7 +14,8 @@ import torch
 
 from migrate.evidence.opinfo import sweep
 from migrate.evidence.opinfo.observations import plans_from_sweep
-from migrate.evidence.probe.merge import ACCEPTED, JOINED, REJECTED, SPLIT, is_rejection, probe_plans_from_sweep, probe_summary
+from migrate.evidence.probe.merge import JOINED, SPLIT, probe_plans_from_sweep, probe_summary
+from migrate.model.verdict import ACCEPTED
 from migrate.evidence.probe.prober import dtype_universe
 from migrate.runtime.recorders import dtype_name
 from migrate.cache import StageCache
@@ -92,7 +93,7 @@ def test_sdpa_query_key_value_and_return_are_one_variable_and_the_mask_its_own(p
 
 def test_the_mask_set_is_the_sound_union_and_the_evidence_keeps_each_context(plan):
     attn_mask = overload(plan, "scaled_dot_product_attention").variable_of("attn_mask")
-    accepted = [e for e in attn_mask.evidence if e.source == PROBE and e.where.endswith(ACCEPTED)]
+    accepted = [e for e in attn_mask.evidence if e.source == PROBE and e.outcome == ACCEPTED]
     alone = [e for e in accepted if e.where.startswith("attn_mask cast alone with query ")]
     together = [e for e in accepted if e.where.startswith("query, key, value, attn_mask cast together")]
     assert alone and together
@@ -100,7 +101,7 @@ def test_the_mask_set_is_the_sound_union_and_the_evidence_keeps_each_context(pla
     # with the query it takes each float: which masks it takes depends on the query.
     for context in alone:
         assert DType("bool") in context.dtypes and not set(together[0].dtypes) <= set(context.dtypes)
-    refused_alone = [e for e in attn_mask.evidence if is_rejection(e) and e.where.startswith("attn_mask cast alone")]
+    refused_alone = [e for e in attn_mask.evidence if e.refused and e.verdict.site.cast == ("attn_mask",)]
     assert {d for e in refused_alone for d in e.dtypes} & set(together[0].dtypes)
     union = {d for e in accepted for d in e.dtypes} | {d for e in attn_mask.evidence if e.source == OPINFO for d in e.dtypes}
     assert set(attn_mask.dtypes) == union
@@ -115,16 +116,6 @@ def test_the_torchlib_body_comparison_is_evidence_with_file_and_line(plan):
     assert "attn_mask.dtype == ir.DataType.BOOL" in source[int(line) - 1]
 
 
-def message_for(evidence, dtype) -> str:
-    """One dtype's own message out of a rejection's text ('... dtype {Char|Float}' lists one per dtype)."""
-    message = evidence.where.split(REJECTED, 1)[1]
-    if "{" not in message:
-        return message
-    prefix, rest = message.split("{", 1)
-    alternatives, suffix = rest.rsplit("}", 1)
-    return prefix + alternatives.split("|")[evidence.dtypes.index(dtype)] + suffix
-
-
 def test_where_condition_takes_exactly_what_aten_takes_and_float32_is_refused_with_its_message(plan):
     x = torch.ones(3)
     condition = torch.tensor([True, False, True])
@@ -136,10 +127,10 @@ def test_where_condition_takes_exactly_what_aten_takes_and_float32_is_refused_wi
     with pytest.raises(RuntimeError) as refused:
         where(condition.float(), x, x)
     (rejection,) = [
-        e for e in variable.evidence if is_rejection(e) and DType("float32") in e.dtypes and e.where.startswith("condition cast alone")
+        e for e in variable.evidence if e.refused and DType("float32") in e.dtypes and e.verdict.site.cast == ("condition",)
     ]
     assert rejection.slots == ("condition",)
-    assert message_for(rejection, DType("float32")) == f"RuntimeError: {refused.value}"
+    assert rejection.messages[DType("float32")] == f"RuntimeError: {refused.value}"
 
 
 def test_add_self_and_other_are_separate_variables_each_over_every_dtype_add_accepts(plan):

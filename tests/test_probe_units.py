@@ -11,7 +11,7 @@ import torch
 from migrate.evidence.opinfo import sweep
 from migrate.evidence.opinfo.observations import plans_from_observations
 from migrate.evidence.probe import prober as probing
-from migrate.evidence.probe.merge import JOINED, SPLIT, is_rejection, probe_plans, probe_summary
+from migrate.evidence.probe.merge import JOINED, SPLIT, probe_plans, probe_summary
 from migrate.runtime.recorders import CallCapture, CapturedCall, Recording
 from migrate.runtime.runs import PROBE_CRASH, PROBE_TIMEOUT, Observation, OpInfoId, Probe, ProbedCall
 from migrate.runtime.processes import Job, run_in_workers
@@ -186,7 +186,7 @@ def test_a_probe_rejection_never_overrides_an_observation():
     merged = merge_overload("f", None, plans_from_observations(observations)["f"], probe_plans([call], observations)["f"])
     (variable,) = merged.variables
     assert variable.dtypes == named("int64", "float32", "float64")
-    (refused,) = [e for e in variable.evidence if is_rejection(e)]
+    (refused,) = [e for e in variable.evidence if e.refused]
     assert refused.dtypes == named("int64") and "no int64 here" in refused.where
 
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from migrate.evidence.probe.merge import ACCEPTED, REJECTED
 from migrate.evidence.promotion.calls import consistent_kinds, promotion_reports
 from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, finding_of, findings
 from migrate.evidence.promotion.sets import with_promotion
 from migrate.evidence.verdicts import with_verdicts
 from migrate.model.dtypes import DType, named
-from migrate.model.plan import ACCEPTED as ACCEPTED_VERDICT
-from migrate.model.plan import DECLARED, OPINFO, PROBE, REJECTED as REJECTED_VERDICT, UNKNOWN, Evidence, OverloadPlan, Variable
+from migrate.model.plan import DECLARED, OPINFO, Evidence, OverloadPlan, Variable
 from migrate.model.promotion import Promotion
+from migrate.model.verdict import ACCEPTED as ACCEPTED_VERDICT
+from migrate.model.verdict import REJECTED as REJECTED_VERDICT
+from migrate.model.verdict import UNKNOWN
+from tests.conftest import diagonal as diagonal_calls, probed
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,7 @@ def test_refs_and_calls_agree_on_add(reports):
     finding = finding_of(reports["aten::add.Tensor"])
     assert finding.promotion == Promotion("default", ("self", "other"))
     assert not finding.conflicts
-    accepted = next(e for e in finding.diagonal if e.where.endswith(ACCEPTED))
+    accepted = next(e for e in finding.diagonal if e.outcome == ACCEPTED_VERDICT)
     assert DType("int64") in accepted.dtypes and DType("uint16") not in accepted.dtypes  # add_stub has no UInt16 kernel
 
 
@@ -51,7 +53,7 @@ def test_observation_settles_the_kind(reports):
     # no ref declares div; its calls alone give int_to_float, and its set is floating and complex
     div = finding_of(reports["aten::div.Tensor"])
     assert div.promotion == Promotion("int_to_float", ("self", "other")) and not div.conflicts
-    assert DType("int64") in next(e for e in div.diagonal if e.where.endswith(ACCEPTED)).dtypes  # it ran, in float32
+    assert DType("int64") in next(e for e in div.diagonal if e.outcome == ACCEPTED_VERDICT).dtypes  # it ran, in float32
     plan = with_promotion(OverloadPlan("div.Tensor", (Variable("P0", named("float32"), ("self", "other", "return.0")),)), div)
     assert DType("int64") not in plan.variables[0].dtypes and DType("float32") in plan.variables[0].dtypes
     assert finding_of(reports["aten::eq.Tensor"]).promotion.kind == "always_bool"
@@ -107,9 +109,9 @@ def test_a_call_whose_python_float_moved_an_unsigned_tensor_to_float32_settles_n
     refusal = "NotImplementedError: \"le_cpu\" not implemented for 'UInt16'"
     plan = OverloadPlan("le.Scalar", (
         Variable("P0", named("int64", "uint16", "float32"), ("self",), (
-            Evidence(PROBE, f"self cast alone with other a Python float, OpInfo xlogy (1 call){ACCEPTED}", named("int64", "uint16", "float32"), ("self",)),
-            Evidence(PROBE, f"self cast alone with other a Python int, OpInfo le (1 call){ACCEPTED}", named("int64", "float32"), ("self",)),
-            Evidence(PROBE, f"self cast alone with other a Python int, OpInfo le (1 call){REJECTED}{refusal}", named("uint16"), ("self",)),
+            probed(("self",), named("int64", "uint16", "float32"), numbers=(("other", "float"),), made_by="OpInfo xlogy (1 call)"),
+            probed(("self",), named("int64", "float32"), numbers=(("other", "int"),), made_by="OpInfo le (1 call)"),
+            probed(("self",), named("uint16"), refused=refusal, numbers=(("other", "int"),), made_by="OpInfo le (1 call)"),
         )),
         Variable("P1", named("bool"), ("return.0",)),
     ))
@@ -127,19 +129,19 @@ def test_the_diagonal_calls_pass_each_dtype_a_scalar_of_its_own_kind():
     found = {r["report"]["overload"]: r["report"] for r in promotion_reports(("aten::le.Scalar", "aten::clamp_min")) if "report" in r}
     le = finding_of(found["aten::le.Scalar"])
     assert le.promotion == Promotion("always_bool", ("self", "other"))
-    (accepted,) = [e for e in le.diagonal if e.where.endswith(ACCEPTED)]
+    (accepted,) = [e for e in le.diagonal if e.outcome == ACCEPTED_VERDICT]
     assert DType("bool") in accepted.dtypes and DType("uint16") not in accepted.dtypes
     clamp_min = finding_of(found["aten::clamp_min"])
-    (accepted,) = [e for e in clamp_min.diagonal if e.where.endswith(ACCEPTED)]
+    (accepted,) = [e for e in clamp_min.diagonal if e.outcome == ACCEPTED_VERDICT]
     assert DType("bool") not in accepted.dtypes  # clamp_min(bool, True): "clamp_min_scalar_cpu" not implemented for 'Bool'
 
 
 def _plan() -> OverloadPlan:
     """add.Tensor as slot-by-slot evidence gives it: a 0-dim companion let every dtype in at each slot."""
     every = named("bool", "int64", "uint16", "float32", "float8_e4m3fn")
-    alone = Evidence(PROBE, f"other cast alone with self float32, OpInfo add (1 call){ACCEPTED}", every, ("other",))
-    together = Evidence(PROBE, f"self, other cast together, OpInfo add (1 call){ACCEPTED}", named("int64", "float32"), ("self", "other"))
-    refused = Evidence(PROBE, f"self, other cast together, OpInfo add (1 call){REJECTED}\"add_stub\" not implemented for 'UInt16'", named("uint16"), ("self", "other"))
+    alone = probed(("other",), every, beside=("self float32",), made_by="OpInfo add (1 call)")
+    together = probed(("self", "other"), named("int64", "float32"), made_by="OpInfo add (1 call)")
+    refused = probed(("self", "other"), named("uint16"), refused="\"add_stub\" not implemented for 'UInt16'", made_by="OpInfo add (1 call)")
     observed = Evidence(OPINFO, "OpInfo add", named("bool", "float32"), ("self",))
     cuda = Evidence(DECLARED, "OpInfo add declares for cuda", named("bfloat16"), ("self",))
     return OverloadPlan(
@@ -184,7 +186,7 @@ def test_a_return_the_kind_never_gives_makes_it_default():
     """div.Tensor_mode built with rounding_mode=None divides as int_to_float; its samples floor int64 into int64."""
     floored = Evidence(OPINFO, "OpInfo div.floor_rounding", named("int64", "float32"), ("return.0",))
     plan = OverloadPlan("div.Tensor_mode", (Variable("P0", named("int64", "float32"), ("self", "other", "return.0"), (floored,)),))
-    diagonal = (Evidence(PROBE, f"self, other at one dtype{ACCEPTED}", named("int64", "float32"), ("self", "other")),)
+    diagonal = (diagonal_calls(("self", "other"), named("int64", "float32")),)
     finding = PromotionFinding("div.Tensor_mode", Promotion("int_to_float", ("self", "other")), ("self", "other"), (), diagonal)
     written = with_promotion(plan, finding)
     assert written.promotion == Promotion("default", ("self", "other"))
@@ -199,7 +201,7 @@ def test_in_place_and_out_overloads_take_the_functional_promotion():
 
     native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
     every = named("int64", "uint16", "float32")
-    together = Evidence(PROBE, f"self, other cast together, OpInfo add (1 call){ACCEPTED}", named("int64", "float32"), ("self", "other"))
+    together = probed(("self", "other"), named("int64", "float32"), made_by="OpInfo add (1 call)")
     add = with_promotion(
         OverloadPlan("add.Tensor", (Variable("P0", every, ("self", "other", "return.0"), (together,)),)),
         PromotionFinding("add.Tensor", Promotion("default", ("self", "other")), ("self", "other")),
@@ -222,17 +224,17 @@ def test_a_dtype_the_kernel_computes_in_another_is_promoted_there_and_refused_wh
     and acos.out write the float result into an int64 tensor, which ATen refuses: rejected with its message."""
     from migrate.evidence.promotion.sets import sibling_promotions
     from migrate.model.native import NativeFunctions
-    from migrate.model.plan import PROMOTED_AWAY
+    from migrate.model.verdict import PROMOTED
     from tests.conftest import REAL_NATIVE_FUNCTIONS
 
     native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
     float32, int64, bool_ = DType("float32"), DType("int64"), DType("bool")
-    diagonal = (Evidence(PROBE, f"self at one dtype, a call built for promotion{ACCEPTED}", named("int64", "float32"), ("self",)),)
+    diagonal = (diagonal_calls(("self",), named("int64", "float32")),)
     finding = PromotionFinding("acos", Promotion("int_to_float", ("self",)), ("self",), (), diagonal)
     acos = with_verdicts(with_promotion(OverloadPlan("acos", (Variable("P0", named("float32"), ("self", "return.0")),)), finding))
     (variable,) = acos.variables
     assert variable.dtypes == named("float32")
-    assert variable.verdicts.of(int64) == PROMOTED_AWAY and variable.verdicts.of(float32) == ACCEPTED_VERDICT
+    assert variable.verdicts.of(int64) == PROMOTED and variable.verdicts.of(float32) == ACCEPTED_VERDICT
     assert variable.verdicts.of(bool_) == UNKNOWN  # no call ran at bool: nothing settles it
     assert dict(variable.verdicts.promoted)[int64] == "computed in torch.float32 (int_to_float)"
     assert variable.verdicts.to_json()["promoted"] == {"torch.int64": "computed in torch.float32 (int_to_float)"}
@@ -240,14 +242,14 @@ def test_a_dtype_the_kernel_computes_in_another_is_promoted_there_and_refused_wh
 
     refusal = "RuntimeError: result type Float can't be cast to the desired output type Long"
     inplace = OverloadPlan("acos_", (Variable("P0", named("float32"), ("self", "return.0"), (
-        Evidence(PROBE, f"self cast alone, OpInfo acos (1 call){ACCEPTED}", named("float32"), ("self",)),
-        Evidence(PROBE, f"self cast alone, OpInfo acos (1 call){REJECTED}{refusal}", named("int64"), ("self",)),
+        probed(("self",), named("float32"), made_by="OpInfo acos (1 call)"),
+        probed(("self",), named("int64"), refused=refusal, made_by="OpInfo acos (1 call)"),
     )),))
     out = OverloadPlan("acos.out", (
         Variable("P0", named("float32"), ("self",)),
         Variable("P1", named("float32"), ("out", "return.0"), (
-            Evidence(PROBE, f"self, out cast together, OpInfo acos (1 call){ACCEPTED}", named("float32"), ("out",)),
-            Evidence(PROBE, f"self, out cast together, OpInfo acos (1 call){REJECTED}{refusal}", named("int64"), ("out",)),
+            probed(("self", "out"), named("float32"), ("out",), made_by="OpInfo acos (1 call)"),
+            probed(("self", "out"), named("int64"), ("out",), refused=refusal, made_by="OpInfo acos (1 call)"),
         )),
     ))
     found = sibling_promotions(native, {"acos": acos, "acos_": inplace, "acos.out": out}, {"acos": finding})
@@ -269,7 +271,7 @@ def test_a_return_no_call_bound_joins_the_promoted_variable_where_the_kind_retur
     native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
     functional, out = "special_xlog1py.self_scalar", "special_xlog1py.self_scalar_out"
     assert one_tensor_return(native.by_name[functional].schema) and not one_tensor_return(native.by_name["sort"].schema)
-    diagonal = (Evidence(PROBE, f"other at one dtype, a call built for promotion{ACCEPTED}", named("int64", "float32", "float64"), ("other",)),)
+    diagonal = (diagonal_calls(("other",), named("int64", "float32", "float64")),)
     finding = PromotionFinding(functional, Promotion("int_to_float", ("self", "other")), ("other",), (), diagonal)
     plan = OverloadPlan(functional, (Variable("P0", named("float32"), ("other",)),))
     assert [v.binds for v in with_promotion(plan, finding).variables] == [("other",)]  # the return stays free unless the schema says
@@ -290,20 +292,20 @@ def test_an_in_place_overload_whose_one_input_is_promoted_does_not_take_a_dtype_
     native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
     complex64, float8 = DType("complex64"), DType("float8_e4m3fn")
     abs_refusal = "RuntimeError: In-place abs is not supported for complex tensors."
-    abs_diagonal = (Evidence(PROBE, f"self at one dtype, a call built for promotion{ACCEPTED}", named("float32", "complex64"), ("self",)),)
+    abs_diagonal = (diagonal_calls(("self",), named("float32", "complex64")),)
     abs_finding = PromotionFinding("abs", Promotion("complex_to_float", ("self",)), ("self",), (), abs_diagonal)
     abs_plan = with_promotion(OverloadPlan("abs", (Variable("P0", named("float32", "complex64"), ("self",)), Variable("P1", named("float32"), ("return.0",)))), abs_finding)
     abs_inplace = OverloadPlan("abs_", (Variable("P0", named("float32"), ("self", "return.0"), (
-        Evidence(PROBE, f"self cast alone, OpInfo abs (1 call){ACCEPTED}", named("float32"), ("self",)),
-        Evidence(PROBE, f"self cast alone, OpInfo abs (1 call){REJECTED}{abs_refusal}", named("complex64"), ("self",)),
+        probed(("self",), named("float32"), made_by="OpInfo abs (1 call)"),
+        probed(("self",), named("complex64"), refused=abs_refusal, made_by="OpInfo abs (1 call)"),
     )),))
     mul_refusal = "NotImplementedError: \"mul_cpu_reduced_float\" not implemented for 'Float8_e4m3fn'"
-    mul_diagonal = (Evidence(PROBE, f"self, other at one dtype, a call built for promotion{ACCEPTED}", named("float32", "float8_e4m3fn"), ("self", "other")),)
+    mul_diagonal = (diagonal_calls(("self", "other"), named("float32", "float8_e4m3fn")),)
     mul_finding = PromotionFinding("multiply.Tensor", Promotion("default", ("self", "other")), ("self", "other"), (), mul_diagonal)
     mul_plan = with_promotion(OverloadPlan("multiply.Tensor", (Variable("P0", named("float32", "float8_e4m3fn"), ("self", "other", "return.0")),)), mul_finding)
     mul_inplace = OverloadPlan("multiply_.Tensor", (Variable("P0", named("float32"), ("self", "other", "return.0"), (
-        Evidence(PROBE, f"self, other cast together, OpInfo mul (1 call){ACCEPTED}", named("float32"), ("self", "other")),
-        Evidence(PROBE, f"self, other cast together, OpInfo mul (1 call){REJECTED}{mul_refusal}", named("float8_e4m3fn"), ("self", "other")),
+        probed(("self", "other"), named("float32"), made_by="OpInfo mul (1 call)"),
+        probed(("self", "other"), named("float8_e4m3fn"), refused=mul_refusal, made_by="OpInfo mul (1 call)"),
     )),))
     plans = {"abs": abs_plan, "abs_": abs_inplace, "multiply.Tensor": mul_plan, "multiply_.Tensor": mul_inplace}
     found = sibling_promotions(native, plans, {"abs": abs_finding, "multiply.Tensor": mul_finding})

@@ -10,7 +10,7 @@ import pytest
 
 from migrate.model.dtypes import TENSOR_DTYPES, named
 from migrate.model.plan import Evidence, OverloadPlan, Plan, Variable, Verdicts
-from tests.conftest import run_cli, snapshot
+from tests.conftest import probed, run_cli, snapshot
 
 YAML = """\
 - func: add.Tensor(T self, T other, *, Scalar alpha=1) -> T
@@ -52,7 +52,7 @@ def _report() -> Plan:
     verdicts = Verdicts(named("float16", "bfloat16", "float32", "float64"), named("complex32"), ((named("bool")[0], MESSAGE),))
     evidence = (
         Evidence("opinfo", "OpInfo mm (float16, bfloat16, float32, float64)", named("float16", "bfloat16", "float32", "float64"), ("self", "mat2"), 8),
-        Evidence("probe", f"self cast alone, OpInfo mm (2 calls): rejected: {MESSAGE}", named("bool"), ("self",), 2),
+        probed(("self",), named("bool"), refused=MESSAGE, made_by="OpInfo mm (2 calls)", count=2),
         Evidence("declared", "OpInfo mm declares for cuda", named("complex32"), ("self",)),
     )
     variable = Variable("TFloat", named("float16", "bfloat16", "float32", "float64"), ("self", "mat2", "return.0"), evidence, (), verdicts)

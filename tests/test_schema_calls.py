@@ -16,6 +16,7 @@ from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan
 from migrate.model.dtypes import DType, canonical, named
 from migrate.model.native import NativeFunctions
+from migrate.model import verdict
 from migrate.model.plan import GROUPS, OPINFO, PROBE, TORCHLIB, Evidence, OverloadPlan, Variable
 from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS
 
@@ -48,7 +49,7 @@ def test_what_a_built_call_accepts_is_what_aten_accepts_when_called_directly(bui
     assert variable.binds == ("other",)
     assert variable.dtypes == canonical(accepted) and len(accepted) < len(dtype_universe())
     assert {e.source for e in variable.evidence} == {PROBE}
-    assert "a call built from the schema" in variable.evidence[0].where
+    assert variable.evidence[0].verdict.site.kind == verdict.SCHEMA_CALL
 
 
 @pytest.mark.slow  # built calls, in workers
@@ -65,7 +66,7 @@ def test_a_return_no_argument_carries_takes_what_the_probes_returned_and_list_sl
     (returned,) = [v for v in plans["_add_relu.Tensor"].variables if any(s.startswith("return.") for s in v.binds)]
     assert returned.binds == ("return.0",)  # promoted from two arguments cast apart: no argument's dtype alone
     assert set(named("int64", "float32")) <= set(returned.dtypes) and DType("bool") not in returned.dtypes
-    assert any(e.where.startswith("returned by accepted probes") for e in returned.evidence)
+    assert any(e.outcome == verdict.RETURNED for e in returned.evidence)
 
 
 @pytest.mark.slow  # built calls, in workers

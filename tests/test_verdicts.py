@@ -12,15 +12,15 @@ import torch
 from migrate.runtime import torch_private
 from migrate.evidence.opinfo.observations import plans_from_observations
 from migrate.evidence.probe import prober as probing
-from migrate.evidence.probe.merge import REJECTED as REJECTED_WHERE
-from migrate.evidence.probe.merge import probe_plans
+from migrate.evidence.probe.merge import probe_plans, probe_site
 from migrate.runtime import recorders
 from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, Probe, ProbedCall
 from migrate.evidence.verdicts import dtype_verdict_summary, verdicts_of, with_verdicts
 from migrate.infer.merge import merge_overload
 from migrate.model.dtypes import TENSOR_DTYPES, DType
 from migrate.model.native import NativeFunctions, installed_native_functions
-from migrate.model.plan import ACCEPTED, DECLARED, EMPTY, OTHER_DEVICE, PROBE, REJECTED, UNKNOWN, Evidence, OverloadPlan, Plan, Variable, Verdicts
+from migrate.model.plan import DECLARED, EMPTY, PROBE, Evidence, OverloadPlan, Plan, Variable, Verdicts
+from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN, Verdict
 
 F32, F64, I64, BOOL = (DType(n) for n in ("float32", "float64", "int64", "bool"))
 MM = OpInfoId("mm")
@@ -150,16 +150,19 @@ def test_every_unknown_verdict_says_why_and_the_summary_counts_them_by_reason():
 
 
 def test_a_return_probes_never_made_is_rejected_and_one_they_never_reached_stays_unknown():
-    from migrate.evidence.probe.merge import RETURNED
+    from migrate.evidence.probe.merge import RETURNS_LABEL
+    from migrate.evidence.sites import seen_on
     from migrate.evidence.verdicts import NEVER_RETURNED
     from migrate.model.plan import OPINFO, Evidence
+    from migrate.model.verdict import PROBE_CALL, RETURNED
 
-    returned = Evidence(PROBE, f"{RETURNED}, OpInfo abs (1 call)", (F32, F64), ("return.0",))
+    by_probes = Verdict(RETURNED, seen_on(PROBE_CALL, f"{RETURNS_LABEL}, OpInfo abs (1 call)"))
+    returned = Evidence(PROBE, "", (F32, F64), ("return.0",), verdict=by_probes)
     verdicts = verdicts_of(Variable("T", (F32, F64), ("return.0",), (returned,)))
     assert verdicts.of(F64) == ACCEPTED and dict(verdicts.rejected)[I64] == NEVER_RETURNED and not verdicts.incomplete
     observed = Evidence(OPINFO, "test", (F32,), ("return.0",))
     assert verdicts_of(Variable("T", (F32,), ("return.0",), (observed,))).of(I64) == UNKNOWN  # no probe cast its inputs
-    both = Evidence(PROBE, f"{RETURNED}, OpInfo abs (1 call)", (F32,), ("self", "return.0"))
+    both = Evidence(PROBE, "", (F32,), ("self", "return.0"), verdict=by_probes)
     assert verdicts_of(Variable("T", (F32,), ("self", "return.0"), (both,))).of(I64) == UNKNOWN  # an input: nobody cast it
 
 
@@ -249,6 +252,8 @@ def test_a_float8_operand_as_a_0_dim_tensor_beside_a_float32_one_is_a_valid_call
 
 
 def test_a_verdicts_message_is_the_dtypes_own_not_the_shared_text():
-    where = f"self cast alone, OpInfo x (2 calls){REJECTED_WHERE}\"gelu\" not implemented for {{'Char'|'Long'}}"
-    variable = Variable("T", (F32,), ("self",), (Evidence(PROBE, where, (DType("int8"), I64), ("self",)),))
+    refusals = ((I64, "\"gelu\" not implemented for 'Long'"), (DType("int8"), "\"gelu\" not implemented for 'Char'"))
+    refused = Evidence(PROBE, "", (DType("int8"), I64), ("self",), 2, Verdict(REJECTED, probe_site(("self",), "OpInfo x (2 calls)"), refusals))
+    assert refused.where == "self cast alone, OpInfo x (2 calls): rejected: \"gelu\" not implemented for '{Char|Long}'"  # the line shares them
+    variable = Variable("T", (F32,), ("self",), (refused,))
     assert dict(verdicts_of(variable).rejected) == {DType("int8"): "\"gelu\" not implemented for 'Char'", I64: "\"gelu\" not implemented for 'Long'"}

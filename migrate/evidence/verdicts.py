@@ -26,14 +26,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from migrate.evidence.probe.merge import RETURNED, SCHEMA_CALL_WHERE
-from migrate.model.rejection import is_rejection, rejection_messages
-from migrate.evidence.probe.merge import REJECTED as REJECTED_IN_WHERE
+from migrate.evidence.probe.merge import built_from_schema
 from migrate.model.dtypes import TENSOR_DTYPES
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import (
-    ACCEPTED,
-    COMPUTED_IN,
     DECLARED,
     EMPTY,
     EMPTY_ONLY,
@@ -43,16 +39,13 @@ from migrate.model.plan import (
     UNKNOWN_REASONS,
     KERNEL,
     OPINFO,
-    OTHER_DEVICE,
     PROBE,
-    PROMOTED_AWAY,
-    REJECTED,
-    UNKNOWN,
     OverloadPlan,
     Plan,
     Variable,
     Verdicts,
 )
+from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, PROMOTED, REJECTED, RETURNED, VERDICTS
 
 
 NEVER_RETURNED = "never returned: no accepted call returned this dtype, though probing cast the inputs to every dtype"
@@ -61,7 +54,7 @@ NEVER_RETURNED = "never returned: no accepted call returned this dtype, though p
 def returns_probed(variable: Variable) -> bool:
     """Only returns, and probes cast the inputs of its calls to every dtype: what they never returned, no call returns."""
     return all(slot.startswith("return.") for slot in variable.binds) and any(
-        e.source == PROBE and e.where.startswith(RETURNED) for e in variable.evidence
+        e.source == PROBE and e.outcome == RETURNED for e in variable.evidence
     )
 
 
@@ -69,11 +62,11 @@ def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
     """The verdicts its evidence gives (see the module's docstring), each unknown one with why (``UNKNOWN_REASONS``)."""
     accepted, other, rejected, empty, promoted = set(), set(), {}, set(), {}
     for evidence in variable.evidence:
-        if evidence.source == PROBE and evidence.where.startswith(COMPUTED_IN):
+        if evidence.source == PROBE and evidence.outcome == PROMOTED:
             for dtype in evidence.dtypes:
-                promoted.setdefault(dtype, evidence.where.split(":", 1)[0])
-        elif is_rejection(evidence):
-            for dtype, message in rejection_messages(evidence).items():
+                promoted.setdefault(dtype, evidence.verdict.promotion_note)
+        elif evidence.refused:
+            for dtype, message in evidence.messages.items():
                 rejected.setdefault(dtype, message)
         elif evidence.source in (OPINFO, PROBE, KERNEL):
             accepted.update(evidence.dtypes)
@@ -116,8 +109,8 @@ def empty_only(variable: Variable) -> tuple[int, int]:
     """
     if variable.verdicts is None:
         return 0, 0
-    shown = {d for e in variable.evidence if e.source == EMPTY and REJECTED_IN_WHERE not in e.where for d in e.dtypes}
-    other = {d for e in variable.evidence if e.source != EMPTY and not is_rejection(e) for d in e.dtypes}
+    shown = {d for e in variable.evidence if e.source == EMPTY and e.outcome != REJECTED for d in e.dtypes}
+    other = {d for e in variable.evidence if e.source != EMPTY and not e.refused for d in e.dtypes}
     only = {d for d in shown if variable.verdicts.of(d) not in (ACCEPTED, OTHER_DEVICE)}
     return len(only), len({d for d in only if d in variable.dtypes and d not in other})
 
@@ -172,7 +165,7 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> VerdictSummary
         1
         for o in plan.overloads
         if any(e.source == OPINFO for v in o.variables for e in v.evidence)
-        and any(e.source == PROBE and SCHEMA_CALL_WHERE in e.where for v in o.variables for e in v.evidence)
+        and any(built_from_schema(e) for v in o.variables for e in v.evidence)
     )
     for overload in plan.overloads:
         for variable in overload.variables:
@@ -193,7 +186,7 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> VerdictSummary
     return VerdictSummary(
         variables,
         incomplete,
-        {verdict: counts[verdict] for verdict in (ACCEPTED, OTHER_DEVICE, REJECTED, PROMOTED_AWAY, UNKNOWN)},
+        {verdict: counts[verdict] for verdict in VERDICTS},
         dict(sorted(unknown_by_kind.items(), key=lambda item: (-item[1], item[0]))),
         {"before": before, "now": now},
         observed_built,

@@ -21,8 +21,9 @@ from migrate.model.backends import BACKEND_KEYS, BackendSet
 from migrate.model.constraint import ConstraintList, DtypeArgument, possible_dtypes
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, canonical, parse_set
 from migrate.model.promotion import Promotion
+from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, PROMOTED, REJECTED, UNKNOWN, Verdict
 
-FORMAT_VERSION = 2  # 2: variables carry their sets per backend (``backends``)
+FORMAT_VERSION = 2  # 2: verdicts are records, variables carry their sets per backend (``backends``)
 
 # Where evidence comes from.
 TORCHLIB = "torchlib"  # annotations of onnxscript's torchlib functions
@@ -43,36 +44,57 @@ def _dtypes_json(dtypes: tuple[DType, ...]) -> list[str]:
 
 @dataclass(frozen=True)
 class Evidence:
-    """One source's word about some slots: which dtypes, where it was read or seen, how often."""
+    """One source's word about some slots: which dtypes, where it was read or seen, how often.
+
+    Evidence of what ATen did (the probes', the calls built for promotion or a dtype argument) carries its
+    ``verdict`` record; the rest (torchlib's annotations, the yaml, samples' observations) its ``provenance``.
+    """
 
     source: str
-    where: str  # provenance, e.g. 'ops/nn.py:1802 aten_scaled_dot_product_attention'
+    provenance: str  # where it was read or seen, e.g. 'ops/nn.py:1802 aten_scaled_dot_product_attention'; '' with a verdict
     dtypes: tuple[DType, ...]
     slots: tuple[str, ...] = ()
     count: int = 1
+    verdict: Verdict | None = None
+
+    @property
+    def where(self) -> str:
+        """The line that shows it: the verdict's, else the provenance."""
+        return str(self.verdict) if self.verdict is not None else self.provenance
+
+    @property
+    def outcome(self) -> str:
+        """What it says of its dtypes: the verdict's outcome; else what its source shows (``ACCEPTED`` for calls that
+        ran, ``OTHER_DEVICE`` for an OpInfo's claim, '' for annotations)."""
+        if self.verdict is not None:
+            return self.verdict.outcome
+        return {OPINFO: ACCEPTED, PROBE: ACCEPTED, KERNEL: ACCEPTED, DECLARED: OTHER_DEVICE}.get(self.source, "")
+
+    @property
+    def refused(self) -> bool:
+        """Probe evidence whose dtypes ATen refused, not accepted (a refusal on empty tensors is ``EMPTY`` evidence)."""
+        return self.source == PROBE and self.outcome == REJECTED
+
+    @property
+    def messages(self) -> dict[DType, str]:
+        """Each refused dtype of this evidence with ATen's message."""
+        return {d: self.verdict.message_of(d) for d in self.dtypes} if self.verdict is not None else {}
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "where": self.where,
-            "dtypes": _dtypes_json(self.dtypes),
-            "slots": list(self.slots),
-            "count": self.count,
-        }
+        found: dict[str, Any] = {"source": self.source}
+        if self.verdict is not None:
+            found["verdict"] = self.verdict.to_json()
+        else:
+            found["where"] = self.provenance
+        found.update(dtypes=_dtypes_json(self.dtypes), slots=list(self.slots), count=self.count)
+        return found
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Evidence:
-        return cls(obj["source"], obj["where"], parse_set(obj["dtypes"]), tuple(obj.get("slots", ())), obj.get("count", 1))
+        verdict = Verdict.from_json(obj["verdict"]) if "verdict" in obj else None
+        provenance = "" if verdict is not None else obj["where"]
+        return cls(obj["source"], provenance, parse_set(obj["dtypes"]), tuple(obj.get("slots", ())), obj.get("count", 1), verdict)
 
-
-# What the evidence says of one dtype at one variable (docs/evidence.md).
-ACCEPTED = "accepted"  # a call with an element in every tensor argument and return ran
-OTHER_DEVICE = "other-device"  # none ran here, but the OpInfo of this very overload claims it for CUDA (tested by PyTorch's CI)
-REJECTED = "rejected"  # no such call ran and one raised: ATen's message is kept
-PROMOTED_AWAY = "promoted"  # a diagonal call at this dtype ran, the kernel computing in another one (``type_promotion:``): not in the set
-UNKNOWN = "unknown"  # nothing says: never a reason to narrow anything
-VERDICTS = (ACCEPTED, OTHER_DEVICE, REJECTED, PROMOTED_AWAY, UNKNOWN)
-COMPUTED_IN = "computed in "  # opens the ``where`` of the probe evidence of promoted-away dtypes: 'computed in float32 (int_to_float): ...'
 
 # Why a dtype's verdict is unknown: no CPU call could judge it (docs/evidence.md).
 NO_CPU_KERNEL = "no-cpu-kernel"  # the overload has only CUDA (MPS, sparse, ...) kernels: no CPU call reaches it
@@ -109,7 +131,7 @@ class Verdicts:
     @functools.cached_property
     def _by_dtype(self) -> dict[DType, str]:
         """Each dtype with a verdict other than unknown (a run's summary asks for every one of thousands of variables)."""
-        found = dict.fromkeys((d for d, _ in self.promoted), PROMOTED_AWAY)
+        found = dict.fromkeys((d for d, _ in self.promoted), PROMOTED)
         found.update(dict.fromkeys((d for d, _ in self.rejected), REJECTED))
         found.update(dict.fromkeys(self.other_device, OTHER_DEVICE))
         found.update(dict.fromkeys(self.accepted, ACCEPTED))
@@ -405,9 +427,13 @@ class Plan:
 
 
 def version_problem(version: Any) -> str:
-    """Why a plan of another format version is refused (a version 1 plan lacks the sets per backend: infer it again)."""
+    """Why a plan of another format version is refused: a version 1 plan spells its verdicts as text and lacks the sets
+    per backend, neither of which is parsed back: infer it again."""
     if version == 1:
-        return f"plan format version 1 has no sets per backend; expected {FORMAT_VERSION}: run again with --report to write the plan anew"
+        return (
+            f"plan format version 1 spells its verdicts as text and has no sets per backend, which version {FORMAT_VERSION} "
+            "keeps as records: write the plan again with --report"
+        )
     return f"plan format version {version!r}, expected {FORMAT_VERSION}"
 
 

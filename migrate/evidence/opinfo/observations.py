@@ -26,10 +26,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from migrate.evidence.sites import claimed_for
 from migrate.runtime.runs import MIXED, CatalogueEntry, Observation, OpInfoId, SweepResult, effective, overload_key
 from migrate.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import DECLARED, EMPTY, OPINFO, Evidence, OverloadPlan, Variable
+from migrate.model.verdict import OTHER_DEVICE, Verdict
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,8 @@ def _declared_evidence(
             if set(dtypes) - seen:
                 devices_by_dtypes.setdefault(dtypes, []).append(device)
         for dtypes, devices in devices_by_dtypes.items():
-            evidence.append(Evidence(DECLARED, f"OpInfo {opinfo} declares for {', '.join(devices)}", dtypes, bound))
+            site = claimed_for(devices, f"OpInfo {opinfo} declares for {', '.join(devices)}")
+            evidence.append(Evidence(DECLARED, "", dtypes, bound, verdict=Verdict(OTHER_DEVICE, site, claimed_by=f"OpInfo {opinfo}")))
     return tuple(evidence)
 
 

@@ -26,10 +26,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from migrate.cache import Stage, StageCache
+from migrate.evidence.sites import seen_on
 from migrate.model.constraint import DtypeArgument as SetByArgument
 from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical
 from migrate.model.plan import EMPTY, PROBE, TORCHLIB, Evidence, OverloadPlan, Variable
-from migrate.model.rejection import REJECTED, is_rejection
+from migrate.model.verdict import ACCEPTED, DTYPE_ARGUMENT, REJECTED, Verdict
 from migrate.runtime import torch_private
 from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.runtime.runs import interned_dtype, overload_key
@@ -247,9 +248,9 @@ def _returned_evidence(fact: DtypeArgument, slot: str) -> tuple[tuple[DType, ...
     dtypes = canonical(asked if exact else returned[at] for asked, returned in fact.accepted if returned[at] is not None)
     subject = f"{fact.argument} at each dtype, a call built from the schema"
     said = "the return is the argument's value" if exact else "what it returned"
-    evidence = [Evidence(PROBE, f"{subject} ({said}): accepted", dtypes, (slot,), len(fact.accepted))]
+    evidence = [Evidence(PROBE, "", dtypes, (slot,), len(fact.accepted), Verdict(ACCEPTED, seen_on(DTYPE_ARGUMENT, f"{subject} ({said})")))]
     for dtype, message in fact.refused if exact else ():
-        evidence.append(Evidence(PROBE, f"{subject}{REJECTED}{message}", (dtype,), (slot,), 1))
+        evidence.append(Evidence(PROBE, "", (dtype,), (slot,), 1, Verdict(REJECTED, seen_on(DTYPE_ARGUMENT, subject), ((dtype, message),))))
     return dtypes, tuple(evidence)
 
 
@@ -263,7 +264,7 @@ def _returned_by_calls(variable: Variable | None) -> tuple[DType, ...]:
     a run rewrites, nor refusals or calls on empty tensors."""
     if variable is None:
         return ()
-    shown = {d for e in variable.evidence if e.source not in (TORCHLIB, EMPTY) and not is_rejection(e) for d in e.dtypes}
+    shown = {d for e in variable.evidence if e.source not in (TORCHLIB, EMPTY) and not e.refused for d in e.dtypes}
     return tuple(d for d in variable.dtypes if d in shown)
 
 

@@ -18,33 +18,40 @@ The sweep's workers call recorded calls again with tensor slots cast to other dt
   probed: the sound union where ATen's rule depends on another argument (a mask may be
   bool, float32 or the query's dtype); each context stays in its own evidence.
 
-Evidence keeps the detail: per set of slots cast and dtypes of the other slots, which
-dtypes ATen accepted (``...: accepted``), and per message, which it refused
-(``...: rejected: <message>``), with the OpInfos and calls behind each. Messages that
-differ only in the dtype they name share one piece, the differing part listed per dtype
-in the evidence's order (``... with dtype {Char|Short|Float}``): each dtype's message is
-kept word for word, and a report stays a few megabytes.
+Evidence keeps the detail, each piece with its verdict record (``migrate.model.verdict``): per
+set of slots cast and dtypes of the other slots, which dtypes ATen accepted, and per message
+(its dtypes blanked), which it refused, each dtype's message word for word, with the OpInfos and
+calls behind each.
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
+from migrate.evidence.sites import seen_on
 from migrate.runtime.runs import MIXED, SCHEMA_CALL, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
 from migrate.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import DECLARED, EMPTY, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
-from migrate.model.rejection import DTYPE_SPELLING, REJECTED, is_rejection, names_a_dtype, rejection_messages
+from migrate.model.verdict import (
+    ACCEPTED,
+    DTYPE_ARGUMENT,
+    DTYPE_SPELLING,
+    PROBE_CALL,
+    REJECTED,
+    RETURNED,
+    SCHEMA_CALL as SCHEMA_CALL_KIND,
+    Site,
+    Verdict,
+    names_a_dtype,
+)
 
-ACCEPTED = ": accepted"  # ends the ``where`` of probe evidence for dtypes ATen accepted
-ON_EMPTY = ", on empty tensors"  # in the ``where`` of evidence from probing a call with an empty tensor
-RETURNED = "returned by accepted probes"  # begins the ``where`` of the dtypes probes' calls returned
-PYTHON_NUMBER = "a Python "  # in the ``where`` of probe evidence: 'other a Python float', a Scalar argument as recorded
-SCHEMA_CALL_WHERE = "a call built from the schema"  # in the ``where`` of probe evidence from migrate.evidence.probe.schema_calls
+ON_EMPTY = ", on empty tensors"  # ends the call of evidence from probing a call with an empty tensor
+RETURNS_LABEL = "returned by accepted probes"  # opens the call of the dtypes probes' calls returned
+PYTHON_NUMBER = "a Python "  # a Scalar argument as recorded, in a probe's call: 'other a Python float'
+SCHEMA_CALL_LABEL = "a call built from the schema"  # the calls of migrate.evidence.probe.schema_calls, as a probe's call names them
 SPLIT = "probe-split"  # conflict: probing split a variable the observations alone would have declared
 JOINED = "probe-joined"  # conflict: probing joined variables the observations alone would have kept apart
 _OPINFOS_NAMED = 3  # OpInfos named in one piece of evidence; the rest are counted
@@ -141,8 +148,8 @@ def _evidence(members: tuple[str, ...], calls: list[ProbedCall], note: str = "")
 
     Dtypes accepted only with a gating argument set (``dtype=torch.float32``) are a piece of their own, which says so.
     """
-    accepted: dict[tuple[str, str], _Gathered] = {}
-    rejected: dict[tuple[str, str], _Gathered] = {}
+    accepted: dict[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...], str], _Gathered] = {}
+    rejected: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...], str], _Gathered] = {}
     returned = _Gathered()
     if not calls:
         return
@@ -153,19 +160,19 @@ def _evidence(members: tuple[str, ...], calls: list[ProbedCall], note: str = "")
         for probe in call.probes:
             bound = [name for name in probe.cast if name in members]
             if bound:  # the call as recorded ran, whatever its casts did
-                context = _context(call, probe.cast)
+                beside = _beside(call, probe.cast)
                 recorded = {_single(original[name]) for name in probe.cast}
                 gated = {dtype: gate for dtype, gate, _ in probe.gated}
-                gathered = accepted.setdefault((_subject(probe.cast), context), _Gathered())
+                gathered = accepted.setdefault((probe.cast, beside, call.numbers, ""), _Gathered())
                 gathered.add((dtype for dtype, _ in probe.accepted if dtype not in gated), bound, call.opinfo, number)
                 if len(recorded) == 1 and None not in recorded:
                     gathered.dtypes.update(recorded)  # the call as recorded: accepted too
                 for dtype, gate in gated.items():
-                    accepted.setdefault((_subject(probe.cast), f"{context} and {gate}"), _Gathered()).add((dtype,), bound, call.opinfo, number)
+                    accepted.setdefault((probe.cast, beside, call.numbers, gate), _Gathered()).add((dtype,), bound, call.opinfo, number)
             # a gated dtype was refused as recorded too: the gate let it in, and the refusal speaks of the call as it was
             refusals = [*probe.rejected, *((dtype, message) for dtype, _, message in probe.gated)]
             for dtype, message in refusals if bound else ():
-                gathered = rejected.setdefault((_subject(probe.cast) + _numbers(call), _template(message)), _Gathered())
+                gathered = rejected.setdefault((probe.cast, call.numbers, _template(message)), _Gathered())
                 gathered.add((dtype,), bound, call.opinfo, number)
                 gathered.messages.setdefault(dtype, message)
             for i, name in returns:
@@ -173,58 +180,52 @@ def _evidence(members: tuple[str, ...], calls: list[ProbedCall], note: str = "")
                 if found:
                     returned.add(found, (name,), call.opinfo, number)
     order = {name: i for i, name in enumerate(members)}
-    for (subject, context), gathered in accepted.items():
+    for (cast, beside, numbers, gate), gathered in accepted.items():
         if gathered.dtypes:
-            yield _made(gathered, f"{subject}{context}, {_sources(gathered)}{note}{ACCEPTED}", order)
-    for (subject, _), gathered in rejected.items():
-        messages = _one_per_dtype([gathered.messages[d] for d in canonical(gathered.messages)])
-        yield _made(gathered, f"{subject}, {_sources(gathered)}{note}{REJECTED}{messages}", order)
+            site = probe_site(cast, _sources(gathered) + note, _built(gathered), beside, numbers, gate)
+            yield _made(gathered, Verdict(ACCEPTED, site), order)
+    for (cast, numbers, _), gathered in rejected.items():
+        site = probe_site(cast, _sources(gathered) + note, _built(gathered), numbers=numbers)  # the Scalars may have moved its dtype
+        yield _made(gathered, Verdict(REJECTED, site, tuple(gathered.messages.items())), order)
     if returned.slots:
-        yield _made(returned, f"{RETURNED}, {_sources(returned)}{note}", order)
+        kind = SCHEMA_CALL_KIND if _built(returned) else PROBE_CALL
+        yield _made(returned, Verdict(RETURNED, seen_on(kind, f"{RETURNS_LABEL}, {_sources(returned)}{note}")), order)
 
 
-def _one_per_dtype(messages: list[str]) -> str:
-    """Messages that differ only where they name a dtype, as one text: 'got dtype {Char|Short|Float}'.
+def probe_site(
+    cast: tuple[str, ...],
+    made_by: str,
+    built: bool = False,
+    beside: tuple[str, ...] = (),
+    numbers: tuple[tuple[str, str], ...] = (),
+    gate: str = "",
+) -> Site:
+    """Where a probe's verdict was seen: the slots it cast beside the other inputs as recorded, the gate that let a dtype
+    in, and the calls it was made from (``made_by``: 'OpInfo add (3 calls)'; ``built``: calls built from the schema)."""
+    context = _with(list(beside) + spelled_numbers(numbers)) + (f" and {gate}" if gate else "")
+    kind = SCHEMA_CALL_KIND if built else PROBE_CALL
+    return seen_on(kind, f"{_subject(cast)}{context}, {made_by}", cast=cast, beside=beside, numbers=numbers, gate=gate)
 
-    The alternatives follow the evidence's dtypes in order, so each dtype's own message
-    is in it word for word.
-    """
-    if len(set(messages)) == 1:
-        return messages[0]
-    prefix = os.path.commonprefix(messages)
-    prefix = prefix[: max(prefix.rfind(c) for c in " :'\"(<") + 1]  # whole words only
-    suffix = os.path.commonprefix([m[len(prefix) :][::-1] for m in messages])[::-1]
-    cut = [i for i, c in enumerate(suffix) if not (c.isalnum() or c == "_")]
-    suffix = suffix[cut[0] :] if cut else ""
-    middles = [m[len(prefix) : len(m) - len(suffix)] for m in messages]
-    return f"{prefix}{{{'|'.join(middles)}}}{suffix}"
+
+def _built(gathered: _Gathered) -> bool:
+    return list(gathered.opinfos) == [SCHEMA_CALL]
 
 
 def _subject(cast: tuple[str, ...]) -> str:
     return f"{', '.join(cast)} cast {'alone' if len(cast) == 1 else 'together'}"
 
 
-def _context(call: ProbedCall, cast: tuple[str, ...]) -> str:
-    """' with query float16, key float16, scale a Python float': the other inputs as recorded, on which ATen's
-    answer may depend."""
-    others = [
+def _beside(call: ProbedCall, cast: tuple[str, ...]) -> tuple[str, ...]:
+    """('query float16', 'key float16'): the other tensor inputs as recorded, on which ATen's answer may depend."""
+    return tuple(
         f"{name} {_spelled(dtypes)}"
         for name, dtypes in call.slots
         if name not in cast and not name.startswith("return.") and effective(dtypes) is not None
-    ]
-    return _with(others + spelled_numbers(call.numbers))
-
-
-def _numbers(call: ProbedCall) -> str:
-    """' with other a Python float': the call's Scalar arguments, by which a refusal's dtype may have moved."""
-    return _with(spelled_numbers(call.numbers))
+    )
 
 
 def _with(items: list[str]) -> str:
     return f" with {', '.join(items)}" if items else ""
-
-
-_REFUSAL = re.compile(rf"^(?P<cast>.*?) cast (?:alone|together)(?: with (?P<context>.*?))?, (?:OpInfo |{SCHEMA_CALL_WHERE})")
 
 
 def refused_without_companions(variable: Variable) -> set[DType]:
@@ -236,14 +237,17 @@ def refused_without_companions(variable: Variable) -> set[DType]:
     inputs = {s for s in variable.binds if not s.startswith("return.")}
     refused, accepted = set(), set()
     for piece in variable.evidence:
-        found = _REFUSAL.match(piece.where) if piece.source == PROBE else None
-        if not is_rejection(piece):
+        if not piece.refused:
             accepted.update(piece.dtypes)
-        elif found and inputs <= set(found["cast"].split(", ")):
-            context = found["context"].split(", ") if found["context"] else []
-            if all(PYTHON_NUMBER in item for item in context):
-                refused.update(d for d, message in rejection_messages(piece).items() if names_a_dtype(message))
+        elif (site := piece.verdict.site).cast and inputs <= set(site.cast) and not site.beside:
+            refused.update(d for d, message in piece.messages.items() if names_a_dtype(message))
     return refused - accepted
+
+
+def built_from_schema(evidence: Evidence) -> bool:
+    """Probe evidence of calls built from the schema (or the catalogue), a dtype argument's among them."""
+    verdict = evidence.verdict
+    return evidence.source == PROBE and verdict is not None and verdict.site.kind in (SCHEMA_CALL_KIND, DTYPE_ARGUMENT)
 
 
 def spelled_numbers(numbers: Iterable[tuple[str, str]]) -> list[str]:
@@ -259,16 +263,16 @@ def _spelled(dtypes: object) -> str:
 def _sources(gathered: _Gathered) -> str:
     calls = len(gathered.calls)
     counted = f"({calls} call{'s' if calls > 1 else ''})"
-    if list(gathered.opinfos) == [SCHEMA_CALL]:
-        return f"{SCHEMA_CALL_WHERE} {counted}"
+    if _built(gathered):
+        return f"{SCHEMA_CALL_LABEL} {counted}"
     names = [str(opinfo) for opinfo in gathered.opinfos]
     more = f" and {len(names) - _OPINFOS_NAMED} more" if len(names) > _OPINFOS_NAMED else ""
     return f"OpInfo {', '.join(names[:_OPINFOS_NAMED])}{more} {counted}"
 
 
-def _made(gathered: _Gathered, where: str, order: dict[str, int]) -> Evidence:
+def _made(gathered: _Gathered, verdict: Verdict, order: dict[str, int]) -> Evidence:
     slots = tuple(sorted(gathered.slots, key=order.__getitem__))
-    return Evidence(PROBE, where, canonical(gathered.dtypes), slots, len(gathered.calls))
+    return Evidence(PROBE, "", canonical(gathered.dtypes), slots, len(gathered.calls), verdict)
 
 
 @dataclass(frozen=True)
@@ -306,7 +310,7 @@ def probe_summary(plan: Plan) -> ProbeSummary:
     for overload in plan.overloads:
         for variable in overload.variables:
             for slot in variable.binds:
-                pieces = [e for e in variable.evidence if slot in e.slots and not is_rejection(e)]
+                pieces = [e for e in variable.evidence if slot in e.slots and not e.refused]
                 observed = {d for e in pieces if e.source == OPINFO for d in e.dtypes}
                 known = observed | {d for e in pieces if e.source == DECLARED for d in e.dtypes}
                 probed = {d for e in pieces if e.source == PROBE for d in e.dtypes}
@@ -315,7 +319,7 @@ def probe_summary(plan: Plan) -> ProbeSummary:
     built = sum(
         1
         for o in plan.overloads
-        if any(SCHEMA_CALL_WHERE in e.where for v in o.variables for e in v.evidence if e.source == PROBE)
+        if any(built_from_schema(e) for v in o.variables for e in v.evidence)
         and not any(e.source == OPINFO for v in o.variables for e in v.evidence)
     )
     return ProbeSummary(widened, kinds.count(SPLIT), kinds.count(JOINED), built)

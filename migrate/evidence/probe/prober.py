@@ -67,7 +67,7 @@ from migrate.evidence.probe.siblings import sibling_calls, written_slots
 from migrate.runtime.recorders import CapturedCall, argument_of, dtype_name, dtypes_of
 from migrate.runtime.processes import one_line
 from migrate.model.dtypes import DType
-from migrate.model.rejection import names_a_dtype
+from migrate.model.verdict import names_a_dtype
 
 PROBE_CALLS = 3  # calls probed per overload and OpInfo, each with input dtypes no other one had
 PROBE_TIMEOUT = 30.0  # seconds per probe call; the slowest accepted probes take well under a second

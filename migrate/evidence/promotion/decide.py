@@ -15,18 +15,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from migrate.evidence.probe.merge import ACCEPTED, REJECTED
+from migrate.evidence.sites import seen_on
 from migrate.evidence.promotion.calls import consistent_kinds, own_dtype
 from migrate.runtime.runs import overload_key
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import PROBE, Conflict, Evidence
 from migrate.model.promotion import KEEP_OWN_DTYPE, KINDS, Promotion
+from migrate.model.verdict import ACCEPTED, PROMOTION_CALL, REJECTED, Site, Verdict
 
 CONFLICT = "type-promotion"  # the refs and ATen's calls disagree on an overload's promotion
 _INTEGRAL = frozenset({"bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"})
 _REAL = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}
 _DEFAULT_FLOAT = "float32"  # torch's default dtype, which int_to_float gives integers
-WHERE = "a call built for promotion"  # in the ``where`` of the diagonal calls' evidence
+WHERE = "a call built for promotion"  # names the diagonal calls, in their evidence's call
 
 
 _CATEGORY = {"bool": 0, "int": 1, "float": 2, "complex": 3}  # a Python number's kind, in promotion's order
@@ -169,16 +170,24 @@ def finding_of(report: dict[str, Any]) -> PromotionFinding:
 def _diagonal(tried: dict[str, Any], tensors: tuple[str, ...]) -> tuple[Evidence, ...]:
     """The dtypes the diagonal calls ran in, and the refused ones by message (input dtypes: ``sets`` maps them to
     computation dtypes by the kind it writes)."""
-    subject = f"{', '.join(tensors)} at one dtype, {WHERE}"
     accepted, refused = set(), {}
     for dtype, returned, message, _ in tried["diagonal"]:
         if returned is not None:
             accepted.add(DType(dtype))
         else:
             refused.setdefault(message, []).append(DType(dtype))
-    evidence = [Evidence(PROBE, f"{subject}{ACCEPTED}", canonical(accepted), tensors)] if accepted else []
-    evidence += [Evidence(PROBE, f"{subject}{REJECTED}{message}", canonical(dtypes), tensors) for message, dtypes in sorted(refused.items())]
+    site = diagonal_site(tensors)
+    evidence = [Evidence(PROBE, "", canonical(accepted), tensors, verdict=Verdict(ACCEPTED, site))] if accepted else []
+    evidence += [
+        Evidence(PROBE, "", canonical(dtypes), tensors, verdict=Verdict(REJECTED, site, tuple(dict.fromkeys(dtypes, message).items())))
+        for message, dtypes in sorted(refused.items())
+    ]
     return tuple(evidence)
+
+
+def diagonal_site(tensors: tuple[str, ...]) -> Site:
+    """Where the diagonal calls' verdicts were seen: calls built for promotion, the tensors at one dtype."""
+    return seen_on(PROMOTION_CALL, f"{', '.join(tensors)} at one dtype, {WHERE}")
 
 
 def findings(reports: Iterable[dict[str, Any]]) -> dict[str, PromotionFinding]:

@@ -20,27 +20,26 @@ their functional overload's promotion (``sibling_promotions``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from migrate.evidence.probe.merge import PYTHON_NUMBER, is_rejection
+from migrate.evidence.sites import seen_on
 from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, real_counterpart, returns_possible, with_numbers
 from migrate.model.dtypes import DType, canonical
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import COMPUTED_IN, DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
+from migrate.model.plan import DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
 from migrate.model.promotion import Promotion
 from migrate.model.schema import TypedSchema
+from migrate.model.verdict import PROMOTED as PROMOTED_VERDICT, PROBE_CALL, Site, Verdict
 
 SHARED_RETURN = ("default", "no_opmath", "int_to_float", "bool_to_long")  # kinds whose return is the computation dtype
 PROMOTED = "TPromoted"  # the promoted variable's name until names are given
-_CAST = re.compile(r"^(.*?) cast (?:alone|together)\b")
 
 
 def _numbers(evidence: Evidence, scalars: Iterable[str]) -> tuple[str, ...]:
-    """The Python kinds the promoted Scalars held in a piece's calls ('other a Python float' in its where)."""
-    found = (re.search(rf"\b{re.escape(s)} {PYTHON_NUMBER}(\w+)", evidence.where) for s in scalars)
-    return tuple(match.group(1) for match in found if match)
+    """The Python kinds the promoted Scalars held in a piece's calls."""
+    site = evidence.verdict.site if evidence.verdict is not None else None
+    return tuple(kind for s in scalars if site is not None and (kind := site.number_of(s)))
 
 
 def _scalars(finding: PromotionFinding) -> tuple[str, ...]:
@@ -49,9 +48,9 @@ def _scalars(finding: PromotionFinding) -> tuple[str, ...]:
 
 
 def _cast_slots(evidence: Evidence) -> set[str] | None:
-    """The slots a probe cast, read from its evidence ('self, other cast together ...'); None for other evidence."""
-    found = _CAST.match(evidence.where)
-    return set(found.group(1).split(", ")) if found else None
+    """The slots a probe of a recorded or built call cast; None for other evidence."""
+    site = evidence.verdict.site if evidence.verdict is not None else None
+    return set(site.cast) if site is not None and site.cast else None
 
 
 def _diagonal_pieces(
@@ -74,10 +73,10 @@ def _diagonal_pieces(
             cast = _cast_slots(piece) if piece.source == PROBE else None
             numbers: tuple[str, ...] = ()
             if piece.source == PROBE:
-                if cast is None or not tensors <= cast or any(f" and {s}=" in piece.where for s in scalars):
+                if cast is None or not tensors <= cast or any(piece.verdict.site.gate.startswith(f"{s}=") for s in scalars):
                     continue  # not a diagonal call, or one whose promoting Scalar was set to let a dtype in
                 numbers = _numbers(piece, scalars)
-                if is_rejection(piece):
+                if piece.refused:
                     # a refusal where a promoted Scalar moved the computation (bool with an int) says nothing of its dtype
                     own = [d for d in piece.dtypes if with_numbers(d, numbers) == d]
                     away = tuple(d for d in own if computation_dtype(kind, d) != d)
@@ -107,15 +106,15 @@ def _remaining(variable: Variable, moved: set[str]) -> Variable | None:
         return variable if rest else None
     evidence = tuple(e for e in variable.evidence if not e.slots or set(e.slots) & set(rest))
     dtypes = {
-        d for e in evidence if e.source in (OPINFO, PROBE, KERNEL, DECLARED, TORCHLIB) and not is_rejection(e) and e.source != EMPTY for d in e.dtypes
+        d for e in evidence if e.source in (OPINFO, PROBE, KERNEL, DECLARED, TORCHLIB) and not e.refused and e.source != EMPTY for d in e.dtypes
     }
     return Variable(variable.name, canonical(dtypes or variable.dtypes), rest, evidence, variable.follows)
 
 
 def _refused_only(pieces: list[Evidence]) -> frozenset[DType]:
     """The dtypes these pieces refused and none accepted."""
-    accepted = {d for e in pieces if e.source != TORCHLIB and not is_rejection(e) for d in e.dtypes}
-    return frozenset(d for e in pieces if is_rejection(e) for d in e.dtypes if d not in accepted)
+    accepted = {d for e in pieces if e.source != TORCHLIB and not e.refused for d in e.dtypes}
+    return frozenset(d for e in pieces if e.refused for d in e.dtypes if d not in accepted)
 
 
 def _mapped(finding: PromotionFinding, refused_here: frozenset[DType] = frozenset()) -> list[Evidence]:
@@ -123,7 +122,7 @@ def _mapped(finding: PromotionFinding, refused_here: frozenset[DType] = frozense
     an acceptance not at ``refused_here`` (a sibling's own refusals, which settle those)."""
     kind, found = finding.promotion.kind, []
     for piece in finding.diagonal:  # their promoting Scalars are of each dtype's own kind (``calls``)
-        if is_rejection(piece):
+        if piece.refused:
             dtypes = tuple(d for d in piece.dtypes if computation_dtype(kind, d) == d)
         else:
             dtypes = canonical({computation_dtype(kind, d) for d in piece.dtypes} - refused_here)
@@ -134,21 +133,30 @@ def _mapped(finding: PromotionFinding, refused_here: frozenset[DType] = frozense
 
 def promoted_away(pieces: list[Evidence], kind: str, tensors: tuple[str, ...], scalars: tuple[str, ...]) -> list[Evidence]:
     """Of the accepted diagonal probes (before their dtypes were mapped), the dtypes the kernel computed in
-    another dtype, per computation dtype: ``computed in float32 (int_to_float): <the probe's where>``. A call
+    another dtype, per computation dtype: ``computed in float32 (int_to_float): <the accepted call's line>``. A call
     whose promoted ``scalars`` moved the computation (``le`` of uint16 with a Python float computes in float32)
     settles nothing of the tensors' dtype: a call with a Scalar of that dtype's own kind judges it."""
     found: dict[tuple[DType, str], set[DType]] = {}
+    seen_at: dict[str, Evidence] = {}  # the first piece of each line: pieces that read alike are one call
     for piece in pieces:
-        if piece.source != PROBE or is_rejection(piece) or piece.where.startswith(COMPUTED_IN):
+        if piece.source != PROBE or piece.refused or piece.outcome == PROMOTED_VERDICT:
             continue
         numbers = _numbers(piece, scalars)
         for dtype in piece.dtypes:
             if with_numbers(dtype, numbers) == dtype and (computed := computation_dtype(kind, dtype)) != dtype:
                 found.setdefault((computed, piece.where), set()).add(dtype)
+                seen_at.setdefault(piece.where, piece)
     return [
-        Evidence(PROBE, f"{COMPUTED_IN}{computed} ({kind}): {where}", canonical(dtypes), tensors)
+        Evidence(PROBE, "", canonical(dtypes), tensors, verdict=Verdict(PROMOTED_VERDICT, _site_of(seen_at[where]), computed_in=computed, kind=kind))
         for (computed, where), dtypes in sorted(found.items(), key=lambda item: (item[0][0].sort_key, item[0][1]))
     ]
+
+
+def _site_of(piece: Evidence) -> Site:
+    """Where a promoted dtype was seen: the accepted call's site, its line as the call (a slot's follower has no site)."""
+    if piece.verdict is None:
+        return seen_on(PROBE_CALL, piece.where)
+    return replace(piece.verdict.site, call=piece.where, cast=(), beside=(), numbers=(), gate="")
 
 
 def _checked_by_returns(plan: OverloadPlan, finding: PromotionFinding) -> PromotionFinding:
@@ -160,7 +168,7 @@ def _checked_by_returns(plan: OverloadPlan, finding: PromotionFinding) -> Promot
         d
         for v in plan.variables
         for e in v.evidence
-        if "return.0" in e.slots and e.source in (OPINFO, PROBE) and not is_rejection(e)
+        if "return.0" in e.slots and e.source in (OPINFO, PROBE) and not e.refused
         for d in e.dtypes
     }
     impossible = canonical(d for d in returned if not returns_possible(kind, d))
@@ -211,7 +219,7 @@ def with_promotion(
     kind = finding.promotion.kind
     diagonal, ran, refused = _diagonal_pieces(plan, finding, written)
     pieces = diagonal + _mapped(finding, _refused_only(diagonal) if own_refusals_settle else frozenset())
-    dtypes = canonical({d for e in pieces if e.source != TORCHLIB and not is_rejection(e) for d in e.dtypes})
+    dtypes = canonical({d for e in pieces if e.source != TORCHLIB and not e.refused for d in e.dtypes})
     if not dtypes:
         return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
     # A dtype the kernel computes in another is settled by this overload's own calls: a sibling writes the promoted
@@ -226,9 +234,9 @@ def with_promotion(
         real = canonical({real_counterpart(d) for d in dtypes})
         where = f"the real counterparts of {', '.join(finding.tensors)}'s computation dtypes (complex_to_float)"
         why = tuple(
-            Evidence(source, where, canonical({real_counterpart(d) for e in pieces if e.source == source and not is_rejection(e) for d in e.dtypes}), ("return.0",))
+            Evidence(source, where, canonical({real_counterpart(d) for e in pieces if e.source == source and not e.refused for d in e.dtypes}), ("return.0",))
             for source in (PROBE, DECLARED)
-            if any(e.source == source and not is_rejection(e) for e in pieces)
+            if any(e.source == source and not e.refused for e in pieces)
         )
         variables.append(Variable(f"{PROMOTED}Real", real, ("return.0",), why))
     gone = set()

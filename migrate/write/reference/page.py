@@ -13,19 +13,18 @@ import json
 from importlib import resources
 
 from migrate.model.dtypes import TENSOR_DTYPES
-from migrate.model.plan import ACCEPTED, OTHER_DEVICE, PROMOTED_AWAY, REJECTED, UNKNOWN
+from migrate.model.plan import Evidence
+from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, PROMOTED, REJECTED, UNKNOWN
 from migrate.write.reference.rows import DECLARED, NOT_DECLARED, OverloadRow
 
-STATES = (ACCEPTED, OTHER_DEVICE, REJECTED, PROMOTED_AWAY, UNKNOWN, DECLARED, NOT_DECLARED)
+STATES = (ACCEPTED, OTHER_DEVICE, REJECTED, PROMOTED, UNKNOWN, DECLARED, NOT_DECLARED)
 CODES = {state: state[0] if state != NOT_DECLARED else "n" for state in STATES}  # a, o, r, p, u, d, n
 PLACEHOLDER = "/*DATA*/null"
-REJECTION = ": rejected: "  # the probe's evidence line for refused dtypes carries their shared message after this
 
 
-def _where(where: str) -> str:
-    """An evidence line without the message a probe's rejection carries: each rejected cell shows its dtype's own."""
-    head, marker, _ = where.partition(REJECTION)
-    return head + ": rejected" if marker else where
+def _line(evidence: Evidence) -> str:
+    """An evidence line without the messages of a refusal: each rejected cell shows its dtype's own."""
+    return evidence.verdict.headline if evidence.verdict is not None else evidence.where
 
 
 class _Strings:
@@ -64,7 +63,7 @@ def page_data(rows: tuple[OverloadRow, ...], source: str) -> dict:
             listed = f"{variable.set_name} = [{dtypes}]" if variable.set_name and variable.set_name != variable.name else f"[{dtypes}]"
             evidence: dict[tuple[int, int, int], int] = {}  # lines that differed only by their message become one
             for e in variable.evidence:
-                key = (source_of[e.source], text(_where(e.where)), e.count)
+                key = (source_of[e.source], text(_line(e)), e.count)
                 evidence[key] = evidence.get(key, 0) | sum(bit.get(d, 0) for d in e.dtypes)
             messages = [[column[d], text(m)] for d, m in variable.verdicts.rejected if d in column] if variable.verdicts else []
             in_set = sum(bit[d] for d in variable.possible if d in bit)

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from migrate.model.rejection import is_rejection, rejection_messages
 from migrate.model.dtypes import DType, canonical, named
 from migrate.model.export_status import FAILED, HANDLED, OK, PARTIAL, combined
 from migrate.model.plan import Variable
@@ -38,15 +37,14 @@ def rejected_dtypes(variable: Variable) -> dict[DType, str]:
     """Dtypes ATen refused at the variable's slots, each with its message; never a dtype the variable declares.
 
     The plan's verdicts when inference gave them (``rejected``: no call with elements ran, at any
-    setting of a gating argument, and one raised); else the probe evidence (``...: rejected:
-    <message>``, messages differing only in the dtype they name written once as ``{Char|Short}``).
+    setting of a gating argument, and one raised); else the probe evidence's refusals.
     """
     if variable.verdicts is not None:
         return {dtype: message for dtype, message in variable.verdicts.rejected if dtype not in variable.dtypes}
     found: dict[DType, str] = {}
     for evidence in variable.evidence:
-        if is_rejection(evidence):
-            for dtype, message in rejection_messages(evidence).items():
+        if evidence.refused:
+            for dtype, message in evidence.messages.items():
                 if dtype not in variable.dtypes:
                     found.setdefault(dtype, message)
     return {dtype: found[dtype] for dtype in canonical(found)}
