@@ -124,15 +124,18 @@ def run(args: argparse.Namespace) -> int:
     request = RunRequest(args.plan, args.overwrite, args.yaml_only, args.out, args.report, args.export_check)
     migration = session.migrate(request)
     text = migration.text
+    report = [migration.report] if migration.report is not None else []
+    if args.dry_run or args.check:
+        commit(report)
     if args.dry_run:
         print_diff(unified_diff(list(migration.outputs)))
     elif args.check:
         sys.stderr.write(text)
         return EXIT_PENDING if migration.changed else EXIT_OK
     else:
-        written = commit(list(migration.outputs), write_unchanged=args.out is not None)
+        written = set(commit([*migration.outputs, *report], write_unchanged=args.out is not None))
         changed = {o.target for o in migration.outputs if o.changed}
-        text += f"wrote {len(written)} files ({len(changed)} changed)" + (f" under {args.out}\n" if args.out else "\n")
+        text += f"wrote {len(written - {r.target for r in report})} files ({len(changed)} changed)" + (f" under {args.out}\n" if args.out else "\n")
     sys.stderr.write(text)
     return EXIT_OK
 

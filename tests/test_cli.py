@@ -282,3 +282,14 @@ def test_the_summary_counts_every_torchlib_function_the_diff_touches(capfd):
     rewritten = [line for line in out.splitlines() if line.startswith('+    """add')]
     assert len(rewritten) == 3
     assert "torchlib: 3 functions rewritten in 1 modules (0 annotations, 3 docstrings);" in err
+
+
+def test_the_report_is_written_with_the_outputs_or_not_at_all(tmp_path, capfd):
+    """A run whose outputs cannot all be written leaves no report behind (it used to be written first)."""
+    out, report = tmp_path / "out", tmp_path / "report.json"
+    (out / "type_constraints.yaml").mkdir(parents=True)  # no file can replace a folder
+    code, _, err = run_cli(capfd, "--op", "add", "--evidence", "torchlib", "--yaml-only", "--out", out, "--report", report)
+    assert code == 2 and "nothing was written" in err
+    assert not report.exists() and sorted(p.name for p in out.iterdir()) == ["type_constraints.yaml"]
+    code, _, err = run_cli(capfd, "--op", "add", "--evidence", "torchlib", "--yaml-only", "--dry-run", "--report", report)
+    assert code == 0 and json.loads(report.read_text())["overloads"]  # the review's report, under --dry-run

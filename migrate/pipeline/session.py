@@ -75,10 +75,12 @@ class Finding:
 
 @dataclass(frozen=True)
 class Migration:
-    """What a run would write, and what it says about it."""
+    """What a run would write, and what it says about it; ``report`` is the ``--report`` file, written with the
+    outputs (all or none), and alone under ``--dry-run`` and ``--check``, whose review it serves."""
 
     outputs: tuple[Output, ...]
     summary: RunSummary
+    report: Output | None = None
 
     @property
     def text(self) -> str:
@@ -382,7 +384,7 @@ class Session:
             report = self._report(plan, result, summary.to_json(), request.export_check).to_json()
             if earlier is not None and request.report.is_file():
                 report = _merged_report(request.report, report, selected)
-            commit([replacing(request.report, (json.dumps(report, indent=1) + "\n").encode())])
+            return Migration(tuple(outputs), summary, replacing(request.report, (json.dumps(report, indent=1) + "\n").encode()))
         return Migration(tuple(outputs), summary)
 
     def _earlier(self, request: RunRequest) -> EarlierOutput | None:
