@@ -16,11 +16,13 @@ from migrate.infer import infer_plan
 from migrate.pipeline.summary import NO_CPU_KERNEL, NO_SAMPLE, NO_STRUCTURE, OBSERVED_UNTYPED, untyped_reasons
 from migrate.model.native import NativeFunctions
 from migrate.evidence.own_calls import fixed_returns
-from migrate.evidence.probe.merge import RETURNED
+from migrate.evidence.probe.merge import RETURNS_LABEL
+from migrate.evidence.sites import seen_on
 from migrate.evidence.verdicts import NEVER_RETURNED
 from migrate.model.dtypes import TENSOR_DTYPES, DType, named
 from migrate.model.plan import ALIASES, KERNEL, OPINFO, PROBE, Evidence, OverloadPlan, Variable
-from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS
+from migrate.model.verdict import RETURNED, SCHEMA_CALL, Verdict
+from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS, probed
 
 REAL = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
 
@@ -50,11 +52,12 @@ def test_an_alias_with_no_evidence_takes_its_target_plan_and_one_with_evidence_k
 
 def _returned(dtypes: tuple[DType, ...]) -> Variable:
     """A return-only variable as built calls' probes give it: what they returned while casting the inputs."""
-    return Variable("P1", dtypes, ("return.0",), (Evidence(PROBE, f"{RETURNED}, a call built from the schema (2 calls)", dtypes, ("return.0",)),))
+    site = seen_on(SCHEMA_CALL, f"{RETURNS_LABEL}, a call built from the schema (2 calls)")
+    return Variable("P1", dtypes, ("return.0",), (Evidence(PROBE, "", dtypes, ("return.0",), verdict=Verdict(RETURNED, site)),))
 
 
 def _cast_alone(slot: str, dtypes: tuple[DType, ...]) -> Variable:
-    return Variable("P0", dtypes, (slot,), (Evidence(PROBE, f"{slot} cast alone, a call built from the schema (2 calls): accepted", dtypes, (slot,)),))
+    return Variable("P0", dtypes, (slot,), (probed((slot,), dtypes, made_by="a call built from the schema (2 calls)", built=True),))
 
 
 def test_a_return_its_own_calls_fixed_at_one_dtype_keeps_it_over_its_alias_target():
