@@ -46,30 +46,30 @@ from migrate.model.export_status import FAILED, HANDLED, NO_KERNEL, OK  # noqa: 
 from migrate.model.global_sets import GlobalSetsFile  # noqa: E402
 from migrate.model.native import NativeFunctions, installed_native_functions, sibling_constraints_path  # noqa: E402
 from migrate.write.torchlib.decide import DTYPE_ADDED, DTYPE_REMOVED  # noqa: E402
-from migrate.write.torchlib.narrowing import ANY_TENSOR, FUNCTION_JUDGE, JOINING, JUDGE_NAMES, ExportVerdict, exported_elsewhere, tied_verdicts  # noqa: E402
+from migrate.write.torchlib.narrowing import ANY_TENSOR, FUNCTION_JUDGE, JOINING, JUDGE_NAMES, ExportStatus, exported_elsewhere, tied_statuses  # noqa: E402
 
 # a dtype-added / dtype-removed note: 'ops/core.py:6327 aten_mT (mT) self, return.0: torch.bool (export ok)'
 NOTE = re.compile(r"^(?P<kind>dtype-added|dtype-removed): \S+ (?P<function>\S+) \((?P<overloads>[^)]*)\) (?P<slots>[^:]+): (?P<dtype>\S+) \((?P<why>.*)\)$")
 
 
-def verdicts(report: Path) -> dict[str, tuple[ExportVerdict, ...]]:
+def verdicts(report: Path) -> dict[str, tuple[ExportStatus, ...]]:
     """Both judges' cases of an export-check report, per overload, each call with the functions that ran."""
-    found: dict[str, list[ExportVerdict]] = {}
+    found: dict[str, list[ExportStatus]] = {}
     obj = json.loads(report.read_text())
     for case in obj["cases"] + obj.get("judged", []):
         calls = tuple((tuple(c["dtypes"]), c["status"], c["message"], tuple(c.get("ran", ()))) for c in case["calls"])
         judge = case.get("judge", "export")
-        verdict = ExportVerdict(tuple(case["cast"]), DType.parse(case["dtype"]), case["status"], case["message"], calls, judge)
+        verdict = ExportStatus(tuple(case["cast"]), DType.parse(case["dtype"]), case["status"], case["message"], calls, judge)
         found.setdefault(case["overload"], []).append(verdict)
     return {o: tuple(v) for o, v in found.items()}
 
 
 def unreached_changes(
-    notes: list[str], original: dict[str, tuple[ExportVerdict, ...]], declared: Callable[[Iterable[str]], dict[str, list[tuple[str, ...]]]]
+    notes: list[str], original: dict[str, tuple[ExportStatus, ...]], declared: Callable[[Iterable[str]], dict[str, list[tuple[str, ...]]]]
 ) -> tuple[Counter, list[str]]:
     """The run's added and removed dtypes per (kind, judge), and those for which the judge the note names has no
     call of the original torch_lib that ran the function with the dtype at the slots the note's annotation ties,
-    each overload's own as the rewrite reads them (``tied_verdicts``: le.Scalar's ``self`` alone for aten_le's
+    each overload's own as the rewrite reads them (``tied_statuses``: le.Scalar's ``self`` alone for aten_le's
     ``self, other``); a case the exporter decomposed, or sent to another function, proves nothing of it.
     ``declared``: per overload, the slots each of its declared variables binds."""
     counts: Counter = Counter()
@@ -86,7 +86,7 @@ def unreached_changes(
         slots = [s.strip() for s in found["slots"].split(",")]
         overloads = declared(o.strip() for o in found["overloads"].split(","))
         by_judge = {o: tuple(v for v in verdicts if v.judge == judge) for o, verdicts in original.items()}
-        if DType.parse(found["dtype"]) not in tied_verdicts(by_judge, slots, overloads, found["function"]):
+        if DType.parse(found["dtype"]) not in tied_statuses(by_judge, slots, overloads, found["function"]):
             unreached.append(note)
     return counts, unreached
 
@@ -149,7 +149,7 @@ def main() -> None:
         """Per dtype, the outcomes of the slots an annotation ties, in every overload the overload's function serves
         (each overload's own slots), by the calls that ran it."""
         function = next(((r.path, r.function) for r in after.by_overload.get(overload, ()) if not r.complex), None)
-        return tied_verdicts(rewritten, slots, declared(serving.get(function, [overload])), function[1] if function else None)
+        return tied_statuses(rewritten, slots, declared(serving.get(function, [overload])), function[1] if function else None)
 
     checked: Counter = Counter()  # per judge (``export+function``: a dtype both judged, over the overloads a function serves)
     unchecked_kept = complex_kept = shared_kept = 0

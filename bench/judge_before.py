@@ -32,7 +32,7 @@ class Everyone(tuple):
 
 
 def old_rule(*args, **kwargs):
-    """rewrite_verdicts as before: the export's cases only, each call counting for every function of the overload."""
+    """rewrite_statuses as before: the export's cases only, each call counting for every function of the overload."""
     found = {}
     for overload, verdicts in _today(*args, **kwargs).items():
         kept = tuple(
@@ -45,7 +45,7 @@ def old_rule(*args, **kwargs):
     return found
 
 
-_today = export.rewrite_verdicts
+_today = export.rewrite_statuses
 
 
 def main() -> None:
@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("-j", "--jobs", type=int, default=1)
     args = parser.parse_args()
-    export.rewrite_verdicts = old_rule
+    export.rewrite_statuses = old_rule
     with contextlib.redirect_stdout(io.StringIO()):
         code = cli(["--out", str(args.out), "--report", str(args.out / "report.json"), "-j", str(args.jobs)])
     if code != 0:

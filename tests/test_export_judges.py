@@ -21,7 +21,7 @@ from migrate.model.dtypes import DType, named
 from migrate.model.export_status import DECOMPOSED, INVALID_MODEL, NO_KERNEL, OK
 from migrate.model.plan import Variable
 from migrate.runtime.torch_private import LoweredNode
-from migrate.write.torchlib.narrowing import FUNCTION_JUDGE, ExportVerdict, by_dtype, settle, tied_verdicts
+from migrate.write.torchlib.narrowing import FUNCTION_JUDGE, ExportStatus, by_dtype, settle, tied_statuses
 
 MT, TRANSPOSE, TILE = "aten.mT.default", "aten.transpose.int", "aten.tile.default"  # stand-ins for the OpOverloads
 BOOL, F32 = DType("bool"), DType("float32")
@@ -69,18 +69,18 @@ def test_a_case_result_round_trips_with_the_functions_that_ran():
     call = CallResult((("self", "torch.bool"),), OK, "", (), ("aten_transpose",), True)
     case = CaseResult("mT", ("self",), BOOL, "aten_mT", (("self", "torch.bool"),), DECOMPOSED, "decomposed", (call,), (OK, ""))
     assert CaseResult.from_json(case.to_json()) == case
-    assert case.verdict().calls == ((("self",), OK, "", ()),)
+    assert case.export_status().calls == ((("self",), OK, "", ()),)
 
 
 # --- a call proves only the functions that ran ----------------------------------------------------
 
 
-def _mt_verdicts() -> tuple[ExportVerdict, ...]:
+def _mt_verdicts() -> tuple[ExportStatus, ...]:
     """mT's export cases (decomposed: transpose ran) and the function-level judge's (aten_mT called directly)."""
-    exported = tuple(ExportVerdict(("self",), d, DECOMPOSED, "", ((("self",), OK, "", ()),)) for d in (BOOL, F32))
+    exported = tuple(ExportStatus(("self",), d, DECOMPOSED, "", ((("self",), OK, "", ()),)) for d in (BOOL, F32))
     judged = (
-        ExportVerdict(("self",), BOOL, INVALID_MODEL, BOOL_SPEC, ((("self",), INVALID_MODEL, BOOL_SPEC, ("aten_mT",)),), FUNCTION_JUDGE),
-        ExportVerdict(("self",), F32, OK, "", ((("self",), OK, "", ("aten_mT",)),), FUNCTION_JUDGE),
+        ExportStatus(("self",), BOOL, INVALID_MODEL, BOOL_SPEC, ((("self",), INVALID_MODEL, BOOL_SPEC, ("aten_mT",)),), FUNCTION_JUDGE),
+        ExportStatus(("self",), F32, OK, "", ((("self",), OK, "", ("aten_mT",)),), FUNCTION_JUDGE),
     )
     return exported + judged
 
@@ -89,11 +89,11 @@ def test_an_export_that_decomposed_the_overload_says_nothing_of_its_function():
     exported = _mt_verdicts()[:2]
     assert by_dtype(exported, ("self",), "aten_mT") == {}
     assert by_dtype(exported, ("self",), "aten_transpose") == {}  # nor of the one that ran: the call is mT's, not transpose's
-    assert tied_verdicts({"mT": exported}, MT_SLOTS, {"mT": [MT_SLOTS]}, "aten_mT") == {}
+    assert tied_statuses({"mT": exported}, MT_SLOTS, {"mT": [MT_SLOTS]}, "aten_mT") == {}
 
 
 def test_the_function_level_judge_settles_a_function_no_export_ran():
-    found = tied_verdicts({"mT": _mt_verdicts()}, MT_SLOTS, {"mT": [MT_SLOTS]}, "aten_mT")
+    found = tied_statuses({"mT": _mt_verdicts()}, MT_SLOTS, {"mT": [MT_SLOTS]}, "aten_mT")
     assert found == {BOOL: (INVALID_MODEL, BOOL_SPEC, FUNCTION_JUDGE), F32: (OK, "", FUNCTION_JUDGE)}
     settled = settle({BOOL, F32}, {F32}, found, {})
     assert settled.dtypes == (F32,) and not settled.added  # the export's ok for bool was transpose's: bool does not join
@@ -107,11 +107,11 @@ def test_a_note_says_which_judge_settled_the_dtype():
 
 
 
-def _le_verdicts(ran: tuple[str, ...]) -> dict[str, tuple[ExportVerdict, ...]]:
+def _le_verdicts(ran: tuple[str, ...]) -> dict[str, tuple[ExportStatus, ...]]:
     """aten_le serves le.Tensor (self, other: one variable) and le.Scalar (self: ``other`` is a Scalar); only
     le.Scalar's case has uint16, casting its self alone."""
-    scalar = ExportVerdict(("self",), U16, OK, "", ((("self",), OK, "", ran),))
-    tensor = ExportVerdict(("self", "other"), F32, OK, "", ((("self", "other"), OK, "", ("aten_le",)),))
+    scalar = ExportStatus(("self",), U16, OK, "", ((("self",), OK, "", ran),))
+    tensor = ExportStatus(("self", "other"), F32, OK, "", ((("self", "other"), OK, "", ("aten_le",)),))
     return {"le.Scalar": (scalar,), "le.Tensor": (tensor,)}
 
 
@@ -121,21 +121,21 @@ LE_NOTE = "dtype-added: ops/core.py:5750 aten_le (le.Tensor, le.Scalar) self, ot
 
 def test_an_annotation_is_judged_at_each_overloads_own_slots():
     """aten_le's ``self, other``: le.Scalar's case of self alone proves uint16 for the rewrite and for
-    check_rewrite alike (both read ``tied_verdicts``); a case of le.Scalar the exporter did not send to aten_le
+    check_rewrite alike (both read ``tied_statuses``); a case of le.Scalar the exporter did not send to aten_le
     proves nothing of it."""
     from bench.check_rewrite import unreached_changes
 
     def declared(overloads):
         return {o: LE_DECLARED[o] for o in overloads}
 
-    assert tied_verdicts(_le_verdicts(("aten_le",)), ("self", "other"), LE_DECLARED, "aten_le")[U16] == (OK, "", "export")
+    assert tied_statuses(_le_verdicts(("aten_le",)), ("self", "other"), LE_DECLARED, "aten_le")[U16] == (OK, "", "export")
     counts, unreached = unreached_changes([LE_NOTE], _le_verdicts(("aten_le",)), declared)
     assert counts == {("dtype-added", "export"): 1} and unreached == []
-    assert U16 not in tied_verdicts(_le_verdicts(("aten_lt",)), ("self", "other"), LE_DECLARED, "aten_le")
+    assert U16 not in tied_statuses(_le_verdicts(("aten_lt",)), ("self", "other"), LE_DECLARED, "aten_le")
     assert unreached_changes([LE_NOTE], _le_verdicts(("aten_lt",)), declared)[1] == [LE_NOTE]
     # le.Tensor's cases still need both slots: a call of self alone at uint16 would not prove other
-    half = {"le.Tensor": (ExportVerdict(("self",), U16, OK, "", ((("self",), OK, "", ("aten_le",)),)),)}
-    assert tied_verdicts(half, ("self", "other"), LE_DECLARED, "aten_le") == {}
+    half = {"le.Tensor": (ExportStatus(("self",), U16, OK, "", ((("self",), OK, "", ("aten_le",)),)),)}
+    assert tied_statuses(half, ("self", "other"), LE_DECLARED, "aten_le") == {}
 
 # --- the function-level judge's work, the table and the provisioning list ---------------------------------
 
@@ -170,9 +170,9 @@ def test_a_partially_decomposed_overload_is_judged_directly_on_its_decomposed_ca
     wanted = unreached_functions({"eq.Scalar": cases})
     assert {key: [c.dtype for c in found] for key, found in wanted.items()} == {("eq.Scalar", "aten_eq"): [BOOL]}
     # the rewrite then reads the export for float32 and the function-level judge for bool
-    judged = ExportVerdict(("self",), BOOL, INVALID_MODEL, BOOL_SPEC, ((("self",), INVALID_MODEL, BOOL_SPEC, ("aten_eq",)),), FUNCTION_JUDGE)
-    verdicts = tuple(c.verdict() for c in cases) + (judged,)
-    assert tied_verdicts({"eq.Scalar": verdicts}, ("self",), {"eq.Scalar": [("self",)]}, "aten_eq") == {
+    judged = ExportStatus(("self",), BOOL, INVALID_MODEL, BOOL_SPEC, ((("self",), INVALID_MODEL, BOOL_SPEC, ("aten_eq",)),), FUNCTION_JUDGE)
+    verdicts = tuple(c.export_status() for c in cases) + (judged,)
+    assert tied_statuses({"eq.Scalar": verdicts}, ("self",), {"eq.Scalar": [("self",)]}, "aten_eq") == {
         F32: (OK, "", "export"),
         BOOL: (INVALID_MODEL, BOOL_SPEC, FUNCTION_JUDGE),
     }
@@ -197,10 +197,10 @@ def test_decomposed_cases_are_counted_in_the_table_and_the_provisioning_list():
 
 
 def test_a_coverage_gap_is_judged_by_the_function_not_by_a_decomposed_export():
-    from migrate.audit.export import CONFIRMED, verdict
+    from migrate.audit.export import CONFIRMED, gap_status
     from migrate.model.plan import Conflict
 
     gap = Conflict("export-coverage-gap", ("self",), (BOOL,), "torchlib lacks bool")
-    assert verdict(gap, _decomposed_mt()) == ""  # mT's export of bool was ok, through aten_transpose: no verdict
+    assert gap_status(gap, _decomposed_mt()) == ""  # mT's export of bool was ok, through aten_transpose: no status
     judged = CaseResult("mT", ("self",), BOOL, "aten_mT", (), INVALID_MODEL, BOOL_SPEC, judge=FUNCTION_JUDGE)
-    assert verdict(gap, _decomposed_mt() + (judged,)) == CONFIRMED
+    assert gap_status(gap, _decomposed_mt() + (judged,)) == CONFIRMED

@@ -33,7 +33,7 @@ from migrate.model.native import NativeFunctions
 from migrate.model.plan import PROBE, Evidence, Plan, Variable
 from migrate.model.verdict import REJECTED, Verdict
 from migrate.write.torchlib.decide import DTYPE_ADDED, DTYPE_REMOVED
-from migrate.write.torchlib.narrowing import ExportVerdict, rejected_dtypes, settle
+from migrate.write.torchlib.narrowing import ExportStatus, rejected_dtypes, settle
 from migrate.write.torchlib.rewrite import rewrite_torchlib
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "codemod"
@@ -234,9 +234,9 @@ def test_export_verdicts_remove_failing_dtypes_and_add_ok_ones(fixture_inputs):
     plan = _without_rejections(_without_rejections(plan, "clamp"), "sin")
     failing = [("int8", MISMATCH), ("int16", MISMATCH), ("int32", MISMATCH), ("float16", EXPORT_ERROR), ("bfloat16", EXPORT_ERROR), ("float64", INVALID_MODEL)]
     exported = {
-        "sin": (ExportVerdict(("self",), DType("float64"), OK, ""), ExportVerdict(("self",), DType("float32"), OK, "")),
-        "clamp": tuple(ExportVerdict(("self",), DType(d), status, f"{d} fails") for d, status in failing)
-        + (ExportVerdict(("self",), DType("float32"), OK, ""),),  # one that works: the failures are the dtypes'
+        "sin": (ExportStatus(("self",), DType("float64"), OK, ""), ExportStatus(("self",), DType("float32"), OK, "")),
+        "clamp": tuple(ExportStatus(("self",), DType(d), status, f"{d} fails") for d, status in failing)
+        + (ExportStatus(("self",), DType("float32"), OK, ""),),  # one that works: the failures are the dtypes'
     }
     rewrite = rewrite_torchlib(evidence, plan, native, cache, {"sin", "clamp"}, reuse=False, exported=exported)
     assert "self: TFloating" in _signature(rewrite, "ops/safety.py", "aten_sin")
@@ -251,7 +251,7 @@ def test_export_verdicts_remove_failing_dtypes_and_add_ok_ones(fixture_inputs):
 def test_a_variable_of_returns_only_takes_no_verdict():
     from migrate.write.torchlib.narrowing import by_dtype
 
-    verdicts = [ExportVerdict(("self",), DType("int64"), INVALID_MODEL, "m"), ExportVerdict(("self", "other"), DType("int64"), OK, "")]
+    verdicts = [ExportStatus(("self",), DType("int64"), INVALID_MODEL, "m"), ExportStatus(("self", "other"), DType("int64"), OK, "")]
     assert by_dtype(verdicts, ()) == {}
     assert by_dtype(verdicts, ("self",)) == {DType("int64"): [(INVALID_MODEL, "m", "export"), (OK, "", "export")]}
     assert by_dtype(verdicts, ("other",)) == {DType("int64"): [(OK, "", "export")]}
@@ -262,7 +262,7 @@ def test_a_variable_is_judged_by_the_calls_that_pass_it_a_tensor():
     from migrate.write.torchlib.narrowing import by_dtype
 
     calls = ((("self", "weights"), EXPORT_ERROR, "weights is not supported", ("aten_bincount",)), (("self",), OK, "", ("aten_bincount",)))
-    verdicts = [ExportVerdict(("self", "weights"), DType("int64"), PARTIAL, "weights is not supported", calls)]
+    verdicts = [ExportStatus(("self", "weights"), DType("int64"), PARTIAL, "weights is not supported", calls)]
     assert combined(o[:2] for o in by_dtype(verdicts, ("self",))[DType("int64")]) == (PARTIAL, "weights is not supported")
     assert combined(o[:2] for o in by_dtype(verdicts, ("weights",))[DType("int64")]) == (EXPORT_ERROR, "weights is not supported")
 
@@ -271,23 +271,23 @@ def test_a_variable_is_judged_by_the_calls_that_pass_it_a_tensor():
 def test_slots_one_annotation_ties_are_judged_by_calls_that_give_them_all_the_dtype():
     """embedding_bag.padding_idx ties indices and offsets; _embedding_bag declares them apart, and torchlib's one
     function serves both under one TypeVar. int32 indices beside int64 offsets export; both int32 do not."""
-    from migrate.write.torchlib.narrowing import tied_verdicts
+    from migrate.write.torchlib.narrowing import tied_statuses
 
     i32, i64 = DType("int32"), DType("int64")
     both = ("indices", "offsets")
     exported = {
         "_embedding_bag": (
-            ExportVerdict(both, i32, INVALID_MODEL, "Concat bound to different types"),
-            ExportVerdict(("indices",), i32, OK, ""),
-            ExportVerdict(("offsets",), i32, OK, ""),
-            ExportVerdict(both, i64, PARTIAL, "values"),
+            ExportStatus(both, i32, INVALID_MODEL, "Concat bound to different types"),
+            ExportStatus(("indices",), i32, OK, ""),
+            ExportStatus(("offsets",), i32, OK, ""),
+            ExportStatus(both, i64, PARTIAL, "values"),
         ),
-        "embedding_bag.padding_idx": (ExportVerdict(both, i32, INVALID_MODEL, "Concat"), ExportVerdict(both, i64, OK, "")),
+        "embedding_bag.padding_idx": (ExportStatus(both, i32, INVALID_MODEL, "Concat"), ExportStatus(both, i64, OK, "")),
     }
     declared = {"_embedding_bag": [("indices",), ("offsets",)], "embedding_bag.padding_idx": [both + ("return.1",)]}
-    assert tied_verdicts(exported, both, declared) == {
+    assert tied_statuses(exported, both, declared) == {
         i32: (INVALID_MODEL, "Concat bound to different types", "export"),
         i64: (PARTIAL, "values", "export"),
     }
     alone = {"_embedding_bag": declared["_embedding_bag"]}  # a class of indices alone: the call with int64 offsets proves int32
-    assert tied_verdicts(exported, ("indices",), alone)[i32] == (PARTIAL, "Concat bound to different types", "export")
+    assert tied_statuses(exported, ("indices",), alone)[i32] == (PARTIAL, "Concat bound to different types", "export")

@@ -13,7 +13,7 @@ digests of the torch_lib functions registered for the overload and used by its c
 A re-run reads them, ``--op`` runs only the named overloads, ``--refresh`` runs again.
 Which OpInfo gives an overload's calls comes from the OpInfo sweep's cache.
 A main run reads the same cache to mark its export-coverage-gap conflicts confirmed
-or refuted (``verdicts``).
+or refuted (``gap_statuses``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from migrate.model.export_status import (
 )
 from migrate.model.names import OverloadName
 from migrate.model.plan import Conflict, OverloadPlan, Variable
-from migrate.write.torchlib.narrowing import EXPORT_JUDGE, FUNCTION_JUDGE, ExportVerdict, by_dtype
+from migrate.write.torchlib.narrowing import EXPORT_JUDGE, FUNCTION_JUDGE, ExportStatus, by_dtype
 
 JOB_OVERLOADS = 20  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter; a job that ends keeps its results
 JOB_TIMEOUT = 3600.0  # seconds per worker (a machine others share gives a worker a small part of a core)
@@ -140,11 +140,11 @@ class CaseResult:
             obj.get("judge", EXPORT_JUDGE),
         )
 
-    def verdict(self) -> ExportVerdict:
+    def export_status(self) -> ExportStatus:
         """The case as the rewrite and the provisioning list read it: each call with the slots it passed a tensor
         to and the functions that ran for the overload (a call proves or refutes only those)."""
         calls = tuple((tuple(slot for slot, _ in call.dtypes), call.status, call.message, call.ran) for call in self.calls)
-        return ExportVerdict(self.cast, self.dtype, self.status, self.message, calls, self.judge)
+        return ExportStatus(self.cast, self.dtype, self.status, self.message, calls, self.judge)
 
     @classmethod
     def from_report(cls, report: dict[str, Any]) -> CaseResult:
@@ -491,7 +491,7 @@ def _result(case: CaseRequest, function: str, dtypes: tuple, status: str, messag
 # --- wiring back: conflicts --------------------------------------------------------------------
 
 
-def verdict(conflict: Conflict, results: Iterable[CaseResult]) -> str:
+def gap_status(conflict: Conflict, results: Iterable[CaseResult]) -> str:
     """``confirmed`` when a case of the conflict's slots and dtypes fails, ``refuted`` when all such cases are ok, else ''
     (a decomposed case says nothing of the function: the function-level judge's cases of it do)."""
     relevant = [r for r in results if r.dtype in conflict.dtypes and set(r.cast) & set(conflict.slots) and r.status not in (NO_SAMPLE, DECOMPOSED)]
@@ -500,8 +500,8 @@ def verdict(conflict: Conflict, results: Iterable[CaseResult]) -> str:
     return REFUTED if relevant else ""
 
 
-def verdicts(conflicts: Mapping[str, tuple[Conflict, ...]], torchlib: Path, cache: StageCache) -> dict[tuple[str, int], str]:
-    """Per (overload, index of the conflict), the verdict on each export-coverage-gap conflict with cached results."""
+def gap_statuses(conflicts: Mapping[str, tuple[Conflict, ...]], torchlib: Path, cache: StageCache) -> dict[tuple[str, int], str]:
+    """Per (overload, index of the conflict), the export status of each export-coverage-gap conflict with cached results."""
     exported, judged = ResultStore.of(torchlib, cache), ResultStore.of(torchlib, cache, FUNCTION_JUDGE)
     found = {}
     for overload, listed in conflicts.items():
@@ -513,11 +513,11 @@ def verdicts(conflicts: Mapping[str, tuple[Conflict, ...]], torchlib: Path, cach
             continue
         results += judged.get(overload) or ()
         for index, conflict in gaps:
-            found[overload, index] = verdict(conflict, results)
+            found[overload, index] = gap_status(conflict, results)
     return found
 
 
-def verdict_summary(conflicts: Mapping[str, tuple[Conflict, ...]], judged: Mapping[tuple[str, int], str]) -> dict[str, int]:
+def gap_summary(conflicts: Mapping[str, tuple[Conflict, ...]], judged: Mapping[tuple[str, int], str]) -> dict[str, int]:
     """How many export-coverage-gap conflicts real exports confirmed, refuted, or did not judge."""
     total = sum(1 for listed in conflicts.values() for c in listed if c.kind == COVERAGE_GAP)
     counts = Counter(judged.values())
@@ -527,13 +527,13 @@ def verdict_summary(conflicts: Mapping[str, tuple[Conflict, ...]], judged: Mappi
 # --- wiring back: the torchlib rewrite ---------------------------------------------------------
 
 
-def rewrite_verdicts(
+def rewrite_statuses(
     declared: Mapping[str, tuple[Variable, ...]],
     registered: Mapping[str, Iterable[str]],
     torchlib: Path,
     cache: StageCache,
     jobs: int | None = None,
-) -> dict[str, tuple[ExportVerdict, ...]]:
+) -> dict[str, tuple[ExportStatus, ...]]:
     """export-check's cases per registered overload of this torch_lib (``registered``: its real functions), for the
     rewrite: both judges' cases, checked first where the cache lacks them. Each call says which functions ran, so the
     rewrite reads, per function, the export where the exporter ran it and the function-level judge where it did not."""
@@ -544,7 +544,7 @@ def rewrite_verdicts(
     for overload in overloads:
         results = (exported.get(overload) or ()) + (judged.get(overload) or ())
         if results:
-            found[overload] = tuple(r.verdict() for r in results)
+            found[overload] = tuple(r.export_status() for r in results)
     return found
 
 
@@ -592,12 +592,12 @@ def missing(check: ExportCheck, declared: Mapping[str, tuple[Variable, ...]], re
         cases.setdefault(case.overload, []).append(case)
     found = []
     for overload, results in cases.items():
-        verdicts = tuple(r.verdict() for r in results)
+        statuses = tuple(r.export_status() for r in results)
         function = next((r.function for r in results if r.function), "")
         gaps: dict[tuple[str, tuple[str, ...]], dict[DType, str]] = {}
         for variable in declared.get(overload, ()):
             cast = _input_slots(variable)
-            for dtype, outcomes in by_dtype(verdicts, cast, function).items():
+            for dtype, outcomes in by_dtype(statuses, cast, function).items():
                 status, message = combined(o[:2] for o in outcomes)
                 if status in GAP_KINDS:
                     gaps.setdefault((GAP_KINDS[status], cast), {})[dtype] = message

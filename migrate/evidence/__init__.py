@@ -1,7 +1,11 @@
-"""Evidence sources: ``torchlib`` (a static scan of the library's annotations), ``opinfo``
-(OpInfo samples run under the recorders) and ``probe`` (calls made again with other dtypes:
-calls the OpInfo samples made, or calls built from schemas). ``torchlib`` is independent of
-the others. ``opinfo`` and ``probe`` share the worker processes, recorders and runs of
-``migrate.runtime`` (below every source), and ``opinfo`` uses ``probe`` in one way: its sample runner hands the calls its samples
-made to ``probe.prober`` (and its forwards try ``probe.prober``'s dtypes). ``derived``, above
-them, joins the two into one run's plans."""
+"""The evidence: what each source says about each overload, gathered, never decided.
+
+The runtime sources share the worker processes, recorders and runs of ``migrate.runtime`` (below them):
+``opinfo`` (OpInfo samples run under the recorders; its sample runner hands the calls its samples made to
+``probe.prober``), ``probe`` (those calls made again at other dtypes, and calls built from the schema, the
+argument catalogue and ``ScalarType`` arguments), ``promotion`` (mixed calls built for type promotion) and
+``autocast`` (torch's registrations, observed). ``derived`` joins the runtime ones into one run's plans;
+``gather`` collects every source (torchlib's annotations come from ``migrate.torchlib_source``) into
+``Sources``, ``align`` maps them onto another release's file. ``torch_stages`` makes the torch-only stages
+beside the sweep on a cold cache; ``sites`` says where a verdict was observed. ``migrate.infer`` decides.
+"""

@@ -23,7 +23,6 @@ STATUSES = (OK, PARTIAL, EXPORT_ERROR, INVALID_MODEL, NO_KERNEL, RUNTIME_ERROR, 
 
 HANDLED = (OK, PARTIAL, NO_KERNEL)  # the ONNX function is right for the dtype (no-kernel: onnxruntime's gap, not its)
 FAILED = (EXPORT_ERROR, INVALID_MODEL, MISMATCH)  # the torchlib function is wrong for the dtype
-UNCHECKED = (NO_SAMPLE, RUNTIME_ERROR, DECOMPOSED)  # no call, onnxruntime could not run it, or the function never ran: neither proven nor refuted
 
 _NO_KERNEL_MARKS = ("NOT_IMPLEMENTED", "Could not find an implementation for")
 

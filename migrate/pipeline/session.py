@@ -473,12 +473,12 @@ class Session:
 
         Continuing an earlier output, the rewrite also covers the functions the earlier run changed, so that they
         come out as they were."""
-        from migrate.audit.export import rewrite_verdicts
+        from migrate.audit.export import rewrite_statuses
         from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
 
         only = self.selected
         declared = {o.name: o.variables for o in written_plan.overloads if only is None or o.name in only}
-        exported = rewrite_verdicts(declared, self.real_functions(), self.torchlib_root, self.cache, self.options.jobs) if export_check else {}
+        exported = rewrite_statuses(declared, self.real_functions(), self.torchlib_root, self.cache, self.options.jobs) if export_check else {}
         if earlier is not None and earlier.torchlib is not None:
             changed = changed_functions(self.torchlib_root, earlier.torchlib)
             only = only | {o for o, found in self.torchlib.by_overload.items() if any((r.path, r.function) in changed for r in found)}
@@ -492,16 +492,16 @@ class Session:
         With ``export_check``, export coverage gaps that ``export-check`` results (for this torchlib) judged are
         marked confirmed or refuted, and counted in the summary.
         """
-        from migrate.audit.export import verdict_summary, verdicts
+        from migrate.audit.export import gap_statuses, gap_summary
 
         conflicts = {o.name: o.conflicts for o in result.outcomes}
         conflicts = {o.name: conflicts.get(o.name, o.conflicts) for o in plan.overloads}
-        judged = verdicts(conflicts, self.torchlib_root, self.cache) if export_check else {}
+        judged = gap_statuses(conflicts, self.torchlib_root, self.cache) if export_check else {}
         overloads = tuple(
             replace(o, conflicts=tuple(replace(c, export=judged.get((o.name, i), "")) for i, c in enumerate(conflicts[o.name])))
             for o in plan.overloads
         )
-        return replace(plan, overloads=overloads, summary={**summary, "export_check": verdict_summary(conflicts, judged)})
+        return replace(plan, overloads=overloads, summary={**summary, "export_check": gap_summary(conflicts, judged)})
 
     def real_functions(self) -> dict[str, tuple[str, ...]]:
         """Per overload the torchlib registers, its functions for real-valued inputs (those an annotation of it is on)."""
@@ -513,7 +513,7 @@ class Session:
         Declarations come from the yaml when it has any, else from the plan a run infers, whose
         export coverage gaps then get verdicts (counted in the second value).
         """
-        from migrate.audit.export import run_export_check, verdict_summary, verdicts
+        from migrate.audit.export import gap_statuses, gap_summary, run_export_check
         from migrate.model.declared import declared_variables
 
         registered = set(self.torchlib.by_overload)
@@ -531,7 +531,7 @@ class Session:
         if plan is None:
             return result, None, declared
         listed = {o.name: o.conflicts for o in plan.overloads if o.name in registered and o.variables}
-        return result, verdict_summary(listed, verdicts(listed, self.torchlib_root, self.cache)), declared
+        return result, gap_summary(listed, gap_statuses(listed, self.torchlib_root, self.cache)), declared
 
     def export_check(self, refresh: bool = False, missing: bool = False, report: Path | None = None) -> Finding:
         """``export-check``: the table of every case (or, with ``missing``, the provisioning list: declared dtypes no

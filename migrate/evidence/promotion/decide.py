@@ -20,7 +20,7 @@ from migrate.evidence.promotion.calls import consistent_kinds, own_dtype
 from migrate.runtime.runs import overload_key
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import PROBE, Conflict, Evidence
-from migrate.model.promotion import KEEP_OWN_DTYPE, KINDS, Promotion
+from migrate.model.promotion import KEEP_OWN_DTYPE, Promotion
 from migrate.model.verdict import ACCEPTED, PROMOTION_CALL, REJECTED, Site, Verdict
 
 CONFLICT = "type-promotion"  # the refs and ATen's calls disagree on an overload's promotion
@@ -199,11 +199,3 @@ def findings(reports: Iterable[dict[str, Any]]) -> dict[str, PromotionFinding]:
             found[finding.name] = finding
     return found
 
-
-def promotion_summary(promotions: Iterable[Promotion | None], conflicts: int) -> dict[str, Any]:
-    """The promotion lines planned, counted by kind, and the conflicts between the refs and ATen's calls."""
-    by_kind = dict.fromkeys(KINDS, 0)
-    for promotion in promotions:
-        if promotion is not None:
-            by_kind[promotion.kind] += 1
-    return {"lines": sum(by_kind.values()), "by_kind": by_kind, "conflicts": conflicts}

@@ -24,7 +24,7 @@ from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 from migrate.model.schema import RETURN_PREFIX, SchemaError, TypedSchema
 from migrate.write.torchlib.module_index import DefInfo
-from migrate.write.torchlib.narrowing import ANY_TENSOR, Change, ExportVerdict, rejected_dtypes, settle, tied_verdicts
+from migrate.write.torchlib.narrowing import ANY_TENSOR, Change, ExportStatus, rejected_dtypes, settle, tied_statuses
 from migrate.write.torchlib.tree import TorchlibModule, TorchlibTree
 
 # Note kinds, in the order the notes are listed.
@@ -114,7 +114,7 @@ class AnnotationDecider:
         plan: Plan,
         native: NativeFunctions,
         only: set[str] | None,
-        exported: Mapping[str, tuple[ExportVerdict, ...]] | None = None,
+        exported: Mapping[str, tuple[ExportStatus, ...]] | None = None,
     ):
         self.tree = tree
         self.exported = exported or {}  # per overload, export-check's cases
@@ -348,7 +348,7 @@ class AnnotationDecider:
     def _exported(self, function: FunctionDecision, cls: SlotClass) -> dict[DType, tuple[str, str, str]]:
         """Per dtype, the verdict of the class's slots (several overloads combined) by the calls that ran the function."""
         declared = {overload: [v.binds for v in self.plans[overload].variables] for overload, _, _ in cls.contributions}
-        return tied_verdicts(self.exported, cls.slots, declared, function.info.key.name)
+        return tied_statuses(self.exported, cls.slots, declared, function.info.key.name)
 
     @staticmethod
     def _lacking(cls: SlotClass, dtypes: tuple[DType, ...]) -> tuple[DType, ...]:

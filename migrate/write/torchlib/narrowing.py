@@ -51,7 +51,7 @@ def rejected_dtypes(variable: Variable) -> dict[DType, str]:
 
 
 @dataclass(frozen=True)
-class ExportVerdict:
+class ExportStatus:
     """What export-check found for one overload's slots cast to one dtype: the case's status and message,
     each call's (the slots it passed a tensor to, its status and message, the torchlib functions that ran for
     the overload), and the judge (``export``, or ``function``: the function called directly)."""
@@ -122,30 +122,30 @@ def exported_elsewhere(dtype: DType) -> bool:
     return dtype.name.startswith("complex")
 
 
-def by_dtype(verdicts: Iterable[ExportVerdict], cast: tuple[str, ...], function: str | None = None) -> dict[DType, list[tuple[str, str, str]]]:
+def by_dtype(statuses: Iterable[ExportStatus], cast: tuple[str, ...], function: str | None = None) -> dict[DType, list[tuple[str, str, str]]]:
     """Per dtype, the outcomes (status, message, judge) of the calls that cast these slots: those of the variable's
     own case and of the diagonal holding it, that pass a tensor to every one of the slots (a call without weights
     says nothing of them) and, for a ``function``, that ran it (an export the exporter decomposed, or sent to
     another function, says nothing of it)."""
     found: dict[DType, list[tuple[str, str, str]]] = {}
-    for verdict in verdicts if cast else ():  # a variable of returns only has no case
-        if not set(cast) <= set(verdict.cast):
+    for status in statuses if cast else ():  # a variable of returns only has no case
+        if not set(cast) <= set(status.cast):
             continue
-        if verdict.calls:
+        if status.calls:
             outcomes = [
-                (status, message, verdict.judge)
-                for slots, status, message, ran in verdict.calls
+                (outcome, message, status.judge)
+                for slots, outcome, message, ran in status.calls
                 if set(cast) <= set(slots) and (function is None or function in ran)
             ]
         else:
-            outcomes = [(verdict.status, verdict.message, verdict.judge)]
+            outcomes = [(status.status, status.message, status.judge)]
         if outcomes:
-            found.setdefault(verdict.dtype, []).extend(outcomes)
+            found.setdefault(status.dtype, []).extend(outcomes)
     return found
 
 
-def tied_verdicts(
-    exported: Mapping[str, tuple[ExportVerdict, ...]],
+def tied_statuses(
+    exported: Mapping[str, tuple[ExportStatus, ...]],
     slots: Iterable[str],
     declared: Mapping[str, Iterable[tuple[str, ...]]],
     function: str | None = None,

@@ -50,7 +50,7 @@ from migrate.write.outputs import Output, read_or_none
 from migrate.write.torchlib.parameter_names import RENAMED, ParameterName
 
 if TYPE_CHECKING:  # libcst and the transformers load only when a rewrite is not in the cache
-    from migrate.write.torchlib.narrowing import ExportVerdict
+    from migrate.write.torchlib.narrowing import ExportStatus
     from migrate.write.torchlib.decide import FunctionDecision
     from migrate.write.torchlib.naming import ModuleWork
 
@@ -184,7 +184,7 @@ def rewrite_torchlib(
     cache: StageCache,
     only: set[str] | None = None,
     reuse: bool = True,
-    exported: dict[str, tuple[ExportVerdict, ...]] | None = None,
+    exported: dict[str, tuple[ExportStatus, ...]] | None = None,
     written: str | None = None,
 ) -> TorchlibRewrite:
     """Apply ``plan`` to the torchlib tree the evidence was scanned from (``only``: those overloads' functions).
@@ -231,12 +231,12 @@ def written_form(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def _exported_form(exported: dict[str, tuple[ExportVerdict, ...]]) -> str:
+def _exported_form(exported: dict[str, tuple[ExportStatus, ...]]) -> str:
     return "\n".join(f"{o}\0{v.cast}\0{v.dtype}\0{v.status}\0{v.message}\0{v.calls}" for o in sorted(exported) for v in exported[o])
 
 
 def _rewrite(
-    evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache: StageCache, exported: dict[str, tuple[ExportVerdict, ...]]
+    evidence: TorchlibEvidence, plan: Plan, native: NativeFunctions, only: set[str] | None, cache: StageCache, exported: dict[str, tuple[ExportStatus, ...]]
 ) -> TorchlibRewrite:
     from migrate.write.torchlib.apply import Applier
     from migrate.write.torchlib.decide import NOTE_KINDS, AnnotationDecider
