@@ -12,7 +12,7 @@ import torch
 from torch.testing._internal import common_dtype
 
 from migrate.model.dtypes import DType, canonical, named
-from migrate.model.named_sets import ANY, BASES, NAME_LIMIT, SPELLING_BASES, SPELLINGS, WORDS, composed_name, name_candidates, pytorch_spelling
+from migrate.model.named_sets import ABRIDGED, ANY, BASES, NAME_LIMIT, SPELLING_BASES, SPELLINGS, WORDS, composed_name, name_candidates, pytorch_spelling
 
 _SCALAR_TYPES = {  # c10's ScalarType names the dispatch macros list, as torch dtypes
     "Byte": "uint8", "Char": "int8", "Short": "int16", "Int": "int32", "Long": "int64", "UInt16": "uint16", "UInt32": "uint32",
@@ -79,10 +79,12 @@ def test_names_and_spellings_of_known_sets(dtypes, name, spelling):
         assert pytorch_spelling(named(*dtypes)) == spelling
 
 
-def test_a_name_over_the_limit_keeps_its_leading_words_and_counts_the_rest():
+def test_a_name_over_the_limit_keeps_its_leading_words_and_ends_with_etc():
     """scaled_mm's inputs: 63 characters joined by Or; the desc keeps the whole set."""
     dtypes = named("uint8", "int8", "float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2")
-    assert composed_name(dtypes) == "TUInt8OrInt8OrHalfOrBFloat16And3More"
+    assert composed_name(dtypes) == "TUInt8OrInt8OrHalfOrBFloat16Etc"
+    sqrt = named("float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128")
+    assert composed_name(sqrt) == "TFloatingAndComplexAndHalfBFloat16Etc"  # ...ComplexHalf would be 45
     assert _evaluated(pytorch_spelling(dtypes)) == dtypes
 
 
@@ -94,7 +96,7 @@ def test_every_combination_of_groups_has_a_name_within_the_limit_its_own_unless_
             for name in name_candidates(dtypes):
                 assert name.isidentifier() and name.startswith("T") and len(name + "2") <= NAME_LIMIT, name  # a twin fits too
             name = composed_name(dtypes)
-            if name.endswith("More"):
+            if name.endswith(ABRIDGED):
                 abridged.append(name)
             else:
                 assert names.setdefault(name, dtypes) == dtypes, name

@@ -11,8 +11,9 @@ A set is spelled two ways, from its contents alone:
   the words of the rest, or, when shorter, ``TAnyBut`` + the words (three at most) of what
   the set lacks (``TAnyButBarebonesUnsignedFloat8``); a set with no group is its words joined
   by ``Or`` (``TInt32OrInt64``), as torchlib spells ``TRealOrUInt8``. An identifier is at most
-  ``NAME_LIMIT`` characters: a longer one keeps its leading words and says how many it leaves
-  out (``TUInt8OrInt8OrHalfOrBFloat16And3More``); the ``desc`` spells the whole set.
+  ``NAME_LIMIT`` characters: a longer one keeps its leading words and ends with ``Etc``
+  (``TFloatingAndComplexAndHalfBFloat16Etc``, the floats, complex and ComplexHalf); the ``desc``
+  spells the whole set.
 
 The identifier's words are a partition of the dtypes into ATen's macro groups (``AT_INTEGRAL_TYPES``,
 ``AT_BAREBONES_UNSIGNED_TYPES``, ``AT_FLOATING_TYPES``, ``AT_COMPLEX_TYPES``, ``AT_FLOAT8_TYPES``, all
@@ -109,6 +110,9 @@ NAME_LIMIT = 40
 
 _COMPOSED_LIMIT = NAME_LIMIT - 1  # room for the twin's digit
 
+ABRIDGED = "Etc"
+"""Ends a name that keeps only its leading words (``TFloatingAndComplexAndHalfBFloat16Etc``); its desc has them all."""
+
 
 def _dtype_word(dtype: DType) -> str:
     """A single dtype's word: ``Int16``, ``UInt8``, ``Float8E4m3fn``."""
@@ -165,7 +169,7 @@ def composed_name(dtypes: Iterable[DType]) -> str:
 def name_candidates(dtypes: Iterable[DType]) -> Iterator[str]:
     """The identifiers of a set, best first, each within ``NAME_LIMIT`` characters (a twin's digit left room): the
     shorter of the additive spelling and the subtractive one from TAny (three words at most) that fit; else the
-    subtractive one of more words, when it fits; else the additive one abridged, most words kept first (an abridged
+    subtractive one of more words, when it fits; else the additive one abridged (``Etc``), most words kept first (an abridged
     name may be another set's too: a run takes the next one free)."""
     dtypes = canonical(dtypes)
     base = _base(BASES, dtypes)
@@ -181,7 +185,7 @@ def name_candidates(dtypes: Iterable[DType]) -> Iterator[str]:
     if subtractive is not None and len(subtractive) <= _COMPOSED_LIMIT:
         yield subtractive
         return
-    for kept in range(len(words) - 1, -1, -1):  # TFloatingAndComplexAnd4More when not even one word fits
-        abridged = head + joiner.join(words[:kept]) + ("And" if kept else "") + f"{len(words) - kept}More"
+    for kept in range(len(words) - 1, -1, -1):
+        abridged = (head + joiner.join(words[:kept]) if kept else f"T{base.word}" if base else "T") + ABRIDGED
         if len(abridged) <= _COMPOSED_LIMIT:
             yield abridged
