@@ -3,10 +3,11 @@
 Every dtype set used by ``NAMED_FROM`` entries or more, or with a name already (in the target's
 type_constraints.yaml, else a torchlib TypeVar of that set), is a global set; so is a rarer set whose
 inline list would make an entry's ``type_constraints:`` line longer than ``LINE_LIMIT``. A set with no
-name yet takes the one composed from PyTorch's dtype groups (``migrate.model.named_sets``), with ``Set``
-added while a hand-written or torchlib name means another set. A variable is then spelled by its set's
-name: in the schema when the name is short (``IN_SCHEMA_LIMIT``) and no other variable of the entry has that set,
-else as a letter and one ``T: Name``, so a long name is written once, not in every slot.
+name yet takes the one composed from ATen's dtype groups (``migrate.model.named_sets``, at most 40 characters),
+the next abridged one while another set has it, ``Set`` added while a hand-written or torchlib name means another
+set. A variable is then spelled by its set's name: in the schema when the name is short (``IN_SCHEMA_LIMIT``), no
+other variable of the entry has that set and the ``func:`` line stays within ``LINE_LIMIT``, else as a letter and
+one ``T: Name``, so a long name is written once, not in every slot.
 """
 
 from __future__ import annotations
