@@ -169,8 +169,8 @@ def composed_name(dtypes: Iterable[DType]) -> str:
 def name_candidates(dtypes: Iterable[DType]) -> Iterator[str]:
     """The identifiers of a set, best first, each within ``NAME_LIMIT`` characters (a twin's digit left room): the
     shorter of the additive spelling and the subtractive one from TAny (three words at most) that fit; else the
-    subtractive one of more words, when it fits; else the additive one abridged (``Etc``), most words kept first (an abridged
-    name may be another set's too: a run takes the next one free)."""
+    subtractive one of more words, when it fits; else the additive one abridged (``Etc``), most words kept first
+    (an abridged name may be another set's too: a run takes the next one free)."""
     dtypes = canonical(dtypes)
     base = _base(BASES, dtypes)
     words = _words(tuple(d for d in dtypes if base is None or d not in base.dtypes))
@@ -178,14 +178,14 @@ def name_candidates(dtypes: Iterable[DType]) -> Iterator[str]:
     additive = head + joiner.join(words)
     missing = _words(tuple(d for d in ANY if d not in dtypes)) if set(dtypes) <= set(ANY) else None
     subtractive = None if missing is None else "TAny" + ("But" + "".join(missing) if missing else "")
-    glance = [c for c in (additive, subtractive if missing is not None and len(missing) <= SUBTRACTED_WORDS else None) if c and len(c) <= _COMPOSED_LIMIT]
-    if glance:
-        yield min(glance, key=len)  # the additive one on a tie
+    at_a_glance = [additive] + ([subtractive] if subtractive is not None and len(missing) <= SUBTRACTED_WORDS else [])
+    fitting = [name for name in at_a_glance if len(name) <= _COMPOSED_LIMIT]
+    if not fitting and subtractive is not None and len(subtractive) <= _COMPOSED_LIMIT:
+        fitting = [subtractive]
+    if fitting:
+        yield min(fitting, key=len)  # the additive one on a tie
         return
-    if subtractive is not None and len(subtractive) <= _COMPOSED_LIMIT:
-        yield subtractive
-        return
-    for kept in range(len(words) - 1, -1, -1):
-        abridged = (head + joiner.join(words[:kept]) if kept else f"T{base.word}" if base else "T") + ABRIDGED
+    for kept in range(len(words) - 1, 0 if base is None else -1, -1):  # with a base, TFloatingAndComplexEtc at least
+        abridged = (head + joiner.join(words[:kept]) if kept else f"T{base.word}") + ABRIDGED
         if len(abridged) <= _COMPOSED_LIMIT:
             yield abridged
