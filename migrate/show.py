@@ -60,13 +60,14 @@ Section = Callable[[ShowContext, str], list[str]]
 def declared_section(context: ShowContext, overload: str) -> list[str]:
     """What the file itself declares for the overload, when it is annotated: each variable's slots and its list, its promotion."""
     from migrate.model.declared import declared_promotion, declared_variables
-    from migrate.model.global_sets import constraints_value, set_value
+    from migrate.model.global_sets import constraints_value, followed_spelling, set_value
 
     entry = context.native.by_name.get(overload)
     variables = declared_variables(context.native, entry, context.file_sets) if entry is not None else ()
     promotion = declared_promotion(context.native, entry) if entry is not None else None
     lines = []
     taken = {v.name for v in variables} | {v.argument.name for v in variables if v.argument is not None}
+    followed = followed_spelling(variables)
     for variable in variables:
         if not variable.listed:
             lines.append(f"  {_named(context, variable)}: {', '.join(variable.binds)}")
@@ -74,11 +75,11 @@ def declared_section(context: ShowContext, overload: str) -> list[str]:
         said = [f"or the dtype {', '.join(variable.follows)} has in the call"] if variable.follows else []
         if variable.argument is not None:
             name = variable.argument.name
-            spelled = constraints_value(variable, context.file_sets, taken)
+            spelled = constraints_value(variable, context.file_sets, taken, followed)
             others = "any dtype it may name" if spelled == f"[{name}]" else "one of the list's other members"
             none = f", else {others}" if variable.argument.optional else "; it is never None"
             said.insert(0, f"exactly the dtype {name} names{' when given' if variable.argument.optional else ''}{none}")
-        spelled = constraints_value(variable, context.file_sets, taken)
+        spelled = constraints_value(variable, context.file_sets, taken, followed)
         lines.append(f"  {variable.name} = {spelled} ({'; '.join(said)}): {', '.join(variable.binds)}")
         if variable.argument is not None:
             lines.append(f"  {variable.argument.name} = {set_value(variable.argument.dtypes, context.file_sets)} (the dtypes the argument may name)")

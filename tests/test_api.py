@@ -27,7 +27,7 @@ DECLARED = """\
   type_constraints: {T: [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128], U: [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128]}
 
 - func: scaled_dot_product_attention(TFloat query, TFloat key, TFloat value, T? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> TFloat
-  type_constraints: {T: [torch.bool, torch.float32, TFloat]}
+  type_constraints: {T: [torch.bool, torch.float32, query.dtype]}
 
 - func: cat(T[] tensors, int dim=0) -> T
   type_constraints: {T: [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128]}

@@ -1,4 +1,4 @@
-"""Dependent constraints: a constraint list that names another variable of the entry (``U: [torch.bool, T]``).
+"""Dependent constraints: a constraint list that names another variable of the entry (``U: [torch.bool, query.dtype]``).
 
 The format (parse, write, lower, lint), the reader's errors, the runtime checker, torchlib's union,
 the inference from probes, and the real run's ``scaled_dot_product_attention``.
@@ -87,16 +87,27 @@ def test_the_plan_keeps_follows_in_json_and_a_plain_variable_writes_no_follows_k
 # -- reading an annotated file
 
 
-def test_the_reader_resolves_a_list_that_names_another_variable(tmp_path):
-    native = annotated(tmp_path, SDPA)
+@pytest.mark.parametrize("followed", ["TFloat", "query.dtype", "value.dtype"])
+def test_the_reader_resolves_a_list_that_names_another_variable_by_name_or_by_a_tensor_arguments_dtype(tmp_path, followed):
+    native = annotated(tmp_path, SDPA.replace("torch.float32, TFloat]", f"torch.float32, {followed}]"))
     mask = declared_variables(native, native.entries[0], {})[1]
     assert (mask.name, mask.dtypes, mask.follows, mask.binds) == ("U", named("bool", "float32"), ("TFloat",), ("attn_mask",))
+
+
+def test_a_list_spells_a_followed_variable_by_its_first_arguments_dtype_and_reads_it_back():
+    listed = ConstraintList(named("float32", "bool"), ("V", "TFloat"))
+    spelled = listed.spelled({"TFloat": "query.dtype", "V": "value.dtype"})
+    assert spelled == "[torch.bool, torch.float32, query.dtype, value.dtype]"
+    assert ConstraintList.parse(spelled, tensors={"query": "TFloat", "value": "V"}) == listed
 
 
 @pytest.mark.parametrize(
     "constraints, message",
     [
         ("{TFloat: [torch.float32], U: [torch.bool, TNowhere]}", "unresolved type variable TNowhere in the list of U"),
+        ("{TFloat: [torch.float32], U: [torch.bool, dropout_p.dtype]}", "dropout_p.dtype: dropout_p is no tensor argument of the entry with a type variable"),
+        ("{TFloat: [torch.float32], U: [torch.bool, return.0.dtype]}", "return.0.dtype: return.0 is no tensor argument"),
+        ("{TFloat: [torch.float32], U: [torch.bool, attn_mask.dtype]}", "type variables follow each other in a cycle: U -> U"),
         ("{TFloat: [torch.float32, U], U: [torch.bool, TFloat]}", "type variables follow each other in a cycle: TFloat -> U -> TFloat"),
         ("{TFloat: [torch.float32], U: [torch.bool, 3]}", "3 must be"),
     ],
@@ -121,7 +132,7 @@ def test_the_writer_writes_dependent_lists_inline_and_lower_gives_the_original_b
     assert result.native_functions == (FIXTURES / "dependent.expected.yaml").read_bytes()
     assert result.type_constraints == (FIXTURES / "dependent.expected_type_constraints.yaml").read_bytes()
     written = result.native_functions.decode()
-    assert "  type_constraints: {T: [torch.bool, torch.float32, TFloat]}\n" in written
+    assert "  type_constraints: {T: [torch.bool, torch.float32, query.dtype]}\n" in written
     assert all(len(line) <= 200 for line in written.splitlines() if line.lstrip().startswith("type_constraints:"))
     path.write_bytes(result.native_functions)
     sibling_constraints_path(path).write_bytes(result.type_constraints)
@@ -313,7 +324,7 @@ def test_the_real_run_writes_the_sdpa_mask_as_following_the_query(tmp_path):
     func, constraints = text[at:].splitlines()[:2]
     assert func.startswith("- func: scaled_dot_product_attention(TFloat query, TFloat key, TFloat value, T? attn_mask=None, ")
     assert func.endswith("-> TFloat")
-    assert constraints == "  type_constraints: {T: [torch.bool, torch.float32, TFloat]}"
+    assert constraints == "  type_constraints: {T: [torch.bool, torch.float32, query.dtype]}"
 
 
 def test_torchlib_is_judged_against_the_union_of_a_follower_and_the_set_it_follows(tmp_path):

@@ -5,9 +5,10 @@ from __future__ import annotations
 from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan
 from migrate.infer.merge import merge_overload
-from migrate.infer.naming import _set_names, name_variables
+from migrate.infer.naming import IN_SCHEMA_LIMIT, LINE_LIMIT, _set_names, name_variables
 from migrate.infer.structure import group_siblings
 from migrate.model.dtypes import named
+from migrate.model.global_sets import constraints_line
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import DECLARED, GROUPS, OPINFO, PROBE, TORCHLIB, Evidence, GlobalSet, OverloadPlan, Variable
 from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS
@@ -110,6 +111,28 @@ def test_naming_uses_a_set_name_only_when_no_other_variable_has_its_dtypes():
     assert [v.name for v in name_variables(plan, schema, sets).variables] == ["TBool", "TFloat"]
     twins = OverloadPlan("where.self", (_var("a", FLOATS, ("self", "return.0"), OPINFO), _var("b", FLOATS, ("other",), OPINFO)))
     assert [(v.name, v.binds) for v in name_variables(twins, schema, sets).variables] == [("T", ("self", "return.0")), ("U", ("other",))]
+
+
+def test_a_long_set_name_is_a_letter_and_one_constraint_not_a_name_in_every_slot():
+    every = named("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+    sets = {every: "TAllAndComplexAndBoolHalfBFloat16", FLOATS: "TFloat"}
+    schema = REAL.by_name["add.out"].schema
+    long = OverloadPlan("add.out", (_var("a", every, ("self", "other", "out", "return.0"), OPINFO),))
+    (variable,) = name_variables(long, schema, sets).variables
+    assert len(sets[every]) > IN_SCHEMA_LIMIT and variable.name == "T"
+    global_sets = {name: GlobalSet(name, dtypes) for dtypes, name in sets.items()}
+    assert constraints_line(2, (variable,), global_sets) == "  type_constraints: {T: TAllAndComplexAndBoolHalfBFloat16}"
+    short = OverloadPlan("add.out", (_var("a", FLOATS, ("self", "other", "out", "return.0"), OPINFO),))
+    assert [v.name for v in name_variables(short, schema, sets).variables] == ["TFloat"]
+
+
+def test_set_names_that_would_push_a_func_line_over_the_limit_are_letters():
+    reals = named("uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+    schema = REAL.by_name["rnn_relu.input"].schema
+    plan = OverloadPlan("rnn_relu.input", (_var("a", reals, tuple(s.name for s in schema.tensor_slots), OPINFO),))
+    assert len("- func: " + str(schema)) <= LINE_LIMIT < len("- func: " + str(schema).replace("Tensor", "TRealOrUInt8"))
+    assert [v.name for v in name_variables(plan, schema, {reals: "TRealOrUInt8"}).variables] == ["T"]
+    assert [v.name for v in name_variables(plan, schema, {reals: "TReal"}).variables] == ["TReal"]  # 5 characters fit
 
 
 def test_inferred_plan_is_deterministic_and_limited_by_only():

@@ -29,7 +29,7 @@ YAML = """\
   tags: reduction
 
 - func: scaled_dot_product_attention(TFloat query, TFloat key, TFloat value, T? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> TFloat
-  type_constraints: {T: [torch.bool, torch.float32, TFloat]}
+  type_constraints: {T: [torch.bool, torch.float32, query.dtype]}
   autocast: {CPU: lower_precision_fp}
   python_module: nn
   tags: nondeterministic_seeded

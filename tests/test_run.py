@@ -225,6 +225,26 @@ def test_the_written_yaml_speaks_the_named_vocabulary(migrated):
     assert spelling["yaml_growth"] == round(growth, 4)
 
 
+def test_the_written_yaml_adds_no_line_over_200_characters_and_no_name_over_40(migrated):
+    """Issue 42: a set's name reads at a glance, a long one is written once (T: Name), and no line the original kept
+    within 200 characters grows past them."""
+    from migrate.infer.naming import IN_SCHEMA_LIMIT
+    from migrate.model.named_sets import NAME_LIMIT
+
+    original = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+    written = NativeFunctions.load(migrated / "native_functions.yaml")
+    before = {e.name: len(original.lines[e.func_line].rstrip("\n")) for e in original.entries}
+    grown = [e.name for e in written.entries if len(written.lines[e.func_line].rstrip("\n")) > max(200, before[e.name])]
+    assert grown == []
+    assert sum(len(line.rstrip("\n")) > 200 for line in written.lines) <= sum(len(line.rstrip("\n")) > 200 for line in original.lines)
+    sets = GlobalSetsFile.load(sibling_constraints_path(migrated / "native_functions.yaml")).sets
+    assert sets and max(len(g.name) for g in sets) <= NAME_LIMIT
+    in_schema = {word for e in written.entries for word in e.schema.variables()}
+    assert all(len(word) <= IN_SCHEMA_LIMIT for word in in_schema)
+    add_out = written.by_name["add.out"]
+    assert set(add_out.schema.variables()) == {"T"} and written.fields(add_out)["type_constraints"]["T"] in {g.name for g in sets}
+
+
 def test_every_global_set_is_used_described_and_named_from_its_contents(migrated):
     """Sets of three or more entries have names; inline lists are the rare sets; descs are PyTorch's spelling."""
     from collections import Counter
@@ -286,6 +306,9 @@ def test_torchlib_gets_no_typevar_outside_tensor_typing_and_none_of_one_type(mig
         key: bound for key, bound in before.items() if key[0] != "tensor_typing.py"
     }
     assert [name for (_, name), bound in added.items() if bound.isupper()] == []  # BOOL, INT64: never a TypeVar
+    from migrate.model.named_sets import NAME_LIMIT
+
+    assert max(len(name) for _, name in added) <= NAME_LIMIT  # issue 42: the yaml's rule, twins included
 
 
 @pytest.mark.slow

@@ -3,9 +3,11 @@
 Every dtype set used by ``NAMED_FROM`` entries or more, or with a name already (in the target's
 type_constraints.yaml, else a torchlib TypeVar of that set), is a global set; so is a rarer set whose
 inline list would make an entry's ``type_constraints:`` line longer than ``LINE_LIMIT``. A set with no
-name yet takes the one composed from PyTorch's dtype groups (``migrate.model.named_sets``), with ``Set``
-added while a hand-written or torchlib name means another set. A variable is then spelled by its set's
-name, in the schema when no other variable of the entry has that set, else as ``T: Name``.
+name yet takes the one composed from ATen's dtype groups (``migrate.model.named_sets``, at most 40 characters),
+the next abridged one while another set has it, ``Set`` added while a hand-written or torchlib name means another
+set. A variable is then spelled by its set's name: in the schema when the name is short (``IN_SCHEMA_LIMIT``), no
+other variable of the entry has that set and the ``func:`` line stays within ``LINE_LIMIT``, else as a letter and
+one ``T: Name``, so a long name is written once, not in every slot.
 """
 
 from __future__ import annotations
@@ -17,18 +19,22 @@ from typing import Callable, Iterable, Mapping
 
 from migrate.model.dtypes import DType, format_set
 from migrate.model.global_sets import constraints_line, dispatch_dtypes
-from migrate.model.named_sets import composed_name, pytorch_spelling
+from migrate.model.named_sets import composed_name, name_candidates, pytorch_spelling
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import GlobalSet, OverloadPlan
+from migrate.model.plan import GlobalSet, OverloadPlan, Variable
 from migrate.model.schema import TypedSchema
 
 _LETTERS = "TUVWXYZ"
 NAMED_FROM = 3  # entries using a set that make it a global set
-LINE_LIMIT = 200  # characters of a type_constraints: line; PyTorch's lint folds lines over 1,000
+LINE_LIMIT = 200  # characters of a written type_constraints: or func: line; PyTorch's lint folds lines over 1,000
+_FUNC_KEY = "- func: "
+IN_SCHEMA_LIMIT = 16  # characters of a set's name written in the schema's slots (TFloat, TRealOrUInt8); a longer one is T: Name
 
 
 def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[tuple[DType, ...], str]) -> OverloadPlan:
-    """A set's name where the variable's dtypes equal a named set no other variable of the entry has; else T, U, V, ...
+    """A set's short name where the variable's dtypes equal a named set no other variable of the entry has; else T, U, V, ...
+
+    Letters throughout when the names would make the ``func:`` line longer than ``LINE_LIMIT`` (and than it was).
 
     A variable that follows others is always a letter (its list names them, so it is never a set); the names
     it follows are renamed with them.
@@ -40,10 +46,17 @@ def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[t
         if not variable.listed:  # a list spells its own dtypes: it takes no set's name from another variable
             counts[variable.dtypes] = counts.get(variable.dtypes, 0) + 1
     letters = (n for n in [*_LETTERS, *(f"T{i}" for i in range(1, 100))] if n not in set_names.values())
-    new_names = []
-    for variable in variables:
-        name = set_names.get(variable.dtypes) if not variable.listed and counts[variable.dtypes] == 1 else None
-        new_names.append(name or next(letters))
+
+    def in_schema(variable: Variable) -> str | None:
+        name = set_names.get(variable.dtypes)
+        fits = name is not None and len(name) <= IN_SCHEMA_LIMIT
+        return name if fits and not variable.listed and counts[variable.dtypes] == 1 else None
+
+    short = [in_schema(v) for v in variables]
+    written = schema.with_words({slot: name or "T" for v, name in zip(variables, short) for slot in v.binds})
+    if len(_FUNC_KEY + written) > max(LINE_LIMIT, len(_FUNC_KEY + schema.lowered())):  # no schema line the names push over
+        short = [None] * len(variables)
+    new_names = [name or next(letters) for name in short]
     renamed = {v.name: name for v, name in zip(variables, new_names)}  # a followed variable's name is unique (with_follows)
     named = [
         replace(v, name=name, binds=tuple(sorted(v.binds, key=order.__getitem__)), follows=tuple(renamed[n] for n in v.follows))
@@ -65,6 +78,10 @@ def _set_names(existing: Iterable[GlobalSet], torchlib: Iterable[GlobalSet]) -> 
 
 
 def _composed(dtypes: tuple[DType, ...], taken: set[str]) -> str:
+    """The first composed name no other set has (an abridged name may be another's), else ``Set`` added while taken."""
+    name = next((n for n in name_candidates(dtypes) if n not in taken), None)
+    if name is not None:
+        return name
     name = composed_name(dtypes)
     while name in taken:  # a hand-written or torchlib name that means another set
         name += "Set"

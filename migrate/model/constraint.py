@@ -1,9 +1,11 @@
 """A constraint list of an entry's ``type_constraints``: dtypes, other variables of the entry it follows,
 and the ``ScalarType`` argument whose value it is.
 
-``U: [torch.bool, torch.float32, T]`` says U is bool, float32, or the dtype T has in the
-same call: ``scaled_dot_product_attention`` takes a bool or float32 mask beside any query,
-and a float16 mask only beside a float16 query. ``U: [torch.float32, dtype]`` says U is exactly
+``U: [torch.bool, torch.float32, query.dtype]`` says U is bool, float32, or the dtype the tensor
+argument ``query`` (and so its variable) has in the same call: ``scaled_dot_product_attention``
+takes a bool or float32 mask beside any query, and a float16 mask only beside a float16 query.
+The writer names the followed variable by its first argument (``TENSOR_DTYPE``); the readers
+take that and, as older files spell it, the variable's own name. ``U: [torch.float32, dtype]`` says U is exactly
 the dtype the argument ``dtype`` names when the call gives one, and float32 when it is None
 (``zeros``); the entry states the dtypes the argument may name under the argument's own key
 (``dtype: TAny``, a ``DtypeArgument``). The written list is the canonical dtype order, then the
@@ -17,6 +19,15 @@ from dataclasses import dataclass
 
 from migrate.model.dtypes import PREFIX, DType, UnknownDType, canonical
 from migrate.model.schema import is_variable_name
+
+
+TENSOR_DTYPE = ".dtype"
+"""``query.dtype`` in a list: the dtype of that tensor argument in the call."""
+
+
+def dtype_of(argument: str) -> str:
+    """How a list names the dtype a tensor argument has in the call: ``query.dtype``."""
+    return argument + TENSOR_DTYPE
 
 
 class ConstraintError(ValueError):
@@ -37,13 +48,19 @@ class ConstraintList:
         object.__setattr__(self, "follows", tuple(sorted(set(self.follows))))
 
     @classmethod
-    def from_items(cls, items: Iterable[str], arguments: Collection[str] = ()) -> ConstraintList:
-        """The list as yaml loads it: ``torch.<name>`` items are dtypes, a name in ``arguments`` (the entry's
+    def from_items(cls, items: Iterable[str], arguments: Collection[str] = (), tensors: Mapping[str, str] | None = None) -> ConstraintList:
+        """The list as yaml loads it: ``torch.<name>`` items are dtypes, ``query.dtype`` follows the variable of
+        the tensor argument ``query`` (``tensors``: argument -> variable), a name in ``arguments`` (the entry's
         ``ScalarType`` arguments) is the argument, other identifiers name variables."""
         dtypes, follows, named = [], [], []
         for item in items:
             if item.startswith(PREFIX):
                 dtypes.append(DType.parse(item))
+            elif item.endswith(TENSOR_DTYPE):
+                tensor = item.removesuffix(TENSOR_DTYPE)
+                if tensor not in (tensors or {}):
+                    raise ConstraintError(f"{item}: {tensor} is no tensor argument of the entry with a type variable")
+                follows.append(tensors[tensor])
             elif item in arguments:
                 named.append(item)
             elif is_variable_name(item):
@@ -55,18 +72,28 @@ class ConstraintList:
         return cls(tuple(dtypes), tuple(follows), named[0] if named else "")
 
     @classmethod
-    def parse(cls, text: str, arguments: Collection[str] = ()) -> ConstraintList:
-        """The flow-style list ``[torch.bool, T]`` as ``__str__`` writes it; ``arguments`` as ``from_items`` takes them."""
+    def parse(cls, text: str, arguments: Collection[str] = (), tensors: Mapping[str, str] | None = None) -> ConstraintList:
+        """The flow-style list ``[torch.bool, query.dtype]`` as ``spelled`` writes it; ``arguments`` and ``tensors`` as
+        ``from_items`` takes them."""
         inner = text.strip()
         if not (inner.startswith("[") and inner.endswith("]")):
             raise UnknownDType(f"{text!r} is not a flow-style list")
         items = [item.strip() for item in inner[1:-1].split(",")]
-        return cls.from_items((item for item in items if item), arguments)
+        return cls.from_items((item for item in items if item), arguments, tensors)
 
     @property
     def names(self) -> tuple[str, ...]:
         """The variables and the argument the list names, sorted, as it is written after its dtypes."""
         return tuple(sorted((*self.follows, *filter(None, [self.argument]))))
+
+    def spelled_names(self, followed: Mapping[str, str]) -> tuple[str, ...]:
+        """``names`` as a list writes them, sorted: a followed variable as ``followed`` spells it (its argument's
+        ``query.dtype``), else by its own name."""
+        return tuple(sorted((*(followed.get(v, v) for v in self.follows), *filter(None, [self.argument]))))
+
+    def spelled(self, followed: Mapping[str, str]) -> str:
+        """The flow-style list: the dtypes, then ``spelled_names``."""
+        return "[" + ", ".join([*(str(d) for d in self.dtypes), *self.spelled_names(followed)]) + "]"
 
     def __str__(self) -> str:
         return "[" + ", ".join([*(str(d) for d in self.dtypes), *self.names]) + "]"

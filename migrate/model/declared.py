@@ -2,7 +2,8 @@
 
 Resolution follows design.md: the entry's own ``type_constraints`` first, then the
 global sets of type_constraints.yaml; a name neither resolves is an error. A list may
-name other variables of the entry (``migrate.model.constraint``), one ``ScalarType``
+name other variables of the entry, by a tensor argument's dtype (``query.dtype``) or by name
+(``migrate.model.constraint``), one ``ScalarType``
 argument, whose dtypes the entry states under the argument's own key (``dtype: TRealOrUInt8``; unstated,
 every dtype), and global sets (their dtypes), in that order of resolution; a name that is none of these, a key no
 list names, or variables
@@ -22,6 +23,7 @@ from migrate.model.dtypes import TENSOR_DTYPES, UnknownDType, format_set
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions
 from migrate.model.plan import HAND, Evidence, GlobalSet, Variable
 from migrate.model.promotion import PROMOTION_KEY, Promotion, promotion_problem
+from migrate.model.schema import RETURN_PREFIX
 
 
 def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str, GlobalSet]) -> tuple[Variable, ...]:
@@ -35,6 +37,7 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
     if not isinstance(mapping, dict):
         raise InputError(f"'{CONSTRAINTS_KEY}:' must be a mapping of type variables", native.path, line, entry.name)
     arguments = entry.schema.dtype_arguments
+    tensors = {slot: name for name, binds in words.items() for slot in binds if not slot.startswith(RETURN_PREFIX)}
     for name in mapping:
         if name in words and name in arguments:
             raise InputError(f"{name} names both a type variable and a ScalarType argument", native.path, line, entry.name)
@@ -48,7 +51,7 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
             return ConstraintList(sets[value].dtypes)
         if isinstance(value, list) and all(isinstance(d, str) for d in value):
             try:
-                return ConstraintList.from_items(value, arguments if name in words else ())
+                return ConstraintList.from_items(value, *((arguments, tensors) if name in words else ()))
             except (UnknownDType, ConstraintError) as exc:
                 raise InputError(str(exc), native.path, line, entry.name) from exc
         raise InputError(f"{name} must be a list of dtypes or a set name", native.path, line, entry.name)

@@ -16,10 +16,11 @@ from typing import Collection, Iterable, Mapping
 
 from migrate.errors import InputError
 from migrate.model.backends import BACKEND_KEYS, DispatchDtypes, SetValue
+from migrate.model.constraint import dtype_of
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, format_set, parse_set
 from migrate.model.native import CONSTRAINTS_KEY, load_item, top_level_items
 from migrate.model.plan import Conflict, GlobalSet, OverloadPlan, Variable
-from migrate.model.schema import is_variable_name
+from migrate.model.schema import RETURN_PREFIX, is_variable_name
 
 HEADER = "# Named dtype sets for the type variables of native_functions.yaml; written by dtype-migrate.\n"
 _PLAIN_SAFE = re.compile(r"[A-Za-z0-9(][^:#\n\"']*[^:#\s\"']|[A-Za-z0-9]")
@@ -33,20 +34,24 @@ def render_item(global_set: GlobalSet) -> str:
     return f"- name: {global_set.name}\n  dtypes: {format_set(global_set.dtypes)}\n  desc: {desc}\n"
 
 
-def constraints_value(variable: Variable, sets: Mapping[str, GlobalSet], taken: Collection[str] = ()) -> str | None:
+def constraints_value(
+    variable: Variable, sets: Mapping[str, GlobalSet], taken: Collection[str] = (), followed: Mapping[str, str] | None = None
+) -> str | None:
     """How an entry's type_constraints spells a variable: nothing for a global set's own name, else a set name or a list.
 
-    A variable that follows others or is set by an argument is always a list: its dtypes, then the names. Its
-    dtypes are the name of the global set of exactly those dtypes when one is and no variable or argument of the
-    entry (``taken``) has that name, which a list's names would mean first.
+    A variable that follows others or is set by an argument is always a list: its dtypes, then the names, a
+    followed variable as ``followed`` spells it (``query.dtype``, see ``followed_spelling``). Its dtypes are the
+    name of the global set of exactly those dtypes when one is and no variable or argument of the entry
+    (``taken``) has that name, which a list's names would mean first.
     """
+    followed = followed or {}
     if variable.listed:
         if variable.argument is not None and not variable.follows and variable.dtypes == (variable.argument.dtypes if variable.argument.optional else ()):
             return f"[{variable.argument.name}]"  # None (when it may be) takes the dtypes the argument may name
         spelled = next((s.name for s in sets.values() if s.dtypes == variable.dtypes and s.name not in taken), None) if variable.dtypes else None
         if spelled is None:
-            return str(variable.constraint)
-        return "[" + ", ".join([spelled, *variable.constraint.names]) + "]"
+            return variable.constraint.spelled(followed)
+        return "[" + ", ".join([spelled, *variable.constraint.spelled_names(followed)]) + "]"
     own = sets.get(variable.name)
     if own is not None and own.dtypes == variable.dtypes:
         return None
@@ -59,6 +64,12 @@ def set_value(dtypes: tuple[DType, ...], sets: Mapping[str, GlobalSet]) -> str:
     return equal if equal is not None else format_set(dtypes)
 
 
+def followed_spelling(variables: Iterable[Variable]) -> dict[str, str]:
+    """How a list names each variable: by the dtype of its first argument in schema order (``query.dtype``), which
+    reads without the docs; a variable binding returns alone keeps its name."""
+    return {v.name: dtype_of(arguments[0]) for v in variables if (arguments := [s for s in v.binds if not s.startswith(RETURN_PREFIX)])}
+
+
 def constraints_line(indent: int, variables: Iterable[Variable], sets: Mapping[str, GlobalSet]) -> str | None:
     """The ``type_constraints:`` line (no line end) of an entry whose variables are in schema order; None when none is needed.
 
@@ -68,7 +79,8 @@ def constraints_line(indent: int, variables: Iterable[Variable], sets: Mapping[s
     variables = tuple(variables)
     arguments = {v.argument.name: v.argument.dtypes for v in variables if v.argument is not None}
     taken = {v.name for v in variables} | set(arguments)
-    mapping = [(v.name, value) for v in variables if (value := constraints_value(v, sets, taken)) is not None]
+    followed = followed_spelling(variables)
+    mapping = [(v.name, value) for v in variables if (value := constraints_value(v, sets, taken, followed)) is not None]
     mapping += [(name, set_value(dtypes, sets)) for name, dtypes in arguments.items() if dtypes != TENSOR_DTYPES]  # unstated: every dtype
     if not mapping:
         return None
