@@ -40,6 +40,13 @@ DECLARED = f"""\
   type_constraints: {{T: {FLOATS}, U: [torch.int64]}}
   autocast: {{CPU: fp32}}
 
+- func: nll_loss_nd(T self, U target, T? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> T
+  type_constraints: {{T: {FLOATS}, U: [torch.int64]}}
+
+- func: nll_loss(T self, U target, T? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> T
+  type_constraints: {{T: {FLOATS}, U: [torch.int64]}}
+  autocast: {{CPU: fp32}}
+
 - func: mm(T self, T mat2) -> T
   type_constraints: {{T: [torch.bfloat16, torch.float64]}}
   autocast: {{CPU: lower_precision_fp}}
@@ -88,7 +95,9 @@ def train_step(path: Path, collect: bool = True):
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     with checking(path, collect=collect) as checker:
         with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = F.cross_entropy(net(torch.randn(2, 3, 4, 4)), torch.tensor([1, 3]))
+            logits, target = net(torch.randn(2, 3, 4, 4)), torch.tensor([1, 3])
+            # nll_loss_nd is no autocast kernel: it decomposes, and its nll_loss returns float32 of bfloat16
+            loss = F.cross_entropy(logits, target) + F.nll_loss(F.log_softmax(logits, -1), target)
         loss.backward()
         optimizer.step()
     return checker
@@ -98,7 +107,7 @@ def test_a_training_step_under_cpu_autocast_is_judged_as_the_kernels_take_it(tmp
     checker = train_step(declare(tmp_path))
     assert checker.violations == ()
     # the autocast-wrapped calls were judged, not skipped: float32 in, bfloat16 out at the level above autocast
-    for overload in ("aten::linear", "aten::conv2d", "aten::scaled_dot_product_attention", "aten::cross_entropy_loss", "aten::layer_norm"):
+    for overload in ("aten::linear", "aten::conv2d", "aten::scaled_dot_product_attention", "aten::cross_entropy_loss", "aten::layer_norm", "aten::nll_loss_nd"):
         assert checker.judged[overload] >= 1, overload
     assert checker.judged["aten::linear"] == 3
 

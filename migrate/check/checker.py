@@ -593,6 +593,7 @@ class Checker(TwoKeyObserver):
         self.judged: Counter[str] = Counter()  # in collect mode, the calls judged per overload ('aten::mm')
         self._own_calls = False  # while the checker makes its stand-in tensors: no user's calls
         self._autocast_registered: dict[str, frozenset[str]] = {}  # per autocast key, the operators it registers a kernel for
+        self._decomposes: dict[tuple[str, str], bool] = {}  # (overload, autocast key): see _decomposes_under_autocast
         # Keyed by id(overload): an OpOverload's hash is computed in Python, and this is the hot path.
         self._compiled: dict[Any, _Compiled | None] = {}
         self._bound: dict[str, Declarations] = {}  # the declarations each backend takes, made when a call needs them
@@ -683,6 +684,14 @@ class Checker(TwoKeyObserver):
             self._autocast_registered[key] = frozenset(torch_private.dispatch_key_registrations(f"Autocast{key}"))
         return self._autocast_registered[key]
 
+    def _decomposes_under_autocast(self, overload: str, key: str) -> bool:
+        """Whether an overload autocast does not wrap decomposes (CompositeImplicitAutograd): the parts it calls go
+        through autocast on their own, so its returns show their policies (``nll_loss_nd`` of bfloat16 returns
+        ``nll_loss``'s float32), not its own kernel's; the parts are judged where they reach kernels."""
+        if (overload, key) not in self._decomposes:
+            self._decomposes[overload, key] = overload not in self._registered(key) and torch_private.has_kernel(overload, "CompositeImplicitAutograd")
+        return self._decomposes[overload, key]
+
     def _stand_in(self, shape: torch.Size, dtype: torch.dtype) -> torch.Tensor:
         """A meta tensor for a cast argument; the checker's own call, neither judged nor counted."""
         self._own_calls = True
@@ -705,6 +714,8 @@ class Checker(TwoKeyObserver):
         declared = dict(check.declared.autocast).get(key, "")
         where = f"{self.declarations.path.name}:{check.declared.autocast_line}" if declared else check.where
         kernel = handed(func, AutocastPolicy(key, declared, where), args, kwargs, self._stand_in)
+        if not declared and self._decomposes_under_autocast(check.overload, key):
+            kernel = replace(kernel, returns_judged=False)
         return self._call(check, func, args, kwargs, self.run_direct, kernel)
 
     def kernel_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
