@@ -9,8 +9,11 @@ declared when the computation dtype the entry's ``type_promotion:`` gives it (to
 own; without the line, when every slot's dtype is in its variable's set and slots sharing a
 variable agree. Agreement is the share of (case, dtype) pairs and mixed calls where both say
 the same, reported apart and together; a false claim is declared but rejected, a miss accepted
-but not declared. The verdicts depend only on torch and the suite's code, and are cached under the
-cache folder (``truth/``), so scoring again takes a second.
+but not declared. Each autocast call (made under CPU autocast) is handed on as the entry's ``autocast:`` line
+says for CPU (this module's own reading of ``autocast_mode.h``, sharing nothing with the checker's) and judged
+as a mixed call; where ATen ran it, a return bound to the variable of the tensors handed on must be at their
+dtype, else the declared policy is not what autocast did. Autocast calls are scored apart. The verdicts depend
+only on torch and the suite's code, and are cached under the cache folder (``truth/``), so scoring again takes a second.
 
     PYTHONPATH=$PWD python -m bench.bench_truth /tmp/before/out/native_functions.yaml
 """
@@ -24,13 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from migrate.cache import StageCache
+from migrate.model.autocast import declared_autocast
 from migrate.model.declared import declared_variables
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import Variable
 from migrate.model.promotion import PROMOTION_KEY, Promotion
-from tests.truth.cases import CASES, MIXED, Case, Mixed
-from tests.truth.runner import DTYPES, Verdict, aten_op, run_cases, run_mixed
+from tests.truth.cases import AUTOCAST, CASES, MIXED, Autocast, Case, Mixed
+from tests.truth.runner import DTYPES, Verdict, aten_op, run_autocast, run_cases, run_mixed
 
 
 ISSUE_ROWS: tuple[tuple[str, str], ...] = (
@@ -52,6 +56,28 @@ def truth_verdicts(cache: StageCache) -> dict[str, dict[str, Verdict]]:
 def mixed_verdicts(cache: StageCache) -> dict[str, Verdict]:
     """Every mixed call's verdict, from the ``truth-mixed`` stage when torch and the suite's code are unchanged."""
     return cache.stage("truth-mixed", "tests.truth.cases", "tests.truth.runner").get((), run_mixed, dict, cold="running the truth suite's mixed calls (once)")
+
+
+def autocast_verdicts(cache: StageCache) -> dict[str, Verdict]:
+    """Every autocast call's verdict, from the ``truth-autocast`` stage when torch and the suite's code are unchanged."""
+    return cache.stage("truth-autocast", "tests.truth.cases", "tests.truth.runner").get(
+        (), run_autocast, dict, cold="running the truth suite's autocast calls (once)"
+    )
+
+
+@dataclass(frozen=True)
+class AutocastRow:
+    """One call under CPU autocast: the policy the yaml declares for CPU, whether it declares the call as handed on, and what ATen did."""
+
+    call: Autocast
+    policy: str  # '' where the entry names none for CPU
+    declared: bool
+    verdict: Verdict
+    policy_differs: str = ""  # where ATen ran it: a return at another dtype than the declared policy hands its variable ('' when none)
+
+    @property
+    def agrees(self) -> bool:
+        return self.declared == self.verdict.accepted
 
 
 @dataclass(frozen=True)
@@ -87,11 +113,38 @@ class Row:
         return self.declared == self.verdict.accepted
 
 
+def _agreement(rows) -> float:
+    return sum(r.agrees for r in rows) / len(rows) if rows else 1.0
+
+
+def _false_claims(rows) -> tuple:
+    """Single calls declared that ATen rejects."""
+    return tuple(r for r in rows if r.declared and not r.verdict.accepted)
+
+
+def _misses(rows) -> tuple:
+    """Single calls ATen accepts that are not declared."""
+    return tuple(r for r in rows if r.verdict.accepted and not r.declared)
+
+
 @dataclass(frozen=True)
 class Score:
     rows: tuple[Row, ...]
     absent: tuple[str, ...]  # truth overloads the yaml has no entry for
     mixed: tuple[MixedRow, ...] = ()
+    autocast: tuple[AutocastRow, ...] = ()  # scored apart: not in ``agreement``
+
+    @property
+    def autocast_agreement(self) -> float:
+        return _agreement(self.autocast)
+
+    @property
+    def autocast_false_claims(self) -> tuple[AutocastRow, ...]:
+        return _false_claims(self.autocast)
+
+    @property
+    def autocast_misses(self) -> tuple[AutocastRow, ...]:
+        return _misses(self.autocast)
 
     @property
     def diagonal_agreement(self) -> float:
@@ -99,15 +152,15 @@ class Score:
 
     @property
     def mixed_agreement(self) -> float:
-        return sum(r.agrees for r in self.mixed) / len(self.mixed) if self.mixed else 1.0
+        return _agreement(self.mixed)
 
     @property
     def mixed_false_claims(self) -> tuple[MixedRow, ...]:
-        return tuple(r for r in self.mixed if r.declared and not r.verdict.accepted)
+        return _false_claims(self.mixed)
 
     @property
     def mixed_misses(self) -> tuple[MixedRow, ...]:
-        return tuple(r for r in self.mixed if r.verdict.accepted and not r.declared)
+        return _misses(self.mixed)
 
     @property
     def judged(self) -> tuple[Row, ...]:
@@ -246,6 +299,48 @@ def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Var
     return True
 
 
+def handed_on(policy: str, lower: str, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
+    """A call's arguments as CPU autocast's ``policy`` casts them at the autocast dtype ``lower`` (ATen's
+    ``autocast_mode.h``): floating CPU tensors but float64 ones, to ``lower`` (``lower_precision_fp``), float32
+    (``fp32``), or float32 where one is float32 and else ``lower`` (``promote``, which refuses any other floating
+    dtype: None); any other policy, or none, leaves them."""
+    import torch
+
+    def eligible(x) -> bool:
+        return isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != torch.float64
+
+    found = [x for value in (*args, *kwargs.values()) for x in _elements(value) if eligible(x)]
+    to = {"lower_precision_fp": lower, "fp32": "float32"}.get(policy)
+    if policy == "promote":
+        kinds = {str(x.dtype).removeprefix("torch.") for x in found}
+        if kinds - {"float32", lower}:
+            return None
+        to = "float32" if "float32" in kinds else lower
+    if to is None:
+        return args, kwargs
+
+    def cast(value):
+        if isinstance(value, (list, tuple)):
+            return type(value)(cast(x) for x in value)
+        return value.to(getattr(torch, to)) if eligible(value) else value
+
+    return tuple(cast(a) for a in args), {k: cast(x) for k, x in kwargs.items()}
+
+
+def policy_differs(overload: str, args: tuple, kwargs: dict, variables: tuple[Variable, ...], returned: tuple[str, ...]) -> str:
+    """The first return whose variable binds tensors handed on at one dtype, and that ATen returned at another ('' when none)."""
+    import torch
+
+    names = [a.name for a in aten_op(overload)._schema.arguments]
+    bound = dict(zip(names, args)) | kwargs
+    for position, dtype in enumerate(returned):
+        variable = next((v for v in variables if f"return.{position}" in v.binds), None)
+        handed = {str(x.dtype).removeprefix("torch.") for slot in getattr(variable, "binds", ()) for x in _elements(bound.get(slot)) if isinstance(x, torch.Tensor)}
+        if len(handed) == 1 and dtype not in handed:
+            return f"return.{position} is {dtype}, the policy hands {variable.name} {handed.pop()}"
+    return ""
+
+
 def _written(overload: str) -> set[str]:
     """The arguments the overload writes into (``Tensor(a!) self``, ``out``), from torch's schema."""
     return {a.name for a in aten_op(overload)._schema.arguments if a.alias_info is not None and a.alias_info.is_write}
@@ -303,6 +398,8 @@ def score(
     other_device: dict[tuple[str, str], frozenset[str]] | None = None,
     mixed: dict[str, Verdict] | None = None,
     mixed_calls: tuple[Mixed, ...] = MIXED,
+    autocast: dict[str, Verdict] | None = None,
+    autocast_calls: tuple[Autocast, ...] = AUTOCAST,
 ) -> Score:
     native = NativeFunctions.load(native_functions)
     sets = GlobalSetsFile.load(sibling_constraints_path(Path(native_functions))).by_name
@@ -330,7 +427,31 @@ def score(
         raw = native.fields(entry).get(PROMOTION_KEY)
         promotion = Promotion.from_mapping(raw) if raw is not None else None
         mixed_rows.append(MixedRow(call, declared_mixed(call, declared_variables(native, entry, sets), promotion), mixed[call.key]))
-    return Score(tuple(rows), tuple(sorted(set(absent))), tuple(mixed_rows))
+    autocast_rows = []
+    for call in autocast_calls if autocast is not None else ():
+        entry = native.by_name.get(call.overload)
+        if entry is None:
+            absent.append(call.overload)
+            continue
+        autocast_rows.append(_autocast_row(native, entry, sets, call, autocast[call.key]))
+    return Score(tuple(rows), tuple(sorted(set(absent))), tuple(mixed_rows), tuple(autocast_rows))
+
+
+def _autocast_row(native: NativeFunctions, entry, sets, call: Autocast, verdict: Verdict) -> AutocastRow:
+    """An autocast call as the entry declares it: handed on by its CPU policy, then judged as a mixed call."""
+    import warnings
+
+    policy = dict(declared_autocast(native, entry)).get("CPU", "")
+    raw = native.fields(entry).get(PROMOTION_KEY)
+    promotion = Promotion.from_mapping(raw) if raw is not None else None
+    variables = declared_variables(native, entry, sets)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        handed = handed_on(policy, call.dtype, *call.call())
+    if handed is None:
+        return AutocastRow(call, policy, False, verdict)
+    differs = policy_differs(call.overload, *handed, variables, verdict.returned) if verdict.accepted else ""
+    return AutocastRow(call, policy, declared_call(call.overload, *handed, variables, promotion) and not differs, verdict, differs)
 
 
 def _dtype_list(rows) -> str:
@@ -358,6 +479,18 @@ def report(result: Score, worst: int) -> str:
     for r in result.mixed_false_claims + result.mixed_misses:
         said = "accepts" if r.verdict.accepted else f"rejects ({r.verdict.message[:90]})"
         lines.append(f"  mixed {r.call.key}: declared {'yes' if r.declared else 'no'}; ATen {said}")
+    if result.autocast:
+        auto = result.autocast
+        lines.append(
+            f"autocast (apart): {len(auto)} calls under CPU autocast on {len({r.call.overload for r in auto})} overloads"
+            f" ({sum(r.verdict.accepted for r in auto)} accepted); agreement {100 * result.autocast_agreement:.2f}%"
+            f" ({sum(r.agrees for r in auto)}/{len(auto)}); false claims {len(result.autocast_false_claims)},"
+            f" misses {len(result.autocast_misses)}, of them the policy's {sum(bool(r.policy_differs) for r in auto)}"
+        )
+        for r in (*result.autocast_false_claims, *result.autocast_misses):
+            said = f"returns {', '.join(r.verdict.returned)}" if r.verdict.accepted else f"rejects ({r.verdict.message[:90]})"
+            why = f": {r.policy_differs}" if r.policy_differs else ""
+            lines.append(f"  autocast {r.call.key} ({{CPU: {r.policy or 'none'}}}): declared {'yes' if r.declared else 'no'}{why}; ATen {said}")
     if result.absent:
         lines.append(f"overloads the yaml lacks: {', '.join(result.absent)}")
     lines.append(f"worst {worst} overloads (disagreements of {len(DTYPES)} dtypes per case):")
@@ -392,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     other_device = other_device_dtypes(args.report) if args.report is not None else None
     cache = StageCache.at(args.cache_dir)
-    result = score(args.native_functions, truth_verdicts(cache), other_device=other_device, mixed=mixed_verdicts(cache))
+    result = score(args.native_functions, truth_verdicts(cache), other_device=other_device, mixed=mixed_verdicts(cache), autocast=autocast_verdicts(cache))
     print(report(result, args.worst))
     if args.json is not None:
         wrong = [
@@ -405,7 +538,12 @@ def main(argv: list[str] | None = None) -> int:
             for r in result.mixed
             if not r.agrees
         ]
-        summary = {"agreement": result.agreement, "diagonal": result.diagonal_agreement, "mixed": result.mixed_agreement}
+        wrong += [
+            {"autocast": r.call.key, "policy": r.policy, "declared": r.declared, "accepted": r.verdict.accepted, "message": r.verdict.message or r.policy_differs}
+            for r in result.autocast
+            if not r.agrees
+        ]
+        summary = {"agreement": result.agreement, "diagonal": result.diagonal_agreement, "mixed": result.mixed_agreement, "autocast": result.autocast_agreement}
         args.json.write_text(json.dumps(summary | {"disagreements": wrong}, indent=1) + "\n")
     return 0
 

@@ -316,16 +316,20 @@ def test_truth_score_on_full_run(migrated):
     """The written sets against the truth suite (tests/truth): what ATen does on non-empty CPU tensors.
 
     Issue 31 asks for agreement >= 99.5% and no miss, diagonal cases and mixed calls together; the mixed
-    calls judged by the computation dtype of the entries' type_promotion lines.
+    calls judged by the computation dtype of the entries' type_promotion lines. The autocast calls, apart, agree all.
     """
-    from bench.bench_truth import ISSUE_ROWS, mixed_verdicts, other_device_dtypes, report, score, truth_verdicts
+    from bench.bench_truth import ISSUE_ROWS, autocast_verdicts, mixed_verdicts, other_device_dtypes, report, score, truth_verdicts
 
     cache = StageCache.at()
     other_device = other_device_dtypes(migrated / "report.json")
-    result = score(migrated / "native_functions.yaml", truth_verdicts(cache), other_device=other_device, mixed=mixed_verdicts(cache))
+    result = score(
+        migrated / "native_functions.yaml", truth_verdicts(cache), other_device=other_device, mixed=mixed_verdicts(cache), autocast=autocast_verdicts(cache)
+    )
     summary = report(result, 15)
     assert result.absent == (), summary
     assert [(key, dtype) for key, dtype in ISSUE_ROWS if not result.row(key, dtype).agrees] == [], summary  # type: ignore[union-attr]
     assert result.misses == () and result.mixed_misses == (), summary
     assert len(result.mixed) >= 60 and len({r.call.overload for r in result.mixed}) >= 25, summary
     assert result.agreement >= 0.995, summary
+    # issue 44: calls under CPU autocast, handed on as the written autocast lines say, scored apart
+    assert result.autocast_misses == () and result.autocast_false_claims == (), summary

@@ -286,3 +286,57 @@ def test_a_mixed_call_is_declared_by_its_computation_dtype(tmp_path):
     assert declared_mixed(by_key["add.out(int64, int64, float32)"], add_out, promotion)  # it casts int64 into float32
     mm = declared_variables(native, native.by_name["mm"], sets)
     assert not declared_mixed(by_key["mm(float32, float64)"], mm, None)
+
+
+_AUTOCAST = """\
+- func: linear(T input, T weight, T? bias=None) -> T
+  type_constraints: {T: [torch.float16, torch.bfloat16, torch.float32, torch.float64]}
+  autocast: {CPU: lower_precision_fp}
+
+- func: bmm(T self, T mat2) -> T
+  type_constraints: {T: [torch.float16, torch.bfloat16, torch.float32, torch.float64]}
+  autocast: {CPU: lower_precision_fp}
+
+- func: stack(T[] tensors, int dim=0) -> T
+  type_constraints: {T: [torch.float16, torch.bfloat16, torch.float32, torch.float64]}
+  autocast: {CPU: promote}
+"""
+
+
+def test_autocast_calls_cover_the_issue():
+    from tests.truth.cases import AUTOCAST
+    from tests.truth.runner import run_autocast
+
+    found = run_autocast()
+    assert len({a.overload for a in AUTOCAST}) >= 10 and {a.dtype for a in AUTOCAST} == {"bfloat16", "float16"}
+    assert found["linear(float32, float32, float32) under autocast bfloat16"].returned == ("bfloat16",)
+    assert found["linear(float64, float64, float64) under autocast float16"].returned == ("float64",)  # float64 is never cast
+    assert found["prod(bfloat16) under autocast bfloat16"].returned == ("float32",)  # CPU: fp32
+    assert found["stack(bfloat16, float32) under autocast bfloat16"].returned == ("float32",)  # CPU: promote
+    assert found["stack(bfloat16, bfloat16) under autocast float16"].message == "Unexpected floating ScalarType in at::autocast::prioritize"
+    assert not found["mm(float32, float64) under autocast bfloat16"].accepted
+
+
+@pytest.mark.parametrize(
+    ("policy", "agrees", "differs"),
+    [
+        ("{CPU: lower_precision_fp}", True, ""),
+        ("{CPU: fp32}", False, "return.0 is bfloat16, the policy hands T float32"),
+        ("{CUDA: lower_precision_fp}", False, "return.0 is bfloat16, the policy hands T float32"),  # no CPU policy: as given
+    ],
+)
+def test_an_autocast_call_is_declared_as_its_policy_hands_it_on(tmp_path, policy, agrees, differs):
+    from tests.truth.cases import AUTOCAST
+    from tests.truth.runner import run_autocast
+
+    path, cases, verdicts = _tiny(tmp_path, _NATIVE + "\n" + _AUTOCAST.replace("{CPU: lower_precision_fp}", policy, 1))  # linear's line
+    calls = tuple(a for a in AUTOCAST if a.overload in ("linear", "bmm", "stack"))
+    result = score(path, verdicts, cases, autocast=run_autocast(calls), autocast_calls=calls)
+    rows = {r.call.key: r for r in result.autocast}
+    linear = rows["linear(float32, float32, float32) under autocast bfloat16"]
+    assert (linear.agrees, linear.policy_differs) == (agrees, differs)
+    assert rows["linear(float64, float64, float64) under autocast bfloat16"].agrees  # float64 reaches the kernel as given
+    assert rows["bmm(float16, float32) under autocast bfloat16"].agrees  # both reach the kernel at bfloat16
+    assert all(r.agrees for r in result.autocast if r.call.overload == "stack")  # promote refuses bfloat16 under float16 autocast
+    assert result.agreement == pytest.approx(98 / 105)  # the tiny yaml's diagonal figure: autocast calls are scored apart
+    assert f"misses {0 if agrees else 2}, of them the policy's {2 if differs else 0}" in report(result, 1)

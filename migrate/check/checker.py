@@ -37,6 +37,11 @@ An overload whose ``dispatch_dtypes:`` line states sets per backend is judged by
 backend, read from its first tensor's device (cpu: the CPU set, cuda: the CUDA set, another device: the
 union); ``Declarations.on(key)`` binds one backend for every call (``migrate.api``'s ``device``).
 
+Under an active autocast, a call made from Python of an overload whose ``autocast:`` line names a policy for
+that autocast key is judged as the policy hands it to the kernel (``migrate.check.autocast``), and a return
+at another dtype than the policy hands its variable's castable arguments is an ``autocast-policy`` violation
+naming the line (docs/autocast.md).
+
 ``judge`` is the decision itself, for the checker and for ``migrate.api`` alike.
 Per overload, the check is compiled on its first call (tensor slot positions mapped
 to variable indices, each set a frozenset of torch dtypes) and then costs a pass
@@ -55,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from migrate.check.autocast import AutocastPolicy, Handed, active_key, eligible_arguments, handed
 from migrate.check.promotion import (  # noqa: F401  (the promotion kinds of Violation are the checker's too)
     COMPUTED_OUTSIDE_SET,
     PROMOTION_REFUSED,
@@ -82,6 +88,7 @@ if TYPE_CHECKING:
 OUTSIDE_SET = "outside-set"  # a tensor's dtype is not in its variable's set
 UNEQUAL = "unequal"  # the tensors bound to one variable have more than one dtype in one call
 ARGUMENT_OUTSIDE_SET = "argument-outside-set"  # a ScalarType argument names a dtype outside the dtypes the entry states for it
+AUTOCAST_POLICY = "autocast-policy"  # under autocast, a return the kernel made is not at the dtype the declared policy hands its variable's arguments
 
 
 @dataclass(frozen=True)
@@ -121,17 +128,19 @@ class DeclaredOverload:
     promotion: DeclaredPromotion | None = None
     backends_line: int = 0  # 1-based: its dispatch_dtypes line (0: none)
     backend: str = ""  # the dispatch key whose sets its variables hold, where that line states one for it
+    autocast: tuple[tuple[str, str], ...] = ()  # (autocast key, policy) from its ``autocast:`` line, in the yaml's order
+    autocast_line: int = 0  # 1-based: its autocast line (0: none)
 
     def on(self, key: str) -> DeclaredOverload:
         """The overload as the backend of that dispatch key takes it; where it states a set there, declared at that line."""
         if not any(k == key for v in self.variables for k, _ in v.backends):
             return self
-        return DeclaredOverload(self.name, tuple(v.on(key) for v in self.variables), self.backends_line, self.promotion, 0, key)
+        return replace(self, variables=tuple(v.on(key) for v in self.variables), line=self.backends_line, backends_line=0, backend=key)
 
 
 @dataclass(frozen=True)
 class Declarations:
-    """What an annotated native_functions.yaml declares, per overload with a type variable.
+    """What an annotated native_functions.yaml declares, per overload with a type variable or an autocast policy.
 
     Read once (the yaml and its sibling type_constraints.yaml, every variable resolved)
     and pickled compactly, so that a worker process gets it in a millisecond instead of
@@ -156,6 +165,7 @@ class Declarations:
         binding a slot its schema lacks is an InputError naming file, line and op.
         """
         # Imported here: workers unpickle Declarations and check calls, and need no yaml reader.
+        from migrate.model.autocast import AUTOCAST_KEY, declared_autocast
         from migrate.model.backends import BACKENDS_KEY
         from migrate.model.declared import declared_with_backends
         from migrate.model.global_sets import GlobalSetsFile
@@ -166,12 +176,14 @@ class Declarations:
         for entry in native.entries:
             variables = declared_with_backends(native, entry, sets)
             promotion = _declared_promotion(native, entry)
-            if variables:
+            policies = declared_autocast(native, entry)
+            if variables or policies:
                 span = native.key_span(entry, CONSTRAINTS_KEY)
                 line = (span.start if span else entry.func_line) + 1
                 declared = tuple(_declared_variable(v) for v in variables)
                 backends = native.key_span(entry, BACKENDS_KEY)
-                overloads.append(DeclaredOverload(entry.name, declared, line, promotion, backends.start + 1 if backends else 0))
+                autocast_line = native.key_span(entry, AUTOCAST_KEY).start + 1 if policies else 0
+                overloads.append(DeclaredOverload(entry.name, declared, line, promotion, backends.start + 1 if backends else 0, "", policies, autocast_line))
         declarations = cls(native.path, tuple(overloads))
         for overload in declarations.overloads:
             _compile(declarations, _overload(declarations, overload))
@@ -192,7 +204,7 @@ class Declarations:
         """
         variables: dict[DeclaredVariable, int] = {}
         rows = tuple(
-            (o.name, o.line, tuple(variables.setdefault(v, len(variables)) for v in o.variables), o.promotion, o.backends_line, o.backend)
+            (o.name, o.line, tuple(variables.setdefault(v, len(variables)) for v in o.variables), o.promotion, o.backends_line, o.backend, o.autocast, o.autocast_line)
             for o in self.overloads
         )
         sets: dict[tuple[DType, ...], int] = {}
@@ -245,8 +257,8 @@ def _unpickle_declarations(path: str, sets: tuple, variables: tuple, rows: tuple
         for name, index, binds, follows, argument, named, backends in variables
     ]
     overloads = tuple(
-        DeclaredOverload(name, tuple(table[i] for i in indices), line, promotion, backends_line, backend)
-        for name, line, indices, promotion, backends_line, backend in rows
+        DeclaredOverload(name, tuple(table[i] for i in indices), line, promotion, backends_line, backend, autocast, autocast_line)
+        for name, line, indices, promotion, backends_line, backend, autocast, autocast_line in rows
     )
     return Declarations(Path(path), overloads, backend)
 
@@ -273,11 +285,22 @@ class Violation:
     follows: tuple[tuple[str, DType | None], ...] = ()  # each variable it follows, and its dtype in the call (None: unbound)
     promotion: str = ""  # for the promotion kinds: how the promoting arguments took part, and torch's refusal
     argument: tuple[str, DType | None] | None = None  # the argument that sets the variable, and the dtype it named (None: not given)
+    autocast: AutocastPolicy | None = None  # under autocast, the policy that handed the slot to the kernel
 
     def describe(self) -> str:
         """The violation without the overload's name (verify prints it under the overload)."""
         listed = ConstraintList(self.declared, tuple(name for name, _ in self.follows), self.argument[0] if self.argument else "")
         declared = f"{self.variable} = {listed}, declared at {self.where}"
+        if self.kind == AUTOCAST_POLICY:
+            policy = self.autocast
+            given = ", ".join(f"{slot} {'as' if policy.policy else 'is'} {dtype}" for slot, dtype in self.seen)
+            said = f"{policy}, hands the kernel {given}" if policy.policy else (
+                f"Autocast{policy.key} casts this overload's arguments, but the entry at {policy.where} declares no autocast policy for {policy.key}: {given} as given"
+            )
+            return f"{said}, but the kernel returned {self.slot} as {self.dtype} ({declared})"
+        return self._describe(declared) + (f" (at the kernel, under {self.autocast})" if self.autocast else "")
+
+    def _describe(self, declared: str) -> str:
         if self.kind in (COMPUTED_OUTSIDE_SET, PROMOTION_REFUSED, RESULT_DTYPE):
             return describe_promotion(self.kind, self.slot, self.dtype, self.promotion, declared)
         if self.kind == ARGUMENT_OUTSIDE_SET:
@@ -373,7 +396,7 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
     if name is None:
         return None
     declared = declarations.by_name.get(str(name))
-    if declared is None:
+    if declared is None or not declared.variables:
         return None
     arguments = {name: (position, keyword_only, holds_list) for position, name, keyword_only, holds_list in slots.arguments}
     returns = {name: (position, holds_list) for position, name, holds_list in slots.returns}
@@ -567,6 +590,10 @@ class Checker(TwoKeyObserver):
         self.declarations = declarations
         self.collect = collect
         self.counts: Counter[Violation] = Counter()  # in order of first occurrence
+        self.judged: Counter[str] = Counter()  # in collect mode, the calls judged per overload ('aten::mm')
+        self._own_calls = False  # while the checker makes its stand-in tensors: no user's calls
+        self._autocast_registered: dict[str, frozenset[str]] = {}  # per autocast key, the operators it registers a kernel for
+        self._decomposes: dict[tuple[str, str], bool] = {}  # (overload, autocast key): see _decomposes_under_autocast
         # Keyed by id(overload): an OpOverload's hash is computed in Python, and this is the hot path.
         self._compiled: dict[Any, _Compiled | None] = {}
         self._bound: dict[str, Declarations] = {}  # the declarations each backend takes, made when a call needs them
@@ -605,36 +632,123 @@ class Checker(TwoKeyObserver):
             bound = self._compiled[key, backend] = _compile(self._bound[backend], func)
             return bound
 
-    def _call(self, check: _Compiled, func: Any, args: tuple, kwargs: dict, run: Any) -> Any:
-        """Run ``run(func, args, kwargs)`` with the call's arguments checked before (raise mode) and all after."""
+    def _call(self, check: _Compiled, func: Any, args: tuple, kwargs: dict, run: Any, kernel: Handed | None = None) -> Any:
+        """Run ``run(func, args, kwargs)`` with the call's arguments checked before (raise mode) and all after.
+
+        Under autocast (``kernel``), the arguments judged are those the policy hands the kernel.
+        """
+        judged_args, judged_kwargs = (kernel.args, kernel.kwargs) if kernel else (args, kwargs)
+        with_returns = kernel is None or kernel.returns_judged
         if self.collect:
             out = run(func, args, kwargs)
-            self.counts.update(judge(check, args, kwargs, out))
+            self.judged[check.overload] += 1
+            found = judge(check, judged_args, judged_kwargs, out if with_returns else NOT_RUN)
+            self.counts.update(self._blamed(check, func, found, kernel, args, kwargs, out) if found and kernel else found)
             return out
         seen: list[Any] = [None] * len(check.allowed)
-        found = judge(check, args, kwargs, seen=seen)
+        found = judge(check, judged_args, judged_kwargs, seen=seen)
         if found:
-            raise DtypeViolation(found, _aten_refusal(func, args, kwargs, run))
+            raise DtypeViolation(self._blamed(check, func, found, kernel, args, kwargs, NOT_RUN) if kernel else found, _aten_refusal(func, args, kwargs, run))
         out = run(func, args, kwargs)
-        found = judge(check, args, kwargs, out, seen=seen, arguments_fit=True)
+        found = judge(check, judged_args, judged_kwargs, out, seen=seen, arguments_fit=True) if with_returns else ()
         if found:
-            raise DtypeViolation(found)
+            raise DtypeViolation(self._blamed(check, func, found, kernel, args, kwargs, out) if kernel else found)
         return out
 
+    def _blamed(self, check: _Compiled, func: Any, found: tuple[Violation, ...], kernel: Handed, args: tuple, kwargs: dict, out: Any) -> tuple[Violation, ...]:
+        """Violations of a call under autocast, each blamed on the policy where it is the policy's doing.
+
+        A one-dtype violation of a variable whose return differs from an argument autocast may cast (as the
+        policy hands it) says the kernel got that argument at another dtype than the declared policy hands it;
+        no policy declared where autocast registers one is blamed alike: an ``AUTOCAST_POLICY`` violation.
+        A slot the policy cast is described as such.
+        """
+        policy = kernel.policy
+        castable = eligible_arguments(func, policy.key, args, kwargs)
+        if not policy.policy and check.overload not in self._registered(policy.key):
+            castable = frozenset()
+        blamed = []
+        for violation in found:
+            wrong = _policy_disagreement(check, violation.variable, castable, kernel, out) if violation.kind == UNEQUAL and castable else None
+            if wrong:
+                (slot, dtype), handed_args = wrong
+                blamed.append(replace(violation, kind=AUTOCAST_POLICY, slot=slot, dtype=dtype, seen=handed_args, autocast=policy))
+            elif violation.slot.split("[")[0] in kernel.cast:
+                blamed.append(replace(violation, autocast=policy))
+            else:
+                blamed.append(violation)
+        return tuple(blamed)
+
+    def _registered(self, key: str) -> frozenset[str]:
+        if key not in self._autocast_registered:
+            self._autocast_registered[key] = frozenset(torch_private.dispatch_key_registrations(f"Autocast{key}"))
+        return self._autocast_registered[key]
+
+    def _decomposes_under_autocast(self, overload: str, key: str) -> bool:
+        """Whether an overload autocast does not wrap decomposes (CompositeImplicitAutograd): the parts it calls go
+        through autocast on their own, so its returns show their policies (``nll_loss_nd`` of bfloat16 returns
+        ``nll_loss``'s float32), not its own kernel's; the parts are judged where they reach kernels."""
+        if (overload, key) not in self._decomposes:
+            self._decomposes[overload, key] = overload not in self._registered(key) and torch_private.has_kernel(overload, "CompositeImplicitAutograd")
+        return self._decomposes[overload, key]
+
+    def _stand_in(self, shape: torch.Size, dtype: torch.dtype) -> torch.Tensor:
+        """A meta tensor for a cast argument; the checker's own call, neither judged nor counted."""
+        self._own_calls = True
+        try:
+            return torch.empty(shape, dtype=dtype, device="meta")
+        finally:
+            self._own_calls = False
+
     def direct_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
-        """A call made from Python: checked here, run as a plain run would (its kernel's call is the same one)."""
-        check = self._check_of(func, args, kwargs)
+        """A call made from Python: checked here, run as a plain run would (its kernel's call is the same one).
+
+        Under autocast it is judged as the declared policy hands it to the kernel (docs/autocast.md).
+        """
+        check = None if self._own_calls else self._check_of(func, args, kwargs)
         if check is None:
             return torch_private.plain_dispatch(func, args, kwargs)
-        return self._call(check, func, args, kwargs, self.run_direct)
+        key = active_key(args, kwargs)
+        if not key:
+            return self._call(check, func, args, kwargs, self.run_direct)
+        declared = dict(check.declared.autocast).get(key, "")
+        where = f"{self.declarations.path.name}:{check.declared.autocast_line}" if declared else check.where
+        kernel = handed(func, AutocastPolicy(key, declared, where), args, kwargs, self._stand_in)
+        if not declared and self._decomposes_under_autocast(check.overload, key):
+            kernel = replace(kernel, returns_judged=False)
+        return self._call(check, func, args, kwargs, self.run_direct, kernel)
 
     def kernel_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """A call that reached a kernel; the first one under a direct call is that call, already checked."""
+        if self._own_calls:
+            return func(*args, **kwargs)
         seen_above = self.is_the_direct_call(func)
         check = None if seen_above else self._check_of(func, args, kwargs)
         if check is None:
             return func(*args, **kwargs)
         return self._call(check, func, args, kwargs, _run_kernel)
+
+
+def _policy_disagreement(
+    check: _Compiled, variable: str, castable: frozenset[str], kernel: Handed, out: Any
+) -> tuple[tuple[str, DType], tuple[tuple[str, DType], ...]] | None:
+    """The first return of ``variable`` whose dtype differs from a castable argument's as ``kernel`` hands it, and those
+    arguments (the first of each dtype); None when the returns agree with them or the call has not returned."""
+    if out is NOT_RUN:
+        return None
+    index = next(i for i, v in enumerate(check.declared.variables) if v.name == variable)
+    handed: dict[torch.dtype, str] = {}
+    for bound, position, name, keyword_only, holds_list in check.arguments:
+        if bound == index and name in castable:
+            for label, dtype in _tensors(name, _argument(kernel.args, kernel.kwargs, position, name, keyword_only), holds_list):
+                handed.setdefault(dtype, label)
+    outs = out if check.returns_tuple else (out,)
+    for bound, position, name, holds_list in check.returns:
+        for label, dtype in _tensors(name, outs[position], holds_list) if bound == index else ():
+            differing = tuple((slot, dtype_of(d)) for d, slot in handed.items() if d != dtype)
+            if differing:
+                return (label, dtype_of(dtype)), differing
+    return None
 
 
 def _aten_refusal(func: Any, args: tuple, kwargs: dict, run: Any) -> str:

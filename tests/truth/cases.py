@@ -17,6 +17,11 @@ float32), and state what ATen accepts of ``STATED``; tests/test_truth.py checks 
 (``add(int64, float32)``, ``where(mask, int32, float64)``, ``cat([float32, int64])``) and where it
 refuses (``add(uint16 tensor, uint16 0-dim)``, ``mm(float32, float64)``, ``addcdiv`` of integers).
 The scorer judges each by the computation dtype the yaml's ``type_promotion:`` gives it.
+
+``AUTOCAST`` are single calls made under ``torch.autocast("cpu", dtype=...)`` at bfloat16 and at float16
+(``linear(float32, float32, float32)``, ``prod(bfloat16)``, ``stack([bfloat16, float32])``): ATen's verdict and the
+dtypes the call returned. The scorer hands the call on as the yaml's ``autocast: {CPU: ...}`` policy says and
+judges what the kernel gets (docs/truth.md).
 """
 
 from __future__ import annotations
@@ -575,4 +580,61 @@ MIXED: tuple[Mixed, ...] = (
     *mixed("mul.out", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), out=v(s[2], 2, 3)), "float32 float32 int32", "int32 int32 float64", "int64 float32 float32"),
     *mixed("sin.out", lambda s: A(v(s[0], 2, 3), out=v(s[1], 2, 3)), "int64 int64", "int64 float64"),
     *mixed("lerp.Tensor", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "float32 float64 float32", "float64 float32 float32"),
+)
+
+
+@dataclass(frozen=True)
+class Autocast:
+    """One call made under CPU autocast at ``dtype``; ``spelled`` names its values in argument order, as ``Mixed`` does."""
+
+    overload: str
+    dtype: str  # the autocast dtype: 'bfloat16', 'float16'
+    spelled: str
+    call: Callable[[], Call]
+
+    @property
+    def key(self) -> str:
+        return f"{self.overload}({self.spelled}) under autocast {self.dtype}"
+
+
+def under_autocast(overload: str, build: Callable[[list[str]], Call], *combinations: str) -> list[Autocast]:
+    """A call per combination ('float32 float32') under CPU autocast at bfloat16 and at float16."""
+    return [
+        Autocast(overload, dtype, ", ".join(specs.split()), (lambda specs: lambda: build(specs.split()))(specs))
+        for dtype in ("bfloat16", "float16")
+        for specs in combinations
+    ]
+
+
+def _classes(spec: str) -> torch.Tensor:
+    """Class indices below 5, for a loss's target."""
+    return ix(getattr(torch, spec), 5, 2)
+
+
+AUTOCAST: tuple[Autocast, ...] = (
+    # lower_precision_fp on CPU: every floating tensor but a float64 one reaches the kernel at the autocast dtype
+    *under_autocast("linear", lambda s: A(v(s[0], 2, 4), v(s[1], 3, 4), v(s[2], 3)), "float32 float32 float32", "float64 float64 float64"),
+    *under_autocast("addmm", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 4), v(s[2], 4, 3)), "float32 float32 float32", "bfloat16 float16 float32"),
+    *under_autocast("conv1d", lambda s: A(v(s[0], 1, 2, 5), v(s[1], 3, 2, 3), v(s[2], 3)), "float32 float32 float32"),
+    *under_autocast("conv2d", lambda s: A(v(s[0], 1, 2, 4, 4), v(s[1], 3, 2, 3, 3), v(s[2], 3)), "float32 float32 float32"),
+    *under_autocast("mm", lambda s: A(v(s[0], 2, 3), v(s[1], 3, 4)), "float32 float32", "float32 float64"),
+    *under_autocast("bmm", lambda s: A(v(s[0], 2, 2, 3), v(s[1], 2, 3, 4)), "float32 float32", "float16 float32"),
+    *under_autocast("baddbmm", lambda s: A(v(s[0], 2, 2, 4), v(s[1], 2, 2, 3), v(s[2], 2, 3, 4)), "float32 float32 float32"),
+    *under_autocast("matmul", lambda s: A(v(s[0], 2, 3), v(s[1], 3, 4)), "float32 float32"),
+    *under_autocast(
+        "scaled_dot_product_attention", lambda s: A(v(s[0], 1, 2, 4, 8), v(s[1], 1, 2, 4, 8), v(s[2], 1, 2, 4, 8)), "float32 float32 float32"
+    ),
+    # no CPU policy: the kernel gets the tensors as given
+    *under_autocast("layer_norm", lambda s: A(v(s[0], 2, 4), [4], v(s[1], 4), v(s[2], 4)), "float32 float32 float32", "bfloat16 float32 float32"),
+    *under_autocast("softmax.int", lambda s: A(v(s[0], 2, 3), -1), "float32", "bfloat16"),
+    *under_autocast("log_softmax.int", lambda s: A(v(s[0], 2, 3), -1), "float32", "bfloat16"),
+    *under_autocast("gelu", lambda s: A(v(s[0], 2, 3)), "float32", "bfloat16"),
+    # fp32 on CPU: float32
+    *under_autocast("prod", lambda s: A(v(s[0], 2, 3)), "bfloat16", "float16"),
+    *under_autocast("mse_loss", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3)), "bfloat16 float32", "bfloat16 bfloat16"),
+    *under_autocast("cross_entropy_loss", lambda s: A(v(s[0], 2, 5), _classes(s[1])), "bfloat16 int64"),
+    *under_autocast("binary_cross_entropy_with_logits", lambda s: A(v(s[0], 2, 3), p(getattr(torch, s[1]), 2, 3)), "bfloat16 bfloat16"),
+    # promote on CPU: float32 where a tensor is float32, else the autocast dtype
+    *under_autocast("stack", lambda s: A([v(s[0], 2, 3), v(s[1], 2, 3)]), "bfloat16 float32", "bfloat16 bfloat16"),
+    *under_autocast("cat", lambda s: A([v(s[0], 2, 3), v(s[1], 2, 3)]), "bfloat16 float32"),
 )

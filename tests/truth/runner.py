@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from migrate.model.named_sets import ANY
-from tests.truth.cases import CASES, MIXED, Case, Mixed
+from tests.truth.cases import AUTOCAST, CASES, MIXED, Autocast, Case, Mixed
 
 RETURN = "return."  # a case slot ``return.0``: the call must return the dtype under test there
 DTYPES: tuple[str, ...] = tuple(d.name for d in ANY)
@@ -31,6 +31,7 @@ DTYPES: tuple[str, ...] = tuple(d.name for d in ANY)
 class Verdict:
     accepted: bool
     message: str  # the first alternative's refusal when rejected, else ""
+    returned: tuple[str, ...] = ()  # an autocast call's: the dtype of each tensor it returned
 
 
 class CaseError(Exception):
@@ -140,13 +141,15 @@ def reference_paths():
     return torch.backends.mkldnn.flags(enabled=False)
 
 
-def mixed_verdict(call: Mixed) -> Verdict:
-    """A mixed call's verdict: accepted when it ran with every input and output non-empty."""
+def mixed_verdict(call: Mixed | Autocast) -> Verdict:
+    """A mixed call's verdict: accepted when it ran with every input and output non-empty; an autocast call's
+    runs under CPU autocast at its dtype and keeps the dtypes it returned."""
     op = aten_op(call.overload)
     args, kwargs = call.call()
     if len(args) > len(op._schema.arguments) or any(t.numel() == 0 for t in _tensors((args, kwargs))):
         raise CaseError(f"{call.key}: arguments do not fit {op._schema} or a tensor is empty")
-    with warnings.catch_warnings():
+    autocast = isinstance(call, Autocast)
+    with warnings.catch_warnings(), torch.autocast("cpu", dtype=getattr(torch, call.dtype) if autocast else None, enabled=autocast):
         warnings.simplefilter("ignore")
         try:
             result = op(*args, **kwargs)
@@ -154,16 +157,21 @@ def mixed_verdict(call: Mixed) -> Verdict:
             return Verdict(False, (str(exc).strip().splitlines() or [type(exc).__name__])[0])
     if any(tensor.numel() == 0 for tensor in _tensors(result)):
         raise CaseError(f"{call.key}: an output is empty; an empty result proves nothing")
-    return Verdict(True, "")
+    return Verdict(True, "", tuple(str(tensor.dtype).removeprefix("torch.") for tensor in _tensors(result)) if autocast else ())
 
 
-def run_mixed(calls: tuple[Mixed, ...] = MIXED) -> dict[str, Verdict]:
-    """Every mixed call's verdict, keyed by its key."""
+def run_mixed(calls: tuple[Mixed | Autocast, ...] = MIXED) -> dict[str, Verdict]:
+    """Every mixed (or autocast) call's verdict, keyed by its key."""
     keys = [call.key for call in calls]
     if len(set(keys)) != len(keys):
-        raise CaseError("two mixed calls share a key: " + ", ".join(sorted({k for k in keys if keys.count(k) > 1})))
+        raise CaseError("two single calls share a key: " + ", ".join(sorted({k for k in keys if keys.count(k) > 1})))
     with reference_paths():
         return {call.key: mixed_verdict(call) for call in calls}
+
+
+def run_autocast(calls: tuple[Autocast, ...] = AUTOCAST) -> dict[str, Verdict]:
+    """Every autocast call's verdict, keyed by its key."""
+    return run_mixed(calls)
 
 
 def main() -> int:
@@ -172,6 +180,8 @@ def main() -> int:
         print(f"{key}: {', '.join(accepted) or '(none)'}")
     for key, found in run_mixed().items():
         print(f"{key}: {'accepted' if found.accepted else 'rejected: ' + found.message}")
+    for key, found in run_autocast().items():
+        print(f"{key}: {'returned ' + ', '.join(found.returned) if found.accepted else 'rejected: ' + found.message}")
     return 0
 
 
