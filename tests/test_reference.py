@@ -21,6 +21,7 @@ YAML = """\
 
 - func: mm(TFloat self, TFloat mat2) -> TFloat
   autocast: {CPU: lower_precision_fp, CUDA: lower_precision_fp}
+  dispatch_dtypes: {CPU: {TFloat: [torch.float32, torch.float64]}}
   variants: function, method
   tags: core
 
@@ -90,7 +91,7 @@ def test_operator_dtypes_has_one_row_per_overload_grouped_by_python_module(input
     )
     assert rows[1] == (
         "| `mm` | `self`: TFloat, `mat2`: TFloat, `return.0`: TFloat | TFloat: float16, bfloat16, float32, float64 |  "
-        "| CPU: lower_precision_fp, CUDA: lower_precision_fp |  | TFloat: lower bound, 15 unknown; CUDA only: complex32 |"
+        "| CPU: lower_precision_fp, CUDA: lower_precision_fp | CPU: TFloat without float16, bfloat16 | TFloat: lower bound, 15 unknown; CUDA only: complex32 |"
     )
     assert rows[2] == "| `sum` | `self`: Tensor, `return.0`: Tensor | not declared |  | CUDA: fp32_set_opt_dtype |  | not declared |"
     assert "| T: bool, float32, TFloat |" in rows[4].replace("<br>", " | ")
@@ -260,3 +261,24 @@ def test_the_header_row_shows_every_dtype_name_whole_and_the_rows_name_their_set
         variable = page.evaluate("(() => { const v = document.querySelector('.row[data-overload=\"mm\"] .var'); return [v.textContent, v.title]; })()")
         assert variable == ["TFloat: self, mat2, return.0", "TFloat = [float16, bfloat16, float32, float64]"]
         page.screenshot(tmp_path / "header.png")
+
+
+@pytest.mark.slow  # a browser
+def test_the_backend_switch_shows_each_backends_set(inputs, tmp_path, capfd):
+    """mm's set is TFloat on any backend but CPU, which states float32 and float64 alone (dispatch_dtypes:)."""
+    from tests.chromium import Browser
+
+    yaml, report = inputs
+    assert _docs(capfd, yaml, report, tmp_path / "out") == 0
+    dots = "[...document.querySelectorAll('.row[data-overload=mm] .c.in')].map((c) => c.dataset.dtype)"
+    with Browser(width=1400, height=900) as browser:
+        page = browser.page()
+        page.open((tmp_path / "out" / "index.html").as_uri())
+        page.wait_for("document.body.dataset.ready")
+        assert page.evaluate("[...document.querySelectorAll('#backend option')].map((o) => o.value)") == ["", "CPU"]
+        assert page.evaluate(dots) == ["float16", "bfloat16", "float32", "float64"]
+        page.evaluate("(() => { const s = document.getElementById('backend'); s.value = 'CPU'; s.dispatchEvent(new Event('change')); })()")
+        assert page.evaluate(dots) == ["float32", "float64"]
+        page.click('.row[data-overload="mm"] .c[data-dtype="float16"]')
+        facts = page.evaluate("Object.fromEntries([...document.querySelectorAll('#d-facts dt')].map((dt) => [dt.textContent, dt.nextElementSibling.textContent]))")
+        assert facts["in the set"] == "no (on CPU)" and facts["per backend"] == "CPU: float32, float64"

@@ -12,6 +12,7 @@ import html
 import json
 from importlib import resources
 
+from migrate.model.backends import BACKEND_KEYS
 from migrate.model.dtypes import TENSOR_DTYPES
 from migrate.model.plan import Evidence
 from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, PROMOTED, REJECTED, UNKNOWN
@@ -56,7 +57,7 @@ def page_data(rows: tuple[OverloadRow, ...], source: str) -> dict:
         autocast = ", ".join(f"{key}: {policy}" for key, policy in row.autocast)
         ops.append([row.name, module_of[row.module], [tag_of[t] for t in row.tags], slots, promotion, autocast, row.line])
         if not row.variables:
-            variables.append([number, "", "", "", CODES[NOT_DECLARED] * len(TENSOR_DTYPES), "not declared" if row.slots else "no tensor", [], [], 0])
+            variables.append([number, "", "", "", CODES[NOT_DECLARED] * len(TENSOR_DTYPES), "not declared" if row.slots else "no tensor", [], [], 0, None])
         for variable in row.variables:
             states = "".join(CODES[variable.state(d)] for d in TENSOR_DTYPES)
             dtypes = ", ".join([*(d.name for d in variable.dtypes), *variable.follows])
@@ -68,7 +69,8 @@ def page_data(rows: tuple[OverloadRow, ...], source: str) -> dict:
             messages = [[column[d], text(m)] for d, m in variable.verdicts.rejected if d in column] if variable.verdicts else []
             in_set = sum(bit[d] for d in variable.possible if d in bit)
             lines = [[*key, mask] for key, mask in evidence.items()]
-            variables.append([number, variable.name, listed, ", ".join(variable.binds), states, variable.stands, lines, messages, in_set])
+            by_backend = {key: sum(bit[d] for d in dtypes if d in bit) for key, dtypes in variable.backends} or None
+            variables.append([number, variable.name, listed, ", ".join(variable.binds), states, variable.stands, lines, messages, in_set, by_backend])
     return {
         "source": source,
         "dtypes": [d.name for d in TENSOR_DTYPES],
@@ -79,6 +81,7 @@ def page_data(rows: tuple[OverloadRow, ...], source: str) -> dict:
         "text": list(text.index),
         "ops": ops,
         "rows": variables,
+        "backends": [key for key in BACKEND_KEYS if any(key == k for r in rows for v in r.variables for k, _ in v.backends)],
     }
 
 
