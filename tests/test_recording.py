@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from migrate.errors import InputError
-from migrate.evidence.recording import VERSION, Recording, matching, read_recording
+from migrate.evidence.recording import VERSION, Recording, matching, read_recording, trusted
 from migrate.infer.backends import Recorded, with_backends
 from migrate.model.backends import CLAIMED, OBSERVED, BackendSet
 from migrate.model.dtypes import DType, named
@@ -75,6 +75,16 @@ def test_a_recording_of_another_release_counts_where_its_schema_matches(tmp_path
     assert read_recording(path)[0] == _recording()
     assert path.read_bytes() == _recording().to_bytes()  # the same bytes for the same recording
     assert _recording().origin == "recorded on cuda (GPU, capability 9.0), torch 2.99" and _recording().key == "CUDA"
+
+
+def test_refusals_of_a_poisoned_cuda_context_are_no_verdicts():
+    from migrate.runtime.runs import Probe, ProbedCall, OpInfoRun
+
+    probe = Probe(("self",), (), ((DType("int64"), "CUDA error: device-side assert triggered"), (DType("bool"), '"mm" not implemented for \'Bool\'')))
+    call = ProbedCall("aten::mm", (("self", DType("float32")),), OpInfoId("mm"), DType("float32"), True, (probe,))
+    run = OpInfoRun(OpInfoId("mm"), (), (), 1, True, 0.0, 0.0, (call,), 0.0)
+    (kept,) = trusted((run,))[0].probes[0].probes
+    assert kept.rejected == ((DType("bool"), '"mm" not implemented for \'Bool\''),)
 
 
 @pytest.mark.parametrize(

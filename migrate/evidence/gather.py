@@ -202,12 +202,12 @@ def _recorded(
     whose schema in the recording's torch is the installed torch's (another release's counts where it matches)."""
     from migrate.evidence.align import align_runtime_evidence
     from migrate.evidence.derived import recorded_evidence
-    from migrate.evidence.recording import RecordedEvidence, RecordingSummary, matching
+    from migrate.evidence.recording import RecordedEvidence, RecordingSummary, matching, trusted
 
     file, recording, _ = named
     matched, skipped = matching(recording, {name: str(entry.schema) for name, entry in installed.by_name.items()})
     keep = lambda plans: {name: plan for name, plan in plans.items() if name in matched}  # noqa: E731
-    runs = recorded_evidence(recording.runs, recording.catalogue, recording.built)
+    runs = recorded_evidence(trusted(recording.runs), recording.catalogue, recording.built)
     (opinfo, probe, _, _), _ = align_runtime_evidence(native, installed, keep(runs.opinfo), keep(runs.probe), kernel, schema_calls)
     summary = RecordingSummary(file, recording.key, recording.origin, len(matched), len(skipped))
     return RecordedEvidence(summary, frozenset(matched & native.by_name.keys()), opinfo, probe, keep(runs.follows))

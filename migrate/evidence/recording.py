@@ -20,14 +20,14 @@ import hashlib
 import json
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from migrate.errors import InputError
 from migrate.model.backends import DEVICES
 from migrate.model.verdict import Backend
-from migrate.runtime.runs import SCHEMA_CALL, CatalogueEntry, OpInfoRun, ProbedCall, overload_key
+from migrate.runtime.runs import SCHEMA_CALL, CatalogueEntry, OpInfoRun, Probe, ProbedCall, overload_key
 
 FORMAT = "dtype-migrate-recording"
 VERSION = 1
@@ -119,6 +119,19 @@ def recorded_overloads(runs: Iterable[OpInfoRun]) -> set[str]:
     found = {overload_key(o.overload) for run in runs for o in run.observations}
     found |= {overload_key(p.overload) for run in runs for p in run.probes}
     return {name for name in found if name is not None}
+
+
+POISONED = "CUDA error"  # a device-side assert fails every later call of its worker with this: none of them is a verdict
+
+
+def trusted(runs: tuple[OpInfoRun, ...]) -> tuple[OpInfoRun, ...]:
+    """The runs without the refusals a poisoned CUDA context gave (``CUDA error: device-side assert triggered``): after
+    one call's assert, every later call of that worker fails so, whatever its dtypes."""
+
+    def probe(found: Probe) -> Probe:
+        return replace(found, rejected=tuple((d, m) for d, m in found.rejected if POISONED not in m))
+
+    return tuple(replace(run, probes=tuple(replace(call, probes=tuple(map(probe, call.probes))) for call in run.probes)) for run in runs)
 
 
 def matching(recording: Recording, schemas: dict[str, str]) -> tuple[frozenset[str], frozenset[str]]:

@@ -489,7 +489,7 @@ class Session:
 
         origins = {"CPU": f"observed on {WORKERS}, torch {torch_release()}", "CUDA": f"{CLAIMED}, torch {torch_release()}"}
         for recording in inference.recordings:
-            origins[recording.key] = f"{origins[recording.key]}; {recording.origin} at {recording.matched} overloads"
+            origins[recording.key] = f"{recording.origin} at {recording.matched} overloads, else {origins[recording.key]}"
         return RecordingsSummary(tuple(origins.items()), inference.recordings)
 
     def autocast_dtypes(self) -> dict[str, str]:
