@@ -148,6 +148,7 @@ def _edited(source: Path, target: Path, edit) -> Path:
 @pytest.mark.slow
 def test_a_cpu_recording_merged_gives_the_bytes_of_a_run_without_it(recorded_mm, tmp_path, capfd):
     recording = read_recording(recorded_mm)[0]
+    assert recording.to_bytes() == recorded_mm.read_bytes()  # no timings in it: the same sweep, the same bytes
     assert recording.device == "cpu" and dict(recording.schemas).keys() == {"mm", "mm.out"} and recording.runs
     without, _ = _run(capfd, tmp_path / "without")
     merged, report = _run(capfd, tmp_path / "with", "--recording", recorded_mm)
