@@ -216,3 +216,28 @@ def test_a_recording_of_another_release_is_used_where_its_schemas_match(recorded
     assert merged == without  # mm's schema differs: skipped, its refusal not used (mm.out's calls refuse nothing)
     (summary,) = report["summary"]["recordings"]["merged"]
     assert (summary["overloads_matched"], summary["overloads_skipped"]) == (1, 1) and summary["from"].endswith("torch 0.0.1")
+
+
+@pytest.mark.slow
+def test_a_cuda_recording_gives_cuda_s_set_in_place_of_the_claims(recorded_mm, tmp_path, capfd):
+    from migrate.api import load_declarations
+
+    def on_cuda(*edits):
+        def edit(obj: dict) -> None:
+            obj.update(device="cuda", device_name="NVIDIA Test GPU", capability="9.0")
+            for more in edits:
+                more(obj)
+
+        return edit
+
+    int64_on = {}
+    for name, edit in (("claims", None), ("recorded", on_cuda()), ("refused", on_cuda(_refuse("int64")))):
+        extra = () if edit is None else ("--recording", _edited(recorded_mm, tmp_path / f"{name}.json.gz", edit))
+        _, report = _run(capfd, tmp_path / name, *extra)
+        path = tmp_path / name / "native_functions.yaml"
+        int64_on[name] = [bool(load_declarations(path, device=d).accepts("mm", self="int64", mat2="int64")) for d in ("cpu", "cuda")]
+        assert load_declarations(path, device="cuda").accepts("mm", self="float32", mat2="float32")
+    # OpInfo claims no integer mm on CUDA; a recording that ran it says CUDA takes it, one that refused it says not
+    assert int64_on == {"claims": [True, False], "recorded": [True, True], "refused": [True, False]}
+    backends = report["summary"]["recordings"]["backends"]
+    assert backends["CUDA"].startswith("recorded on cuda (NVIDIA Test GPU, capability 9.0), torch ") and "OpInfo claims" in backends["CUDA"]
