@@ -14,6 +14,7 @@ import difflib
 import gc
 import os
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -46,6 +47,7 @@ COMMANDS_HELP = """commands (dtype-migrate COMMAND --help for each):
   promotion-gen   write torch.onnx's type promotion rules from the yaml's type_promotion lines (--compare: against torch's)
   docs FILE       write the dtype reference (OperatorDtypes.md, autocast.md, index.html) from an annotated yaml
   accepts NAME    whether an annotated yaml declares a call's dtypes (exit 0 declared, 1 not)
+  record          run the sweep's samples and probes on a device (--device cuda) into a recording for --recording
 
 example:
   dtype-migrate --op scaled_dot_product_attention --dry-run"""
@@ -101,6 +103,9 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--refresh", action="store_true", help="run the OpInfo samples (and autocast observations) again instead of reading the cache")
     parser.add_argument("--autocast-source", type=Path, metavar="DIR", help="read autocast policies from this source tree's autocast_mode.cpp/.h")
     parser.add_argument("--export-check", action="store_true", help="check the torchlib's exports first (dtype-migrate export-check) for the rewrite")
+    parser.add_argument(
+        "--recording", action="append", default=[], type=Path, metavar="FILE", help="merge a recording (dtype-migrate record) as its backend's evidence (repeatable)"
+    )
     return parser
 
 
@@ -114,6 +119,7 @@ def _options(args: argparse.Namespace) -> Options:
         cache_dir=args.cache_dir,
         refresh=getattr(args, "refresh", False),
         autocast_source=getattr(args, "autocast_source", None),
+        recordings=tuple(getattr(args, "recording", ())),
     )
 
 
@@ -194,6 +200,29 @@ def run_verify(args: argparse.Namespace) -> int:
     found = session.verify()
     sys.stdout.write(found.text)
     return EXIT_VIOLATIONS if found.failed else EXIT_OK
+
+
+def _record_parser() -> argparse.ArgumentParser:
+    parser = _parser(
+        "dtype-migrate record",
+        "Run the OpInfo samples and their probes on a device and write a recording, which --recording merges as that backend's evidence.",
+        "dtype-migrate record --device cuda -o cuda.json.gz && dtype-migrate --recording cuda.json.gz --out out",
+    )
+    _inputs(parser, torchlib=False)
+    parser.add_argument("--device", required=True, help="the torch device type: cuda, or cpu (the CPU's own sweep, as the tests use it)")
+    parser.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="the recording to write (gzipped JSON)")
+    return parser
+
+
+def run_record(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    recording = Session(_options(args)).record(args.device)
+    commit([replacing(args.output, recording.to_bytes())])
+    sys.stderr.write(
+        f"recorded {len(recording.runs)} OpInfos ({len(recording.schemas)} overloads) {recording.origin} "
+        f"in {time.monotonic() - started:.0f} s; wrote {args.output}\n"
+    )
+    return EXIT_OK
 
 
 def _export_check_parser() -> argparse.ArgumentParser:
@@ -323,6 +352,7 @@ COMMANDS = {
     "promotion-gen": (run_promotion_gen, _promotion_gen_parser),
     "docs": (run_docs, _docs_parser),
     "accepts": (run_accepts, _accepts_parser),
+    "record": (run_record, _record_parser),
 }
 
 

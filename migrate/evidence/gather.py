@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # loaded only by the sources asked for, and only when they ar
     from migrate.evidence.probe.dtype_arguments import DtypeArgument
     from migrate.evidence.probe.follows import Follows
     from migrate.evidence.promotion.decide import PromotionFinding
+    from migrate.evidence.recording import RecordedEvidence, Recording
     from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, OpInfoRun, ProbedCall
     from migrate.torchlib_source.resolve import TorchlibEvidence
 
@@ -82,6 +83,7 @@ class Sources:
     autocast: AutocastEvidence | None = None  # each overload's policy per autocast key; None: not asked for
     key: tuple[bytes | str, ...] | None = None  # the content of every input above: the plans stage's key (None: not cacheable)
     observed: frozenset[str] = frozenset()  # overloads some OpInfo sample reached
+    recorded: tuple[RecordedEvidence, ...] = ()  # --recording: another backend's (or this one's) evidence, derived
     opinfo_summary: OpInfoSummary | None = None
     deferred: Callable[[], dict[str, Any]] | None = field(default=None, compare=False, repr=False)  # the runtime sources
 
@@ -99,9 +101,11 @@ def gather(
     evidence: tuple[str, ...] = EVIDENCE,
     autocast_source: Any = None,
     refresh: bool = False,
+    recordings: tuple[tuple[str, Recording, str], ...] = (),
 ) -> Sources:
     """Every overload's evidence, also for --op (the global sets are named from the whole file's plan); the runtime
-    sources deferred to ``Sources.complete``. ``sweep`` is None when no runtime evidence is asked for."""
+    sources deferred to ``Sources.complete``. ``sweep`` is None when no runtime evidence is asked for.
+    ``recordings``: (file as named, recording, digest of its bytes) for each ``--recording``."""
     torchlib_asked = "torchlib" in evidence
     observed, summary = frozenset(), None
     if sweep is not None:
@@ -118,6 +122,7 @@ def gather(
     key = None
     if torchlib.key:  # else a torchlib file could not be read: no cache
         key = (",".join(evidence), native.data, sets_file.data or b"", torchlib.key, sweep.key if sweep else "")
+        key += tuple(digest for _, _, digest in recordings)  # none: the key a run without recordings always had
     return Sources(
         torchlib=torchlib.overloads if torchlib_asked else {},
         opinfo={},
@@ -129,11 +134,13 @@ def gather(
         key=key,
         observed=observed,
         opinfo_summary=summary,
-        deferred=lambda: _runtime_sources(native, sweep, cache, evidence),
+        deferred=lambda: _runtime_sources(native, sweep, cache, evidence, recordings),
     )
 
 
-def _runtime_sources(native: NativeFunctions, sweep: SweepState | None, cache: StageCache, wanted: tuple[str, ...]) -> dict[str, Any]:
+def _runtime_sources(
+    native: NativeFunctions, sweep: SweepState | None, cache: StageCache, wanted: tuple[str, ...], recordings: tuple[tuple[str, Recording, str], ...] = ()
+) -> dict[str, Any]:
     """The runtime sources' plans (OpInfo, probe, aliases, kernel, schema calls), aligned to the file's schemas."""
     if sweep is None:
         return {"opinfo": {}}
@@ -172,7 +179,9 @@ def _runtime_sources(native: NativeFunctions, sweep: SweepState | None, cache: S
         for name, claims in evidence.claims.items()
         if "opinfo" in wanted and name in native.by_name and all(native.by_name[name].schema.slot(slot) is not None for slot, *_ in claims)
     }  # a file of another release: the claims of the overloads whose slots it still names
+    recorded = tuple(_recorded(native, reference, recording, kernel, schema_calls) for recording in recordings)
     return {
+        "recorded": recorded,
         "opinfo": opinfo,
         "probe": probe,
         "cuda_claims": claims,
@@ -184,6 +193,24 @@ def _runtime_sources(native: NativeFunctions, sweep: SweepState | None, cache: S
         "promotions": promotions,
         "alignment": alignment,
     }
+
+
+def _recorded(
+    native: NativeFunctions, installed: NativeFunctions, named: tuple[str, Recording, str], kernel: Any, schema_calls: Any
+) -> RecordedEvidence:
+    """One recording's runs as plans, aligned to the file as the local sweep's are, with the overloads it covers: those
+    whose schema in the recording's torch is the installed torch's (another release's counts where it matches)."""
+    from migrate.evidence.align import align_runtime_evidence
+    from migrate.evidence.derived import recorded_evidence
+    from migrate.evidence.recording import RecordedEvidence, RecordingSummary, matching, trusted
+
+    file, recording, _ = named
+    matched, skipped = matching(recording, {name: str(entry.schema) for name, entry in installed.by_name.items()})
+    keep = lambda plans: {name: plan for name, plan in plans.items() if name in matched}  # noqa: E731
+    runs = recorded_evidence(trusted(recording.runs), recording.catalogue, recording.built)
+    (opinfo, probe, _, _), _ = align_runtime_evidence(native, installed, keep(runs.opinfo), keep(runs.probe), kernel, schema_calls)
+    summary = RecordingSummary(file, recording.key, recording.origin, len(matched), len(skipped))
+    return RecordedEvidence(summary, frozenset(matched & native.by_name.keys()), opinfo, probe, keep(runs.follows))
 
 
 # --- one overload, as show prints it -------------------------------------------------------------

@@ -11,6 +11,7 @@ gathered.
 from __future__ import annotations
 
 import pickle
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Mapping
 
@@ -21,7 +22,8 @@ from migrate.evidence.opinfo.aliases import alias_plans
 from migrate.evidence.probe.dtype_arguments import with_dtype_arguments
 from migrate.evidence.promotion.sets import one_tensor_return, sibling_promotions, with_promotion
 from migrate.evidence.verdicts import with_verdicts
-from migrate.infer.backends import with_backends
+from migrate.evidence.recording import RecordingSummary
+from migrate.infer.backends import Recorded, with_backends
 from migrate.infer.merge import merge_overload, with_follows
 from migrate.infer.naming import backend_sets, global_sets, name_variables
 from migrate.infer.structure import group_siblings, tied_by_structure, with_fixed_returns
@@ -29,6 +31,7 @@ from migrate.model.autocast import Policies
 from migrate.model.global_sets import sets_used
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan
+from migrate.model.verdict import ACCEPTED, REJECTED
 
 
 @dataclass(frozen=True)
@@ -39,10 +42,11 @@ class Inference:
     plan: Plan
     sets: tuple[GlobalSet, ...]
     alignment: Alignment | None
+    recordings: tuple[RecordingSummary, ...] = ()  # the recordings merged (--recording), with what they covered
 
 
-def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[GlobalSet, ...], list[OverloadPlan]]:
-    """The global sets, and every overload's plan with its variables named, in file order."""
+def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan]:
+    """Every overload's evidence merged, with its verdicts, tied by structure and to its siblings and aliases."""
     names = [e.name for e in native.entries]
     tied = tied_by_structure(native, sources)
     merged = {}
@@ -71,11 +75,46 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
             merged.update(group_siblings(native, merged))
     merged.update(sibling_promotions(native, merged, sources.promotions))  # issue 31: in-place and out= promote as their functional does
     merged.update(with_fixed_returns(native, merged, sources))  # a return its own calls fixed at one dtype keeps it
-    planned = {name: with_backends(plan, sources.cuda_claims.get(name, ())) for name, plan in merged.items() if plan.variables}
+    return merged
+
+
+def _recorded_sets(native: NativeFunctions, sources: Sources) -> tuple[dict[str, dict[str, Recorded]], tuple[RecordingSummary, ...]]:
+    """Per overload a recording covers, its backend's set at each slot: the inference made again with the recording's
+    runs in place of the local sweep's (the CPU's built calls beside them), each variable's dtypes less the ones only
+    OpInfo's claims put there. A later recording of the same backend wins where both speak."""
+    found: dict[str, dict[str, Recorded]] = {}
+    summaries = []
+    for recorded in sources.recorded:
+        again = _merged(native, replace(sources, opinfo=recorded.opinfo, probe=recorded.probe, follows=recorded.follows, recorded=()))
+        outcomes: Counter[str] = Counter()
+        kinds: Counter[str] = Counter()
+        for name in sorted(recorded.covered & again.keys()):
+            per_slot = {}
+            for variable in again[name].variables:
+                if variable.verdicts is None or variable.listed:
+                    continue
+                dtypes = tuple(d for d in variable.dtypes if d not in variable.verdicts.other_device)
+                per_slot.update(dict.fromkeys(variable.binds, dtypes))
+                outcomes.update({ACCEPTED: len(variable.verdicts.accepted), REJECTED: len(variable.verdicts.rejected)})
+                kinds.update(e.verdict.site.kind for e in variable.evidence if e.verdict is not None and e.verdict.outcome in (ACCEPTED, REJECTED))
+            if per_slot:
+                found.setdefault(name, {})[recorded.summary.key] = Recorded(per_slot, recorded.summary.origin)
+        summaries.append(replace(recorded.summary, verdicts=tuple(sorted(outcomes.items())), by_kind=tuple(sorted(kinds.items()))))
+    return found, tuple(summaries)
+
+
+def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[GlobalSet, ...], list[OverloadPlan], tuple[RecordingSummary, ...]]:
+    """The global sets, every overload's plan with its variables named, in file order, and the recordings merged."""
+    names = [e.name for e in native.entries]
+    merged = _merged(native, sources)
+    recorded, summaries = _recorded_sets(native, sources)
+    planned = {
+        name: with_backends(plan, sources.cuda_claims.get(name, ()), recorded.get(name, {})) for name, plan in merged.items() if plan.variables
+    }
     unions = global_sets(native, planned.values(), sources.existing_sets, sources.global_sets)
     set_names = {g.dtypes: g.name for g in unions}  # a variable is named by its union's set alone
     named = [name_variables(planned[name], native.by_name[name].schema, set_names) for name in names if name in planned]
-    return backend_sets(native, named, unions, sources.existing_sets, sources.global_sets), named
+    return backend_sets(native, named, unions, sources.existing_sets, sources.global_sets), named, summaries
 
 
 def _restricted(sets: tuple[GlobalSet, ...], overloads: list[OverloadPlan]) -> Plan:
@@ -90,7 +129,7 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
     The global sets are named from every overload's plan, so an ``--op`` run names sets as a full run does;
     the plan lists those its overloads use.
     """
-    sets, overloads = _named_plans(native, sources.complete())
+    sets, overloads, _ = _named_plans(native, sources.complete())
     return _restricted(sets, [o for o in overloads if only is None or o.name in only])
 
 
@@ -99,8 +138,9 @@ def _cached(native: NativeFunctions, sources: Sources, stage: Stage | None) -> d
     stored = stage.read(*sources.key, kind=dict) if stage is not None and sources.key is not None else None
     if stored is None:
         found = sources.complete()
-        sets, overloads = _named_plans(native, found)
+        sets, overloads, recordings = _named_plans(native, found)
         stored = {
+            "recordings": recordings,
             "sets": sets,
             "overloads": {o.name: pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in overloads},
             "alignment": found.alignment,
@@ -129,7 +169,7 @@ def infer(native: NativeFunctions, sources: Sources, stage: Stage | None = None,
     if sources.autocast is not None:
         autocast = sources.autocast
         plan = with_autocast(plan, {name: autocast.of(name) for name in autocast.policies}, only)
-    return Inference(plan, stored["sets"], stored["alignment"])
+    return Inference(plan, stored["sets"], stored["alignment"], stored.get("recordings", ()))
 
 
 def verdict_plan(name: str, opinfo: OverloadPlan | None, probe: OverloadPlan | None) -> OverloadPlan:

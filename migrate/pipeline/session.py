@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # loaded only by the stages that need them
     from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
     from migrate.audit.export import ExportCheck
     from migrate.torchlib_source.resolve import TorchlibEvidence
+    from migrate.evidence.recording import Recording, RecordingsSummary
 
 @dataclass(frozen=True)
 class Options:
@@ -51,6 +52,7 @@ class Options:
     cache_dir: Path | None = None
     refresh: bool = False  # run the OpInfo samples (and the autocast observations) again
     autocast_source: Path | None = None  # a source tree whose autocast_mode.cpp/.h give the policies
+    recordings: tuple[Path, ...] = ()  # --recording: a backend's evidence recorded on its device (``record``)
 
 
 @dataclass(frozen=True)
@@ -278,7 +280,28 @@ class Session:
     def sources(self) -> Sources:
         """Every source's evidence the options ask for (the runtime ones gathered only when the plan is inferred)."""
         options = self.options
-        return gather(self.native, self.sets_file, self.torchlib, self.sweep, self.cache, options.evidence, options.autocast_source, options.refresh)
+        recordings = self.recordings
+        if recordings and self.sweep is None:
+            raise InputError(f"--recording needs the runtime evidence (--evidence with one of {', '.join(sorted(RUNTIME_EVIDENCE))})", recordings[0][0])
+        return gather(
+            self.native, self.sets_file, self.torchlib, self.sweep, self.cache, options.evidence, options.autocast_source, options.refresh, recordings
+        )
+
+    @functools.cached_property
+    def recordings(self) -> tuple[tuple[str, Recording, str], ...]:
+        """Each ``--recording``, read and checked (an unreadable file, or one of another format version, is refused)."""
+        from migrate.evidence.recording import read_recording
+
+        return tuple((str(path), *read_recording(path)) for path in self.options.recordings)
+
+    def record(self, device: str) -> Recording:
+        """The sweep's samples and probes made on ``device`` (for --op: the OpInfos reaching those overloads)."""
+        from migrate.evidence.recording import make_recording
+
+        installed = self.load_native(installed_native_functions())
+        schemas = {name: str(entry.schema) for name, entry in installed.by_name.items()}
+        ops = sorted(self.selected) if self.selected is not None else None
+        return make_recording(self.cache, device, schemas, self.options.jobs, ops)
 
     def evidence_of(self, overloads: list[str]) -> dict[str, OverloadEvidence]:
         """What each source says about each of these overloads, from the caches a run fills (``show``)."""
@@ -456,7 +479,20 @@ class Session:
             summary["runtime_evidence"] = RuntimeEvidenceSummary(torch_version(), alignment)
         if sources.autocast is not None:
             summary["autocast"] = sources.autocast.summary()
+        if self.sweep is not None:
+            summary["recordings"] = self._recordings_summary(inference)
         return summary
+
+    def _recordings_summary(self, inference: Inference) -> RecordingsSummary:
+        """Where each backend's evidence came from: this host's workers, OpInfo's claims, or the recordings merged."""
+        from migrate.evidence.recording import RecordingsSummary
+        from migrate.evidence.sites import WORKERS, torch_release
+        from migrate.model.backends import CLAIMED
+
+        origins = {"CPU": f"observed on {WORKERS}, torch {torch_release()}", "CUDA": f"{CLAIMED}, torch {torch_release()}"}
+        for recording in inference.recordings:
+            origins[recording.key] = f"{recording.origin} at {recording.matched} overloads, else {origins[recording.key]}"
+        return RecordingsSummary(tuple(origins.items()), inference.recordings)
 
     def autocast_dtypes(self) -> dict[str, str]:
         """Each autocast key's lower dtype as the installed torch sets it."""

@@ -39,13 +39,14 @@ def find_opinfo(opinfo: OpInfoId) -> Any:
 
 
 def samples_by_dtype(
-    op: Any, opinfo: OpInfoId, only: str | None = None, backward: bool = True
+    op: Any, opinfo: OpInfoId, only: str | None = None, backward: bool = True, device: str = "cpu"
 ) -> Iterator[tuple[str, list[Any], Counter[tuple[str, str]]]]:
     """Per CPU dtype (or only the one named), in canonical order and seeded as every run of the OpInfo is:
     its samples, and the errors making them.
 
     For the dtypes the OpInfo declares for backward, the samples require grad (``call_samples`` runs backward
-    once); ``backward=False`` makes none require it (the benchmark's forward-only baseline).
+    once); ``backward=False`` makes none require it (the benchmark's forward-only baseline). ``device``: where the
+    samples are made (``record --device cuda``), at the same CPU dtypes, so that both backends run the same samples.
     """
     from migrate.runtime import recorders
 
@@ -58,7 +59,7 @@ def samples_by_dtype(
         errors: Counter[tuple[str, str]] = Counter()
         samples: list[Any] = []
         try:
-            samples.extend(torch_private.opinfo_samples(op, dtype, dtype in with_grad))
+            samples.extend(torch_private.opinfo_samples(op, dtype, dtype in with_grad, device))
         except Exception as exc:  # making the samples failed; those made before still run
             errors[SAMPLE_INPUTS_RAISED, one_line(exc)] += 1
         yield name, samples, errors

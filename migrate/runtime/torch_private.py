@@ -148,15 +148,16 @@ def run_backward(result: Any) -> bool:
     return bool(outputs)
 
 
-def opinfo_samples(op: Any, dtype: Any, requires_grad: bool = False) -> Iterator[Any]:
-    """The OpInfo's CPU samples of one dtype, generated lazily (samples of big ops are big).
+def opinfo_samples(op: Any, dtype: Any, requires_grad: bool = False, device: str = "cpu") -> Iterator[Any]:
+    """The OpInfo's samples of one dtype on ``device`` (CPU; a recording's other device), generated lazily (samples of
+    big ops are big).
 
     Calls the OpInfo's sample function itself: ``sample_inputs()`` wraps it to crawl the
     stack for a unittest method and to reseed every RNG before each sample (which queues
     a traceback per device type); in a sweep that is most of the time, for nothing. The
     sweep seeds once per (OpInfo, dtype) instead.
     """
-    return iter(_attribute(op, "sample_inputs_func", "OpInfo.sample_inputs_func")(op, "cpu", dtype, requires_grad))
+    return iter(_attribute(op, "sample_inputs_func", "OpInfo.sample_inputs_func")(op, device, dtype, requires_grad))
 
 
 def call_sample(op: Any, sample: Any) -> Any:

@@ -42,15 +42,18 @@ def _canonical(dtypes: Iterable[Any]) -> tuple[DType, ...]:
 
 
 
-def opinfo_reports(argument: tuple[OpInfoId, bool, bool, bool]) -> Iterator[dict[str, Any]]:
-    """The OpInfo job: one report per CPU dtype, with the samples run, the observations and the errors; then the probes."""
+def opinfo_reports(argument: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
+    """The OpInfo job: one report per CPU dtype, with the samples run, the observations and the errors; then the probes.
+
+    ``argument``: (OpInfo, record, probe, backward), and the device the samples are made on where it is not the CPU
+    (``record --device cuda``; the probes cast the captured tensors where they are)."""
     from migrate.evidence.probe import prober as probing
     from migrate.runtime import recorders
 
-    opinfo, record, probe, backward = argument
+    opinfo, record, probe, backward, *device = argument
     op = find_opinfo(opinfo)
     capture = recorders.CallCapture(probing.budget(op)) if probe else None
-    for name, samples, errors in samples_by_dtype(op, opinfo, backward=backward):
+    for name, samples, errors in samples_by_dtype(op, opinfo, backward=backward, device=device[0] if device else "cpu"):
         if capture is not None:
             capture.sample_dtype = name
         # All samples are made first, then run under the recorders, entered once: entering

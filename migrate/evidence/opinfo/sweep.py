@@ -142,15 +142,16 @@ def run_opinfos(
     record: bool = True,
     probe: bool = True,
     backward: bool = True,
+    device: str = "cpu",
 ) -> list[OpInfoRun]:
     """Run OpInfos' samples in workers, no cache involved.
 
     ``probe=False`` skips probing, ``record=False`` runs the samples bare, ``backward=False`` runs no
-    backward (the benchmarks' baselines).
+    backward (the benchmarks' baselines); ``device``: where the samples are made (``record --device cuda``).
     """
     entries = list(entries)
     order = {entry.opinfo: index for index, entry in enumerate(entries)}
-    return sorted(_runs(entries, jobs, timeout, progress, record, probe, backward), key=lambda run: order[run.opinfo])
+    return sorted(_runs(entries, jobs, timeout, progress, record, probe, backward, device), key=lambda run: order[run.opinfo])
 
 
 def _runs(
@@ -161,9 +162,11 @@ def _runs(
     record: bool,
     probe: bool,
     backward: bool,
+    device: str = "cpu",
 ) -> Iterator[OpInfoRun]:
     """Each OpInfo's run as soon as its worker ends (not in catalogue order)."""
-    work = [Job(opinfo_reports, (entry.opinfo, record, record and probe, backward), str(entry.opinfo)) for entry in entries]
+    on = () if device == "cpu" else (device,)
+    work = [Job(opinfo_reports, (entry.opinfo, record, record and probe, backward, *on), str(entry.opinfo)) for entry in entries]
     for outcome in run_in_workers(work, jobs, timeout, progress):
         yield _run_from_outcome(outcome.job.argument[0], outcome)
 
