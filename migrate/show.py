@@ -91,7 +91,7 @@ def declared_section(context: ShowContext, overload: str) -> list[str]:
     promotion = declared_promotion(context.native, entry)
     policies = declared_autocast(context.native, entry)
     if not (variables or promotion or policies):
-        return ["declared: nothing (every tensor of the entry is Tensor)"]
+        return [f"declared: nothing, every tensor is Tensor here (a migrated file: --native-functions FILE, or ./migrate.sh writes {MIGRATED})"]
     lines = []
     taken = {v.name for v in variables} | {v.argument.name for v in variables if v.argument is not None}
     followed = followed_spelling(variables)
@@ -121,15 +121,22 @@ def _short(dtypes) -> str:
 
 
 def _count(dtypes) -> str:
-    """A set's size and dtypes after its name: ``(13 of 21: bool, uint8, ...)``."""
-    return f"({len(dtypes)} of {len(TENSOR_DTYPES)}: {_short(dtypes)})" if dtypes else "(none)"
+    """A set's size and dtypes after its name: ``(13 of 21: bool, uint8, ...)``; a set of most of the 21 by the ones it
+    lacks (``(15 of 21: all but bool, uint16, ...)``), so the line stays short."""
+    lacks = [d for d in TENSOR_DTYPES if d not in dtypes]
+    if not lacks:
+        return f"(all {len(TENSOR_DTYPES)})"
+    listed = f"all but {_short(lacks)}" if len(lacks) < len(TENSOR_DTYPES) // 3 else _short(dtypes)
+    return f"({len(dtypes)} of {len(TENSOR_DTYPES)}: {listed})" if dtypes else "(none)"
 
 
 def refused_section(context: ShowContext, overload: str) -> list[str]:
     """Why the declaration leaves each of the 21 dtypes out of a variable's set: the one call that refused it and ATen's
     message (dtypes refused on one call with one message, but for the dtype it names, share a line), else what the
     run's verdicts say of it (unknown, and why; computed in another dtype)."""
-    variables = [v for v in context.declared(overload) if not v.follows and v.argument is None]
+    variables = [v for v in context.declared(overload) if not v.follows and v.argument is None and len(v.dtypes) < len(TENSOR_DTYPES)]
+    if not variables:
+        return []
     evidence = context.evidence[overload]
     refusals = [
         e
@@ -360,8 +367,7 @@ def show(session: Session, name: str, verbose: bool = False) -> int:
     """Print, after the file it read, every section for each overload ``name`` denotes."""
     overloads = session.native.overloads_named([name], with_autogen=True)
     context = ShowContext(session, verbose, session.evidence_of(overloads))
-    plain = session.sets_file.data is None
-    print(f"read {session.native_path}" + (f" (plain, no sibling type_constraints.yaml: --native-functions FILE, or ./migrate.sh writes {MIGRATED})" if plain else ""))
+    print(f"read {session.native_path}")
     for overload in overloads:
         schema = context.index.schema(overload)
         print(context.fit(str(schema) if schema else overload))
