@@ -40,7 +40,7 @@ EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
 COMMANDS_HELP = """commands (dtype-migrate COMMAND --help for each):
   (none)          infer the constraints, write the yaml and rewrite torchlib (the options above)
   lower FILE      write the plain yaml back: every type variable to Tensor, no type_constraints
-  show NAME       what each evidence source says about an overload
+  show NAME       why an overload's declared sets refuse each dtype they leave out
   verify          run the OpInfo samples under the dtype checker built from the yaml
   export-check    export each declared dtype with torch.onnx.export(dynamo=True) and run it in onnxruntime
   autocast-gen    write the C++ autocast registration blocks from the yaml's autocast lines
@@ -168,7 +168,12 @@ def run_lower(args: argparse.Namespace) -> int:
 
 
 def _show_parser() -> argparse.ArgumentParser:
-    parser = _parser("dtype-migrate show", "Print what each evidence source says about an overload.", "dtype-migrate show scaled_dot_product_attention -v")
+    parser = _parser(
+        "dtype-migrate show",
+        "Print what the yaml declares for an overload and the call and ATen's message refusing each dtype it leaves out "
+        "(-v: every source's evidence). Reads --native-functions, else out/native_functions.yaml when it exists, else the installed yaml.",
+        "dtype-migrate show add.Tensor",
+    )
     parser.add_argument("name")
     _inputs(parser, ops=False, jobs=False)
     parser.add_argument("-v", "--verbose", action="store_true", help="full dtype lists, whole lines, and ATen's rejection messages")
@@ -176,8 +181,9 @@ def _show_parser() -> argparse.ArgumentParser:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from migrate.show import show
+    from migrate.show import native_functions_to_show, show
 
+    args.native_functions = native_functions_to_show(args.native_functions)
     return show(Session(_options(args)), args.name, args.verbose)
 
 

@@ -13,14 +13,26 @@ refused.
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Callable
 
-from migrate.model.dtypes import TENSOR_DTYPES, canonical, format_set
-from migrate.model.plan import GlobalSet
+from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical, format_set
+from migrate.model.plan import Evidence, GlobalSet, Variable
+from migrate.model.verdict import DTYPE_SPELLING, PROMOTED, REJECTED, UNKNOWN, one_per_dtype
 from migrate.pipeline import OverloadEvidence, Session
 from migrate.torchlib_source.resolve import OverloadIndex, TorchlibEvidence
 
 WIDTH = 200  # characters of a line of the default output
+MIGRATED = Path("out/native_functions.yaml")  # where ./migrate.sh writes the migrated file
+
+
+def native_functions_to_show(given: Path | None) -> Path | None:
+    """The yaml ``show`` reads: the one given, else the migrated ``out/native_functions.yaml`` when it exists, else
+    None (the installed plain one)."""
+    if given is not None:
+        return given
+    return MIGRATED if MIGRATED.is_file() else None
 
 
 class ShowContext:
@@ -53,25 +65,37 @@ class ShowContext:
     def torchlib(self) -> TorchlibEvidence:
         return self.session.torchlib
 
+    @functools.lru_cache(maxsize=None)
+    def declared(self, overload: str) -> tuple[Variable, ...]:
+        """The overload's variables as the file declares them, with their sets per backend; () for a plain entry."""
+        from migrate.model.declared import declared_with_backends
+
+        entry = self.native.by_name.get(overload)
+        return declared_with_backends(self.native, entry, self.file_sets) if entry is not None else ()
+
 
 Section = Callable[[ShowContext, str], list[str]]
 
 
 def declared_section(context: ShowContext, overload: str) -> list[str]:
-    """What the file itself declares for the overload, when it is annotated: each variable's slots and its list, its promotion."""
-    from migrate.model.declared import declared_promotion, declared_variables
+    """What the file declares for the overload: one line per variable (its slots, its set by name and its dtypes), its
+    sets per backend, its promotion and its autocast policies."""
+    from migrate.model.autocast import autocast_line, declared_autocast
+    from migrate.model.declared import declared_promotion
     from migrate.model.global_sets import constraints_value, followed_spelling, set_value
 
     entry = context.native.by_name.get(overload)
-    variables = declared_variables(context.native, entry, context.file_sets) if entry is not None else ()
-    promotion = declared_promotion(context.native, entry) if entry is not None else None
+    if entry is None:
+        return ["declared: nothing (an overload the file does not list)"]
+    variables = context.declared(overload)
+    promotion = declared_promotion(context.native, entry)
+    policies = declared_autocast(context.native, entry)
+    if not (variables or promotion or policies):
+        return [f"declared: nothing, every tensor is Tensor here (a migrated file: --native-functions FILE, or ./migrate.sh writes {MIGRATED})"]
     lines = []
     taken = {v.name for v in variables} | {v.argument.name for v in variables if v.argument is not None}
     followed = followed_spelling(variables)
     for variable in variables:
-        if not variable.listed:
-            lines.append(f"  {_named(context, variable)}: {', '.join(variable.binds)}")
-            continue
         said = [f"or the dtype {', '.join(variable.follows)} has in the call"] if variable.follows else []
         if variable.argument is not None:
             name = variable.argument.name
@@ -79,13 +103,99 @@ def declared_section(context: ShowContext, overload: str) -> list[str]:
             others = "any dtype it may name" if spelled == f"[{name}]" else "one of the list's other members"
             none = f", else {others}" if variable.argument.optional else "; it is never None"
             said.insert(0, f"exactly the dtype {name} names{' when given' if variable.argument.optional else ''}{none}")
-        spelled = constraints_value(variable, context.file_sets, taken, followed)
-        lines.append(f"  {variable.name} = {spelled} ({'; '.join(said)}): {', '.join(variable.binds)}")
+        spelled = _named(context, variable) if not variable.listed else f"{variable.name} = {constraints_value(variable, context.file_sets, taken, followed)}"
+        lines.append(f"  {', '.join(variable.binds)}: {spelled} {_count(variable.dtypes)}" + (f" ({'; '.join(said)})" if said else ""))
         if variable.argument is not None:
             lines.append(f"  {variable.argument.name} = {set_value(variable.argument.dtypes, context.file_sets)} (the dtypes the argument may name)")
+        lines.extend(f"    on {stated.key}: {context.spell(stated.dtypes)} {_count(stated.dtypes)}" for stated in variable.backends)
     if promotion is not None:
         lines.append(f"  {promotion.line(0)} (the promoted tensors' variable is the call's computation dtype)")
-    return ["declared:"] + lines if lines else []
+    if policies:
+        lines.append(autocast_line(2, policies) or "")
+    return [f"declared ({context.native.path.name}:{entry.func_line + 1}):"] + lines
+
+
+def _short(dtypes) -> str:
+    """Dtypes without their ``torch.`` prefix: ``uint16, uint32``."""
+    return ", ".join(d.name for d in canonical(dtypes))
+
+
+def _count(dtypes) -> str:
+    """A set's size and dtypes after its name: ``(13 of 21: bool, uint8, ...)``; a set of most of the 21 by the ones it
+    lacks (``(15 of 21: all but bool, uint16, ...)``), so the line stays short."""
+    lacks = [d for d in TENSOR_DTYPES if d not in dtypes]
+    if not lacks:
+        return f"(all {len(TENSOR_DTYPES)})"
+    listed = f"all but {_short(lacks)}" if len(lacks) < len(TENSOR_DTYPES) // 3 else _short(dtypes)
+    return f"({len(dtypes)} of {len(TENSOR_DTYPES)}: {listed})" if dtypes else "(none)"
+
+
+def refused_section(context: ShowContext, overload: str) -> list[str]:
+    """Why the declaration leaves each of the 21 dtypes out of a variable's set: the one call that refused it and ATen's
+    message (dtypes refused on one call with one message, but for the dtype it names, share a line), else what the
+    run's verdicts say of it (unknown, and why; computed in another dtype)."""
+    variables = [v for v in context.declared(overload) if not v.follows and v.argument is None and len(v.dtypes) < len(TENSOR_DTYPES)]
+    if not variables:
+        return []
+    evidence = context.evidence[overload]
+    refusals = [
+        e
+        for plan in (evidence.probe, evidence.schema_calls)
+        if plan is not None
+        for variable in plan.variables
+        for e in variable.evidence
+        if e.outcome == REJECTED and e.verdict is not None
+    ]
+    own = evidence.opinfo is not None or evidence.probe is not None
+    verdicts = context.session.verdicts_of(overload, evidence).variables if own else ()
+    lines = []
+    for variable in variables:
+        left_out = [d for d in TENSOR_DTYPES if d not in variable.dtypes]
+        if not left_out:
+            continue
+        lines.append(f"refused at {', '.join(variable.binds)} ({len(left_out)} of {len(TENSOR_DTYPES)}):")
+        by_call: dict[tuple[str, str], dict[DType, str]] = {}
+        without: dict[str, list[DType]] = {}
+        for dtype in left_out:
+            record = _refusing(refusals, variable.binds, dtype)
+            if record is not None:
+                message = record.verdict.message_of(dtype)
+                by_call.setdefault((record.verdict.site.call, DTYPE_SPELLING.sub("_", message)), {})[dtype] = message
+            else:
+                without.setdefault(_without_refusal(verdicts, variable.binds, dtype), []).append(dtype)
+        for (call, _), messages in by_call.items():
+            lines += [f"  {_short(messages)}", f"    by {call}:", f"    {one_per_dtype(list(messages.values()))}"]
+        lines.extend(f"  {_short(dtypes)}: {why}" for why, dtypes in without.items())
+    return lines
+
+
+def _refusing(refusals: list[Evidence], slots: tuple[str, ...], dtype: DType) -> Evidence | None:
+    """The call that refused the dtype at these slots and cast no other: the one casting most of them together (the
+    diagonal call a promoted variable's set is judged by), then the one seen most often."""
+    found = [e for e in refusals if dtype in e.dtypes and e.verdict.site.cast and set(e.verdict.site.cast) <= set(slots)]
+    return max(found, key=lambda e: (len(e.verdict.site.cast), e.count), default=None)
+
+
+def _without_refusal(verdicts: tuple[Variable, ...], slots: tuple[str, ...], dtype: DType) -> str:
+    """What the run's verdicts say of a dtype left out that no call casting these slots refused."""
+    said = {slot: v.verdicts for v in verdicts if v.verdicts is not None for slot in v.binds if slot in slots}
+    for slot, judged in said.items():
+        if judged.of(dtype) == REJECTED:
+            return f"rejected at {slot} (no call casts it): {dict(judged.rejected)[dtype]}"
+        if judged.of(dtype) == PROMOTED:
+            return f"promoted at {slot}: {dict(judged.promoted)[dtype]}"
+    reasons = sorted({judged.reason_of(dtype) for judged in said.values() if judged.of(dtype) == UNKNOWN} - {""})
+    if len(said) == sum(judged.of(dtype) == UNKNOWN for judged in said.values()):
+        return "unknown: no call judged it" + (f" ({', '.join(reasons)})" if reasons else "")
+    return "left out with no refusal on record (-v: each source's evidence)"
+
+
+def evidence_section(context: ShowContext, overload: str) -> list[str]:
+    """The runtime sources that have evidence of the overload, in one line (``-v`` prints each per slot)."""
+    evidence = context.evidence[overload]
+    plans = (("OpInfo observations", evidence.opinfo), ("probes", evidence.probe), ("calls built from the schema", evidence.schema_calls))
+    sources = [name for name, plan in plans if plan is not None]
+    return [f"evidence: {', '.join(sources) if sources else 'no runtime evidence of its own'} (-v prints each source's, per slot)"]
 
 
 def torchlib_section(context: ShowContext, overload: str) -> list[str]:
@@ -220,15 +330,9 @@ def structure_section(context: ShowContext, overload: str) -> list[str]:
 
 
 def autocast_section(context: ShowContext, overload: str) -> list[str]:
-    """The policy per autocast key, where it comes from and the run that shows it; the yaml's line when it has one."""
-    from migrate.model.autocast import declared_autocast
-
+    """The policy per autocast key, where it comes from and the run that shows it (the yaml's line is declared_section's)."""
     evidence = context.evidence[overload].autocast
     lines = []
-    entry = context.native.by_name.get(overload)
-    declared = declared_autocast(context.native, entry) if entry is not None else ()
-    if declared:
-        lines.append("  declared: " + ", ".join(f"{key}: {policy}" for key, policy in declared))
     for found in evidence.policies.get(overload, ()):
         via = f", as {found.header_list} lists it" if found.header_list else ""
         lines.append(f"  {found.key}: {found.policy} ({found.source}{via})" + (f": {found.observed}" if found.observed else ""))
@@ -236,8 +340,18 @@ def autocast_section(context: ShowContext, overload: str) -> list[str]:
     return ["autocast:"] + lines if lines else ["autocast: no autocast key registers it"]
 
 
-SECTIONS: tuple[Section, ...] = (
+SECTIONS: tuple[Section, ...] = (  # the default: what the file declares and why, each call once
     declared_section,
+    refused_section,
+    torchlib_section,
+    evidence_section,
+    structure_section,
+    export_section,
+    autocast_section,
+)
+VERBOSE_SECTIONS: tuple[Section, ...] = (  # -v: every source's evidence, per slot
+    declared_section,
+    refused_section,
     torchlib_section,
     opinfo_section,
     probe_section,
@@ -250,13 +364,14 @@ SECTIONS: tuple[Section, ...] = (
 
 
 def show(session: Session, name: str, verbose: bool = False) -> int:
-    """Print every section for each overload ``name`` denotes."""
+    """Print, after the file it read, every section for each overload ``name`` denotes."""
     overloads = session.native.overloads_named([name], with_autogen=True)
     context = ShowContext(session, verbose, session.evidence_of(overloads))
-    for number, overload in enumerate(overloads):
+    print(f"read {session.native_path}")
+    for overload in overloads:
         schema = context.index.schema(overload)
-        print(("\n" if number else "") + context.fit(str(schema) if schema else overload))
-        for section in SECTIONS:
+        print(context.fit(str(schema) if schema else overload))
+        for section in VERBOSE_SECTIONS if verbose else SECTIONS:
             for line in section(context, overload):
                 print(context.fit("  " + line))
     return 0

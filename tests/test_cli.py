@@ -293,3 +293,14 @@ def test_the_report_is_written_with_the_outputs_or_not_at_all(tmp_path, capfd):
     assert not report.exists() and sorted(p.name for p in out.iterdir()) == ["type_constraints.yaml"]
     code, _, err = run_cli(capfd, "--op", "add", "--evidence", "torchlib", "--yaml-only", "--dry-run", "--report", report)
     assert code == 0 and json.loads(report.read_text())["overloads"]  # the review's report, under --dry-run
+
+
+def test_show_reads_the_given_yaml_else_the_migrated_one_in_out_else_the_installed(tmp_path, monkeypatch):
+    from migrate.show import native_functions_to_show
+
+    monkeypatch.chdir(tmp_path)
+    assert native_functions_to_show(None) is None
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "native_functions.yaml").write_text("")
+    assert native_functions_to_show(None) == Path("out/native_functions.yaml")
+    assert native_functions_to_show(tmp_path / "given.yaml") == tmp_path / "given.yaml"

@@ -227,7 +227,7 @@ def test_show_prints_the_argument_and_its_dtypes(tmp_path, capsys):
     native = annotated(tmp_path, ZEROS + TO_DTYPE)
     assert main(["show", "zeros", "--native-functions", str(native.path)]) == 0
     out = capsys.readouterr().out
-    assert "T = [torch.float32, dtype] (exactly the dtype dtype names when given, else one of the list's other members): return.0" in out
+    assert "return.0: T = [torch.float32, dtype] (1 of 21: float32) (exactly the dtype dtype names when given, else one of the list's other members)" in out
     assert "dtype = [torch.int64, torch.float32] (the dtypes the argument may name)" in out
 
 

@@ -248,6 +248,6 @@ def test_show_prints_the_declared_promotion_line(tmp_path):
     path = _annotated(tmp_path)
     context = ShowContext(Session(Options(native_functions=path, cache_dir=tmp_path / "cache")), verbose=True)
     lines = declared_section(context, "where.self")
-    assert lines[0] == "declared:" and "  C [torch.bool]: condition" in lines
-    assert lines[-1] == "  type_promotion: {kind: default, args: [self, other]} (the promoted tensors' variable is the call's computation dtype)"
-    assert declared_section(context, "sqrt") == ["declared:", "  type_promotion: {kind: int_to_float, args: [self]} (the promoted tensors' variable is the call's computation dtype)"]
+    assert lines[0].startswith("declared (native_functions.yaml:") and "  condition: C [torch.bool] (1 of 21: bool)" in lines
+    assert lines[-2:] == ["  type_promotion: {kind: default, args: [self, other]} (the promoted tensors' variable is the call's computation dtype)", "  autocast: {CPU: fp32}"]
+    assert declared_section(context, "sqrt")[1:] == ["  type_promotion: {kind: int_to_float, args: [self]} (the promoted tensors' variable is the call's computation dtype)"]

@@ -181,18 +181,36 @@ def test_hand_written_constraints_survive_and_the_conflict_is_reported(tmp_path,
     assert hand not in path.read_text()
 
 
-def test_show_prints_each_source_by_set_names_and_the_lists_behind_v(migrated, capfd):
-    code, out, _ = run_cli(capfd, "show", "aten::where.self")
+def test_show_v_prints_each_source_by_set_names_and_the_lists_behind_v(migrated, capfd):
+    code, out, _ = run_cli(capfd, "show", "aten::where.self", "--native-functions", migrated / "native_functions.yaml")
     assert code == 0
-    sections = [line.strip() for line in out.splitlines() if line.strip() in ("torchlib:", "opinfo:", "probe:")]
+    assert "opinfo:" not in out and "probe:" not in out and max(len(line) for line in out.splitlines()) <= 200
+    code, verbose, _ = run_cli(capfd, "show", "aten::where.self", "-v", "--native-functions", migrated / "native_functions.yaml")
+    assert code == 0
+    sections = [line.strip() for line in verbose.splitlines() if line.strip() in ("torchlib:", "opinfo:", "probe:")]
     assert sections == ["torchlib:", "opinfo:", "probe:"]
-    probe = out[out.index("probe:") :]
-    assert "TBoolOrUInt8: condition" in probe and "[torch." not in out and ": rejected: " not in out
-    assert max(len(line) for line in out.splitlines()) <= 200
-    code, verbose, _ = run_cli(capfd, "show", "aten::where.self", "-v")
-    assert code == 0
     assert "[torch.bool, torch.uint8]: condition" in verbose and ": rejected: " in verbose
     assert max(len(line) for line in verbose.splitlines()) > 200
+
+
+def test_show_says_why_the_migrated_yaml_refuses_uint16_for_add_in_a_screen(migrated, capfd, monkeypatch, tmp_path):
+    """The migrated yaml's declared set, then the one call and ATen's message refusing each dtype left out; nothing
+    per slot, nothing contradicting the declared set."""
+    (tmp_path / "out").mkdir()
+    for name in ("native_functions.yaml", "type_constraints.yaml"):
+        shutil.copyfile(migrated / name, tmp_path / "out" / name)
+    monkeypatch.chdir(tmp_path)  # show's default: out/native_functions.yaml
+    code, out, _ = run_cli(capfd, "show", "add.Tensor")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "read out/native_functions.yaml"
+    assert len(lines) <= 40 and max(len(line) for line in lines) <= 200
+    declared = [line for line in lines if line.startswith("    self, other, return.0: ")]
+    assert len(declared) == 1 and "uint16" not in declared[0] and "(13 of 21: bool, uint8" in declared[0]
+    refused = lines.index("  refused at self, other, return.0 (8 of 21):")
+    assert lines[refused + 1].startswith("    uint16, uint32, uint64, float8_e4m3fn")
+    assert lines[refused + 2].startswith("      by self, other cast together with alpha a Python int, OpInfo add")
+    assert """NotImplementedError: "add_stub" not implemented for '{UInt16|""" in lines[refused + 3]
+    assert not any(" accepted: TAny" in line or line.strip().startswith(("P0 ", "T0 ")) for line in lines)
 
 
 def _written_spelling(out: Path) -> tuple[int, int, list[int]]:
