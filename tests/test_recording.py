@@ -92,10 +92,11 @@ def test_refusals_of_a_poisoned_cuda_context_are_no_verdicts():
     [
         (None, "cannot read the recording"),
         (b"not gzip, not json", "not a dtype-migrate recording (not gzipped JSON"),
-        (gzip.compress(b'{"format": "something else"}'), "not a dtype-migrate recording (no \"format\""),
+        (gzip.compress(b'{"format": "something else"}', mtime=0), "not a dtype-migrate recording (no \"format\""),
         ("version", f"recording format version {VERSION + 1}; this dtype-migrate reads version {VERSION}: record it again"),
         ("device", "recording of device 'xla'"),
     ],
+    ids=["unreadable", "not-gzip", "foreign-json", "version", "device"],
 )
 def test_a_bad_recording_is_one_error_naming_the_file(tmp_path, content, message):
     path = tmp_path / "r.json.gz"
