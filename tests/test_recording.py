@@ -198,7 +198,9 @@ def test_one_verdict_changed_in_a_recording_changes_that_backend_s_set_of_that_o
     cpu = re.match(r"  dispatch_dtypes: \{CPU: \{(\w+): (\w+)\}(, )?", new)
     assert old in ("", "  dispatch_dtypes: {" + new[cpu.end() :])  # CUDA's set as it was
     sets = GlobalSetsFile.load(tmp_path / "with" / "type_constraints.yaml").by_name
-    union, cpu_set = sets[cpu.group(1)].dtypes, sets[cpu.group(2)].dtypes
+    mm = [line for line in after[entry : index + 1] if line.startswith("  type_constraints:")]
+    spelled = dict(re.findall(r"(\w+): (\w+)", mm[0])) if mm else {}  # a letter T is spelled by one T: Name
+    union, cpu_set = sets[spelled.get(cpu.group(1), cpu.group(1))].dtypes, sets[cpu.group(2)].dtypes
     assert cpu_set == tuple(d for d in union if d != DType("int64"))  # the one verdict changed, the union as it was
     sets_before, sets_after = (found["type_constraints.yaml"].decode().splitlines() for found in (without, merged))
     assert set(sets_before) <= set(sets_after)  # at most a set named for CPU's new one

@@ -236,7 +236,7 @@ def test_the_written_yaml_speaks_the_named_vocabulary(migrated):
     growth = (migrated / "native_functions.yaml").stat().st_size / REAL_NATIVE_FUNCTIONS.stat().st_size - 1
     assert named / variables >= 0.95
     assert lines and max(lines) <= 200
-    assert growth <= 0.195  # issue 31 asked <= 0.18 with the type_promotion lines; issue 33 adds entries (catalogue, +0.6 points on main) and the exact spelling of returns a ScalarType argument sets (+0.7)
+    assert growth <= 0.22  # issue 45: at most +22% in all, with the dispatch_dtypes: lines (+1.8 points); without them it was 0.19
     spelling = json.loads((migrated / "report.json").read_text())["summary"]["spelling"]
     assert (spelling["variables_written"], spelling["variables_named"]) == (variables, named)
     assert (spelling["constraints_lines"], spelling["longest_constraints_line"]) == (len(lines), max(lines))
@@ -291,6 +291,8 @@ def test_every_global_set_is_used_described_and_named_from_its_contents(migrated
                 assert entries_of[tuple(value)] < 3, (entry.name, value)
             else:  # a list that names variables or an argument may spell its dtypes by a set ([TAny, dtype])
                 used.update(item for item in value if item in names)
+        for values in (native.fields(entry).get("dispatch_dtypes") or {}).values():  # a backend's sets, by name or listed
+            used.update(value for value in values.values() if isinstance(value, str))
     assert used == names
     report_sets = {g["name"]: g["dtypes"] for g in report["global_sets"]}
     assert {g.name: [str(d) for d in g.dtypes] for g in sets_file.sets} == report_sets

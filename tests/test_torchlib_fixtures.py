@@ -170,7 +170,7 @@ def test_show_prints_each_variant_subset(capsys, tmp_path):
     out = capsys.readouterr().out
     path = VARIANTS / "ops" / "attention.py"
     line = _line_of(path, "def aten_scaled_dot_product_attention_bool_mask") - 1
-    assert out.startswith("scaled_dot_product_attention(Tensor query")
+    assert out.startswith(f"read {NATIVE}\nscaled_dot_product_attention(Tensor query")  # show says which yaml it read
     assert f"ops/attention.py:{line} aten_scaled_dot_product_attention_bool_mask (trace_only)" in out
     assert f"BOOL_or_TFloat {format_set(named('bool') + FLOAT)}: attn_mask" in out
     assert f"aten_scaled_dot_product_attention_bool_mask: {format_set(named('bool'))}" in out
