@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from migrate.model.named_sets import ANY
+from migrate.runtime.processes import reference_cpu_paths
 from tests.truth.cases import AUTOCAST, CASES, MIXED, Autocast, Case, Mixed
 
 RETURN = "return."  # a case slot ``return.0``: the call must return the dtype under test there
@@ -131,14 +132,8 @@ def run_cases(cases: tuple[Case, ...] = CASES) -> dict[str, dict[str, Verdict]]:
     keys = [case.key for case in cases]
     if len(set(keys)) != len(keys):
         raise CaseError("two cases share a key: " + ", ".join(sorted({k for k in keys if keys.count(k) > 1})))
-    with reference_paths():
+    with reference_cpu_paths():  # the paths every host has, which the yaml states (docs/evidence.md)
         return {case.key: {name: verdict(case, name) for name in DTYPES} for case in cases}
-
-
-def reference_paths():
-    """The CPU kernels' reference paths, which every host has and the yaml states: oneDNN's, taken where the host's
-    CPU has the instructions, refuse some of what they take (docs/evidence.md, "The host's CPU paths")."""
-    return torch.backends.mkldnn.flags(enabled=False)
 
 
 def mixed_verdict(call: Mixed | Autocast) -> Verdict:
@@ -165,7 +160,7 @@ def run_mixed(calls: tuple[Mixed | Autocast, ...] = MIXED) -> dict[str, Verdict]
     keys = [call.key for call in calls]
     if len(set(keys)) != len(keys):
         raise CaseError("two single calls share a key: " + ", ".join(sorted({k for k in keys if keys.count(k) > 1})))
-    with reference_paths():
+    with reference_cpu_paths():
         return {call.key: mixed_verdict(call) for call in calls}
 
 
