@@ -395,7 +395,7 @@ class Plan:
         )
 
     def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=1) + "\n"
+        return plan_text(self.to_json())
 
     def write(self, path: Path) -> None:
         Path(path).write_text(self.dumps())
@@ -443,3 +443,8 @@ def line_of(text: str, name: Any) -> int | None:
         return None
     at = text.find(json.dumps(name))
     return text.count("\n", 0, at) + 1 if at >= 0 else None
+
+
+def plan_text(obj: dict[str, Any]) -> str:
+    """A plan's JSON as ``--report`` writes it (a merged report too: the same bytes for the same plan)."""
+    return json.dumps(obj, indent=1) + "\n"

@@ -25,7 +25,7 @@ from migrate.model.global_sets import GlobalSetsFile, sets_used
 from migrate.model.names import OverloadName
 from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, gather_overloads
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
-from migrate.model.plan import GlobalSet, OverloadPlan, Plan
+from migrate.model.plan import GlobalSet, OverloadPlan, Plan, plan_text
 from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
 from migrate.write.continued import EarlierOutput, carried_overloads, carried_sets, changed_functions, merged_native, read_earlier
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan
@@ -407,7 +407,7 @@ class Session:
             report = self._report(plan, result, summary.to_json(), request.export_check).to_json()
             if earlier is not None and request.report.is_file():
                 report = _merged_report(request.report, report, selected)
-            return Migration(tuple(outputs), summary, replacing(request.report, (json.dumps(report, indent=1) + "\n").encode()))
+            return Migration(tuple(outputs), summary, replacing(request.report, plan_text(report).encode()))
         return Migration(tuple(outputs), summary)
 
     def _earlier(self, request: RunRequest) -> EarlierOutput | None:
