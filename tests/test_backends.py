@@ -173,3 +173,26 @@ def test_claims_are_read_per_slot_from_the_overload_s_own_opinfo_both_devices():
     # other is float32 whatever the sample dtype: it does not follow it, so no claim speaks of it.
     claims = cuda_claims([call(f32, f32), call(i64, f32), call(f32, f32, opinfo=conv)], catalogue)
     assert claims == {"add.Tensor": (("self", (i64, f32), (f32,)), ("return.0", (i64, f32), (f32,)))}
+
+
+def test_the_summary_counts_verdicts_per_backend_and_cpu_s_by_where_they_were_observed():
+    from migrate.model.plan import OPINFO, PROBE, Evidence
+    from migrate.model.verdict import ACCEPTED, PROBE_CALL, Backend, Site, Verdict
+    from migrate.pipeline.summary import backends_summary
+
+    site = Site(PROBE_CALL, "self cast alone, OpInfo addmm", Backend("cpu", "default, reference paths"), "2.13.0+cpu")
+    observed = Evidence(OPINFO, "OpInfo addmm", FLOATS, ("self",))
+    probed = Evidence(PROBE, "", INTS, ("self",), verdict=Verdict(ACCEPTED, site))
+    addmm = _addmm_plan(ADDMM_CLAIMS)
+    (variable,) = addmm.variables
+    from dataclasses import replace
+
+    addmm = replace(addmm, variables=(replace(variable, evidence=(observed, probed)),))
+    summary = backends_summary(Plan((), (addmm, _cos_plan())), b"")
+    assert summary.verdicts["CPU"]["accepted"] == 11 + 6 and summary.verdicts["CPU"]["other-device"] == 1
+    # addmm's CUDA set holds the claimed floats and complex, not the integers; cos states no CUDA set: the union
+    assert summary.verdicts["CUDA"] == {"recorded": 0, "claimed": 6, "as the union": 7, "outside its set": 2 * 21 - 13}
+    assert summary.observed_at["accepted"]["OpInfo sample"] == 4 and summary.observed_at["accepted"]["probe"] == 5
+    assert summary.observed_at["accepted"]["derived"] == 2 + 6  # addmm's complex and cos's: no evidence at their slots
+    assert "verdicts on CUDA: recorded 0, claimed 6, as the union 7, outside its set 29 (per variable and dtype)" in summary.lines()
+    assert not any(line.startswith("CPU rejected") for line in summary.lines())  # nothing was rejected

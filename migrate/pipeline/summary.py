@@ -5,15 +5,17 @@ under ``summary``) and ``lines()`` (what the run prints on stderr), gathered in 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from migrate.model.backends import BACKEND_KEYS, BACKENDS_KEY, CLAIMED, OBSERVED
-from migrate.model.dtypes import PREFIX
+from migrate.model.dtypes import PREFIX, TENSOR_DTYPES, DType
 from migrate.model.global_sets import constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions
-from migrate.model.plan import SOURCES, Plan
+from migrate.model.plan import KERNEL, OPINFO, SOURCES, Plan, Variable
 from migrate.model.promotion import counts_by_kind
+from migrate.model.verdict import ACCEPTED, DTYPE_ARGUMENT, PROBE_CALL, PROMOTION_CALL, REJECTED, SCHEMA_CALL, VERDICTS
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult
 
 if TYPE_CHECKING:
@@ -224,28 +226,71 @@ class PromotionSummary:
         return [f"type_promotion: {sum(self.lines_by_kind.values())} lines ({by_kind}); {self.written} written, {self.kept} hand-written kept"]
 
 
+# Where a CPU verdict was observed, most direct first: the kind of call its evidence was seen on.
+OPINFO_SAMPLE = "OpInfo sample"  # an OpInfo sample's call, as recorded
+KERNEL_ON_META = "kernel on meta"  # a composite kernel that reads only metadata, run on meta tensors
+DERIVED = "derived"  # no call at these slots: a sibling's, an alias's verdict, or a rule's (a promotion's real counterparts)
+WHERE_OBSERVED = (OPINFO_SAMPLE, PROBE_CALL, SCHEMA_CALL, DTYPE_ARGUMENT, PROMOTION_CALL, KERNEL_ON_META, DERIVED)
+
+# A CUDA verdict without a recording: what the CUDA set rests on at that variable.
+CLAIMED_FOR_CUDA = "claimed"  # in the set OpInfo's CUDA claims state
+RECORDED = "recorded"  # in the set a recording made on the device states
+AS_THE_UNION = "as the union"  # no set is stated for CUDA: the claims agree with CPU's, or there are none
+OUTSIDE = "outside its set"  # in neither CUDA's stated set nor the union: nothing ran it there
+
+
 @dataclass(frozen=True)
 class BackendsSummary:
-    """The written ``dispatch_dtypes:`` lines, and the (variable, dtype) pairs one backend's set holds and the other's
-    lacks, with what each backend's set rests on."""
+    """The written ``dispatch_dtypes:`` lines, the (variable, dtype) pairs one backend's set holds and the other's
+    lacks, with what each backend's set rests on, and the verdicts counted per backend: CPU's by where they were
+    observed, CUDA's by what its set rests on."""
 
     entries: int  # entries with a dispatch_dtypes line
     by_key: dict[str, int]  # entries stating a set for that dispatch key
     only: dict[str, int]  # (variable, dtype) pairs in that backend's set alone
     basis: dict[str, str]  # what each backend's set rests on
+    verdicts: dict[str, dict[str, int]] = field(default_factory=dict)  # per dispatch key, (variable, dtype) pairs by verdict
+    observed_at: dict[str, dict[str, int]] = field(default_factory=dict)  # CPU's accepted and rejected pairs by where observed
 
     def to_json(self) -> dict[str, Any]:
-        return {"entries": self.entries, "by_key": dict(self.by_key), "only": dict(self.only), "from": dict(self.basis)}
+        return {
+            "entries": self.entries,
+            "by_key": dict(self.by_key),
+            "only": dict(self.only),
+            "from": dict(self.basis),
+            "verdicts": {key: dict(counts) for key, counts in self.verdicts.items()},
+            "observed_at": {verdict: dict(counts) for verdict, counts in self.observed_at.items()},
+        }
 
     def lines(self) -> list[str]:
         keys = ", ".join(f"{key} {n}" for key, n in self.by_key.items()) or "none"
         only = ", ".join(f"{key} only {n}" for key, n in self.only.items())
         basis = ", ".join(f"{key.lower()}: {basis}" for key, basis in self.basis.items())
-        return [f"{BACKENDS_KEY}: {self.entries} entries state sets per backend ({keys}); (variable, dtype) pairs {only}; {basis} (a lower bound)"]
+        lines = [f"{BACKENDS_KEY}: {self.entries} entries state sets per backend ({keys}); (variable, dtype) pairs {only}; {basis} (a lower bound)"]
+        for key, counts in self.verdicts.items():
+            lines.append(f"verdicts on {key}: " + ", ".join(f"{verdict} {n}" for verdict, n in counts.items()) + " (per variable and dtype)")
+        for verdict, counts in ((v, c) for v, c in self.observed_at.items() if any(c.values())):
+            lines.append(f"CPU {verdict} verdicts by where observed: " + ", ".join(f"{where} {n}" for where, n in counts.items() if n))
+        return lines
+
+
+def _where_observed(variable: Variable, dtype: DType, outcome: str) -> str:
+    """The most direct kind of call (``WHERE_OBSERVED``) of the variable's evidence showing ``outcome`` for ``dtype``."""
+    found = set()
+    for evidence in variable.evidence:
+        if evidence.outcome != outcome or dtype not in evidence.dtypes:
+            continue
+        if evidence.verdict is not None:
+            found.add(evidence.verdict.site.kind)
+        elif evidence.source == OPINFO:
+            found.add(OPINFO_SAMPLE)
+        elif evidence.source == KERNEL:
+            found.add(KERNEL_ON_META)
+    return next((where for where in WHERE_OBSERVED if where in found), DERIVED)
 
 
 def backends_summary(plan: Plan, native_functions: bytes) -> BackendsSummary:
-    """Counted from the written yaml's lines and the plan's sets per backend."""
+    """Counted from the written yaml's lines and the plan's sets per backend and verdicts."""
     by_key: dict[str, int] = dict.fromkeys(BACKEND_KEYS, 0)
     entries = 0
     for line in native_functions.decode("utf-8").splitlines():
@@ -258,7 +303,29 @@ def backends_summary(plan: Plan, native_functions: bytes) -> BackendsSummary:
         cpu, cuda = set(variable.on("CPU")), set(variable.on("CUDA"))
         only["CPU"] += len(cpu - cuda)
         only["CUDA"] += len(cuda - cpu)
-    return BackendsSummary(entries, by_key, only, {"CPU": OBSERVED, "CUDA": CLAIMED})
+    cpu_verdicts: Counter[str] = Counter()
+    cuda_verdicts: Counter[str] = Counter()
+    observed_at = {outcome: Counter[str]() for outcome in (ACCEPTED, REJECTED)}
+    for variable in (v for o in plan.overloads for v in o.variables if v.verdicts is not None):
+        stated = {b.key: b for b in variable.backends}
+        for dtype in TENSOR_DTYPES:
+            verdict = variable.verdicts.of(dtype)
+            cpu_verdicts[verdict] += 1
+            if verdict in observed_at:
+                observed_at[verdict][_where_observed(variable, dtype, verdict)] += 1
+            cuda = stated.get("CUDA")
+            if cuda is None:
+                cuda_verdicts[AS_THE_UNION if dtype in variable.dtypes else OUTSIDE] += 1
+            else:
+                cuda_verdicts[OUTSIDE if dtype not in cuda.dtypes else CLAIMED_FOR_CUDA if cuda.basis == CLAIMED else RECORDED] += 1
+    return BackendsSummary(
+        entries,
+        by_key,
+        only,
+        {"CPU": OBSERVED, "CUDA": CLAIMED},
+        {"CPU": {v: cpu_verdicts[v] for v in VERDICTS}, "CUDA": {v: cuda_verdicts[v] for v in (RECORDED, CLAIMED_FOR_CUDA, AS_THE_UNION, OUTSIDE)}},
+        {outcome: {where: counts[where] for where in WHERE_OBSERVED} for outcome, counts in observed_at.items()},
+    )
 
 
 @dataclass(frozen=True)
