@@ -353,3 +353,16 @@ def test_truth_score_on_full_run(migrated):
     assert result.agreement >= 0.995, summary
     # issue 44: calls under CPU autocast, handed on as the written autocast lines say, scored apart
     assert result.autocast_misses == () and result.autocast_false_claims == (), summary
+
+
+def test_integer_matmuls_are_declared_on_cpu_and_not_on_cuda_out_and_inplace_siblings_alike(migrated):
+    from migrate.api import load_declarations
+
+    native = migrated / "native_functions.yaml"
+    cpu, cuda = load_declarations(native), load_declarations(native, device="cuda")
+    for name in ("addmm", "addmm.out", "addmm_"):
+        arguments = dict(self="int64", mat1="int64", mat2="int64", **({"out": "int64"} if name.endswith(".out") else {}))
+        assert cpu.accepts(name, **arguments), name
+        assert not cuda.accepts(name, **arguments), name
+        assert cuda.accepts(name, **{k: "float16" for k in arguments}), name
+    assert cuda.accepts("cos", self="complex32") and not cpu.accepts("cos", self="complex32")

@@ -23,7 +23,7 @@ from migrate.evidence.probe.dtype_arguments import with_dtype_arguments
 from migrate.evidence.promotion.sets import one_tensor_return, sibling_promotions, with_promotion
 from migrate.evidence.verdicts import with_verdicts
 from migrate.evidence.recording import RecordingSummary
-from migrate.infer.backends import Recorded, with_backends
+from migrate.infer.backends import Claims, Recorded, with_backends
 from migrate.infer.merge import merge_overload, with_follows
 from migrate.infer.naming import backend_sets, global_sets, name_variables
 from migrate.infer.structure import group_siblings, tied_by_structure, with_fixed_returns
@@ -103,14 +103,22 @@ def _recorded_sets(native: NativeFunctions, sources: Sources) -> tuple[dict[str,
     return found, tuple(summaries)
 
 
+def _cuda_claims(native: NativeFunctions, sources: Sources, name: str) -> Claims:
+    """The overload's own OpInfos' claims, else its functional sibling's: an out= or in-place overload runs the same
+    CUDA kernel, and no OpInfo of its own claims anything."""
+    if name in sources.cuda_claims:
+        return sources.cuda_claims[name]
+    group = native.groups.get(name)
+    functional = group.of_kind("functional") if group is not None else ()
+    return next((sources.cuda_claims[f] for f in functional if f in sources.cuda_claims), ())
+
+
 def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[GlobalSet, ...], list[OverloadPlan], tuple[RecordingSummary, ...]]:
     """The global sets, every overload's plan with its variables named, in file order, and the recordings merged."""
     names = [e.name for e in native.entries]
     merged = _merged(native, sources)
     recorded, summaries = _recorded_sets(native, sources)
-    planned = {
-        name: with_backends(plan, sources.cuda_claims.get(name, ()), recorded.get(name, {})) for name, plan in merged.items() if plan.variables
-    }
+    planned = {name: with_backends(plan, _cuda_claims(native, sources, name), recorded.get(name, {})) for name, plan in merged.items() if plan.variables}
     unions = global_sets(native, planned.values(), sources.existing_sets, sources.global_sets)
     set_names = {g.dtypes: g.name for g in unions}  # a variable is named by its union's set alone
     named = [name_variables(planned[name], native.by_name[name].schema, set_names) for name in names if name in planned]
