@@ -196,3 +196,14 @@ def test_the_summary_counts_verdicts_per_backend_and_cpu_s_by_where_they_were_ob
     assert summary.observed_at["accepted"]["derived"] == 2 + 6  # addmm's complex and cos's: no evidence at their slots
     assert "verdicts on CUDA: recorded 0, claimed 6, as the union 7, outside its set 29 (per variable and dtype)" in summary.lines()
     assert not any(line.startswith("CPU rejected") for line in summary.lines())  # nothing was rejected
+
+
+def test_an_empty_backend_set_is_never_a_named_set_however_many_entries_state_it(tmp_path):
+    from migrate.infer.naming import backend_sets
+
+    path = tmp_path / "native_functions.yaml"
+    path.write_text("".join(f"- func: histogram{i}(Tensor self) -> Tensor\n  dispatch:\n    CPU: histogram_cpu\n\n" for i in range(4)))
+    no_cuda_kernel = (BackendSet("CPU", FLOATS, OBSERVED), BackendSet("CUDA", (), CLAIMED))
+    plans = [OverloadPlan(f"histogram{i}", (Variable("T", FLOATS, ("self", "return.0"), backends=no_cuda_kernel),)) for i in range(4)]
+    sets = backend_sets(NativeFunctions.load(path), plans, (GlobalSet("TFloat", FLOATS),), (), ())
+    assert [g.name for g in sets] == ["TFloat"]  # the line spells it [], as short as any name

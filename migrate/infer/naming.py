@@ -157,7 +157,7 @@ def backend_sets(
         sets[name] = GlobalSet(name, dtypes, pytorch_spelling(dtypes))
 
     for dtypes in sorted(entries, key=lambda d: (len(d), [t.sort_key for t in d])):
-        if dtypes not in {g.dtypes for g in sets.values()} and (dtypes in known or len(entries[dtypes]) >= NAMED_FROM):
+        if dtypes and dtypes not in {g.dtypes for g in sets.values()} and (dtypes in known or len(entries[dtypes]) >= NAMED_FROM):  # [] is its own spelling
             add(dtypes)
     for plan in (p for p in plans if any(v.backends for v in p.variables)):
         entry = native.by_name[plan.name]
