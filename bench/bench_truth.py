@@ -33,8 +33,8 @@ from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import Variable
 from migrate.model.promotion import PROMOTION_KEY, Promotion
-from tests.truth.cases import AUTOCAST, CASES, MIXED, Autocast, Case, Mixed
-from tests.truth.runner import DTYPES, Verdict, aten_op, run_autocast, run_cases, run_mixed
+from tests.truth.cases import AUTOCAST, BACKWARD, CASES, MIXED, VALUES, Autocast, Case, Mixed
+from tests.truth.runner import DTYPES, Verdict, aten_op, run_autocast, run_backward, run_cases, run_mixed, run_values
 
 
 ISSUE_ROWS: tuple[tuple[str, str], ...] = (
@@ -62,6 +62,20 @@ def autocast_verdicts(cache: StageCache) -> dict[str, Verdict]:
     """Every autocast call's verdict, from the ``truth-autocast`` stage when torch and the suite's code are unchanged."""
     return cache.stage("truth-autocast", "tests.truth.cases", "tests.truth.runner").get(
         (), run_autocast, dict, cold="running the truth suite's autocast calls (once)"
+    )
+
+
+def backward_verdicts(cache: StageCache) -> dict[str, Verdict]:
+    """Every training-step call's verdict, from the ``truth-backward`` stage when torch and the suite's code are unchanged."""
+    return cache.stage("truth-backward", "tests.truth.cases", "tests.truth.runner").get(
+        (), run_backward, dict, cold="running the truth suite's training-step calls (once)"
+    )
+
+
+def value_verdicts(cache: StageCache) -> dict[str, Verdict]:
+    """Every value-dependent call's verdict, from the ``truth-values`` stage when torch and the suite's code are unchanged."""
+    return cache.stage("truth-values", "tests.truth.cases", "tests.truth.runner").get(
+        (), run_values, dict, cold="running the truth suite's value-dependent calls (once)"
     )
 
 
@@ -133,6 +147,8 @@ class Score:
     absent: tuple[str, ...]  # truth overloads the yaml has no entry for
     mixed: tuple[MixedRow, ...] = ()
     autocast: tuple[AutocastRow, ...] = ()  # scored apart: not in ``agreement``
+    backward: tuple[MixedRow, ...] = ()  # a mixed-precision training step's calls, scored apart
+    values: tuple[MixedRow, ...] = ()  # value-dependent calls, scored apart: a set cannot say them
 
     @property
     def autocast_agreement(self) -> float:
@@ -400,6 +416,8 @@ def score(
     mixed_calls: tuple[Mixed, ...] = MIXED,
     autocast: dict[str, Verdict] | None = None,
     autocast_calls: tuple[Autocast, ...] = AUTOCAST,
+    backward: dict[str, Verdict] | None = None,
+    values: dict[str, Verdict] | None = None,
 ) -> Score:
     native = NativeFunctions.load(native_functions)
     sets = GlobalSetsFile.load(sibling_constraints_path(Path(native_functions))).by_name
@@ -418,15 +436,20 @@ def score(
             declared = declared_dtypes(case, variables)
         elsewhere = frozenset.union(frozenset(), *((other_device or {}).get((case.overload, slot), frozenset()) for slot in case.slots))
         rows += [Row(case, dtype, dtype in declared, verdicts[case.key][dtype], dtype in elsewhere) for dtype in DTYPES]
-    mixed_rows = []
-    for call in mixed_calls if mixed is not None else ():
-        entry = native.by_name.get(call.overload)
-        if entry is None:
-            absent.append(call.overload)
-            continue
-        raw = native.fields(entry).get(PROMOTION_KEY)
-        promotion = Promotion.from_mapping(raw) if raw is not None else None
-        mixed_rows.append(MixedRow(call, declared_mixed(call, declared_variables(native, entry, sets), promotion), mixed[call.key]))
+
+    def single_rows(calls: tuple[Mixed, ...], found: dict[str, Verdict] | None) -> tuple[MixedRow, ...]:
+        judged = []
+        for call in calls if found is not None else ():
+            entry = native.by_name.get(call.overload)
+            if entry is None:
+                absent.append(call.overload)
+                continue
+            raw = native.fields(entry).get(PROMOTION_KEY)
+            promotion = Promotion.from_mapping(raw) if raw is not None else None
+            judged.append(MixedRow(call, declared_mixed(call, declared_variables(native, entry, sets), promotion), found[call.key]))
+        return tuple(judged)
+
+    mixed_rows = single_rows(mixed_calls, mixed)
     autocast_rows = []
     for call in autocast_calls if autocast is not None else ():
         entry = native.by_name.get(call.overload)
@@ -434,7 +457,8 @@ def score(
             absent.append(call.overload)
             continue
         autocast_rows.append(_autocast_row(native, entry, sets, call, autocast[call.key]))
-    return Score(tuple(rows), tuple(sorted(set(absent))), tuple(mixed_rows), tuple(autocast_rows))
+    backward_rows, value_rows = single_rows(BACKWARD, backward), single_rows(VALUES, values)
+    return Score(tuple(rows), tuple(sorted(set(absent))), mixed_rows, tuple(autocast_rows), backward_rows, value_rows)
 
 
 def _autocast_row(native: NativeFunctions, entry, sets, call: Autocast, verdict: Verdict) -> AutocastRow:
@@ -491,6 +515,17 @@ def report(result: Score, worst: int) -> str:
             said = f"returns {', '.join(r.verdict.returned)}" if r.verdict.accepted else f"rejects ({r.verdict.message[:90]})"
             why = f": {r.policy_differs}" if r.policy_differs else ""
             lines.append(f"  autocast {r.call.key} ({{CPU: {r.policy or 'none'}}}): declared {'yes' if r.declared else 'no'}{why}; ATen {said}")
+    for group, judged in (("backward", result.backward), ("values", result.values)):
+        if not judged:
+            continue
+        claims, missed = _false_claims(judged), _misses(judged)
+        lines.append(
+            f"{group} (apart): {len(judged)} calls on {len({r.call.overload for r in judged})} overloads ({sum(r.verdict.accepted for r in judged)} accepted);"
+            f" agreement {100 * _agreement(judged):.2f}% ({sum(r.agrees for r in judged)}/{len(judged)}); false claims {len(claims)}, misses {len(missed)}"
+        )
+        for r in (*claims, *missed):
+            said = "accepts" if r.verdict.accepted else f"rejects ({r.verdict.message[:90]})"
+            lines.append(f"  {group} {r.call.key}: declared {'yes' if r.declared else 'no'}; ATen {said}")
     if result.absent:
         lines.append(f"overloads the yaml lacks: {', '.join(result.absent)}")
     lines.append(f"worst {worst} overloads (disagreements of {len(DTYPES)} dtypes per case):")
@@ -525,7 +560,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     other_device = other_device_dtypes(args.report) if args.report is not None else None
     cache = StageCache.at(args.cache_dir)
-    result = score(args.native_functions, truth_verdicts(cache), other_device=other_device, mixed=mixed_verdicts(cache), autocast=autocast_verdicts(cache))
+    result = score(
+        args.native_functions,
+        truth_verdicts(cache),
+        other_device=other_device,
+        mixed=mixed_verdicts(cache),
+        autocast=autocast_verdicts(cache),
+        backward=backward_verdicts(cache),
+        values=value_verdicts(cache),
+    )
     print(report(result, args.worst))
     if args.json is not None:
         wrong = [

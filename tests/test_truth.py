@@ -340,3 +340,21 @@ def test_an_autocast_call_is_declared_as_its_policy_hands_it_on(tmp_path, policy
     assert all(r.agrees for r in result.autocast if r.call.overload == "stack")  # promote refuses bfloat16 under float16 autocast
     assert result.agreement == pytest.approx(98 / 105)  # the tiny yaml's diagonal figure: autocast calls are scored apart
     assert f"misses {0 if agrees else 2}, of them the policy's {2 if differs else 0}" in report(result, 1)
+
+
+def test_training_step_and_value_calls_cover_the_issue():
+    from tests.truth.cases import BACKWARD, VALUES
+    from tests.truth.runner import run_backward, run_values
+
+    backward, values = run_backward(), run_values()
+    assert len(BACKWARD) + len(VALUES) >= 60 and len({m.overload for m in BACKWARD}) >= 20
+    # ATen computes norms' statistics in float32 beside half activations, and the weight may stay float32
+    assert backward["native_layer_norm_backward(bfloat16, bfloat16, float32, float32, float32, float32)"].accepted
+    assert backward["native_batch_norm_backward(float16, float16, float32, float32, float32, float32, float32)"].accepted
+    assert backward["_scaled_dot_product_flash_attention_for_cpu_backward(bfloat16, bfloat16, bfloat16, bfloat16, bfloat16, float32)"].accepted
+    assert backward["native_layer_norm_backward(float16, float16, float32, float32, float16, float16)"].message == "expected scalar type Half but found Float"
+    assert not backward["mm(bfloat16, float32)"].accepted
+    # the same overload and dtype, another value: refused
+    assert values["div.Tensor_mode(complex64, rounding_mode=None)"].accepted
+    assert values["div.Tensor_mode(complex64, rounding_mode='floor')"].message == "\"div_floor_cpu\" not implemented for 'ComplexFloat'"
+    assert values["scatter_reduce.two(complex64, reduce='sum')"].accepted and not values["scatter_reduce.two(complex64, reduce='amax')"].accepted

@@ -638,3 +638,94 @@ AUTOCAST: tuple[Autocast, ...] = (
     *under_autocast("stack", lambda s: A([v(s[0], 2, 3), v(s[1], 2, 3)]), "bfloat16 float32", "bfloat16 bfloat16"),
     *under_autocast("cat", lambda s: A([v(s[0], 2, 3), v(s[1], 2, 3)]), "bfloat16 float32"),
 )
+
+
+def _lower(overload: str, build: Callable[[list[str]], Call], *templates: str) -> list[Mixed]:
+    """A mixed call per template at bfloat16 and at float16 (``L`` in a template): a mixed-precision training step's."""
+    return [m for lower in ("bfloat16", "float16") for m in mixed(overload, build, *(template.replace("L", lower) for template in templates))]
+
+
+_KEEP_ALL = [True, True, True]
+
+BACKWARD: tuple[Mixed, ...] = (
+    # norms keep float32 statistics (mean, rstd, running stats) beside half activations, and may take a float32 weight
+    *_lower("native_layer_norm", lambda s: A(v(s[0], 2, 4), [4], v(s[1], 4), v(s[2], 4), 1e-5), "L float32 float32", "L L L"),
+    *_lower(
+        "native_layer_norm_backward",
+        lambda s: A(v(s[0], 2, 4), v(s[1], 2, 4), [4], v(s[2], 2, 1), v(s[3], 2, 1), v(s[4], 4), v(s[5], 4), _KEEP_ALL),
+        "L L float32 float32 float32 float32",
+        "L L float32 float32 L L",
+        "L L L L L L",
+    ),
+    *_lower("native_batch_norm", lambda s: A(v(s[0], 2, 3, 4), *(v(x, 3) for x in s[1:]), True, 0.1, 1e-5), "L float32 float32 float32 float32"),
+    *_lower(
+        "native_batch_norm_backward",
+        lambda s: A(v(s[0], 2, 3, 4), v(s[1], 2, 3, 4), *(v(x, 3) for x in s[2:]), True, 1e-5, _KEEP_ALL),
+        "L L float32 float32 float32 float32 float32",
+        "L L L L L L L",
+    ),
+    *_lower("native_group_norm", lambda s: A(v(s[0], 2, 4, 3), v(s[1], 4), v(s[2], 4), 2, 4, 3, 2, 1e-5), "L float32 float32"),
+    *_lower(
+        "native_group_norm_backward",
+        lambda s: A(v(s[0], 2, 4, 3), v(s[1], 2, 4, 3), v(s[2], 2, 2), v(s[3], 2, 2), v(s[4], 4), 2, 4, 3, 2, _KEEP_ALL),
+        "L L float32 float32 float32",
+        "L L L L L",
+    ),
+    # attention: the forward returns a float32 logsumexp beside half outputs, which the backward takes back
+    *_lower("_scaled_dot_product_flash_attention_for_cpu", lambda s: A(*(v(x, 1, 2, 4, 8) for x in s)), "L L L"),
+    *_lower(
+        "_scaled_dot_product_flash_attention_for_cpu_backward",
+        lambda s: A(*(v(x, 1, 2, 4, 8) for x in s[:5]), v(s[5], 1, 2, 4), 0.0, False),
+        "L L L L L float32",
+    ),
+    # softmax's backward names the forward's input dtype (the last spelling: a ScalarType, not a tensor)
+    *_lower("_softmax_backward_data", lambda s: A(v(s[0], 2, 4), p(getattr(torch, s[1]), 2, 4), -1, getattr(torch, s[2])), "L L float32", "float32 float32 L"),
+    *_lower("_log_softmax_backward_data", lambda s: A(v(s[0], 2, 4), p(getattr(torch, s[1]), 2, 4).log(), -1, getattr(torch, s[2])), "L L float32", "float32 float32 L"),
+    *_lower("embedding_dense_backward", lambda s: A(v(s[0], 3, 4), ix(getattr(torch, s[1]), 5, 3), 5, -1, False), "L int64"),
+    *_lower("nll_loss_forward", lambda s: A(p(getattr(torch, s[0]), 2, 5).log(), _classes(s[1]), None, 1, -100), "L int64"),
+    *_lower(
+        "nll_loss_backward",
+        lambda s: A(v(s[0]), p(getattr(torch, s[1]), 2, 5).log(), _classes(s[2]), None, 1, -100, v(s[3])),
+        "L:0 L int64 L:0",
+        "L:0 L int64 float32:0",
+    ),
+    *_lower(
+        "convolution_backward",
+        lambda s: A(v(s[0], 1, 3, 3, 3), v(s[1], 1, 2, 5, 5), v(s[2], 3, 2, 3, 3), [3], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, _KEEP_ALL),
+        "L L L",
+    ),
+    *(m for name in ("gelu_backward", "silu_backward", "tanh_backward", "sigmoid_backward") for m in _lower(name, lambda s: A(v(s[0], 2, 4), v(s[1], 2, 4)), "L L")),
+    *_lower("threshold_backward", lambda s: A(v(s[0], 2, 4), v(s[1], 2, 4), 0), "L L"),
+    *_lower("native_dropout_backward", lambda s: A(v(s[0], 2, 4), mask(2, 4), 2.0), "L bool"),
+    *_lower("mse_loss_backward", lambda s: A(v(s[0]), v(s[1], 2, 4), v(s[2], 2, 4), 1), "L:0 L L"),
+    # a step without autocast that mixes a half activation with a float32 weight: mm refuses it
+    *_lower("mm", lambda s: A(v(s[0], 2, 3), v(s[1], 3, 4)), "L float32"),
+    *_lower("sum.dim_IntList", lambda s: A(v(s[0], 2, 3), [0], True, dtype=torch.float32), "L"),
+)
+"""Calls a mixed-precision training step makes (forward and backward), at bfloat16 and at float16: the norms'
+float32 statistics and weights beside half activations, attention's float32 logsumexp, the backward kernels'
+gradients; each judged as a mixed call."""
+
+
+def _valued(overload: str, build: Callable[[torch.dtype, Any], Call], argument: str, pairs: str) -> list[Mixed]:
+    """A call per 'dtype=value' pair ('complex64=floor', 'bool=None'): every tensor at the dtype, the argument at the value."""
+    found = []
+    for pair in pairs.split():
+        name, _, value = pair.partition("=")
+        given = None if value == "None" else value
+        found.append(Mixed(overload, f"{name}, {argument}={given!r}", (lambda d, given: lambda: build(d, given))(getattr(torch, name), given)))
+    return found
+
+
+VALUES: tuple[Mixed, ...] = (
+    *_valued("div.Tensor_mode", lambda d, mode: A(t(d, 2, 3), t(d, 2, 3), rounding_mode=mode), "rounding_mode",
+             "complex64=None complex64=floor complex64=trunc bool=floor bool=trunc uint16=None uint16=floor uint16=trunc int64=floor"),
+    *_valued("div.Scalar_mode", lambda d, mode: A(t(d, 2, 3), 2, rounding_mode=mode), "rounding_mode", "complex64=None complex64=floor complex64=trunc uint16=floor"),
+    *_valued("scatter_reduce.two", lambda d, how: A(t(d, 3, 4), 0, ix(torch.int64, 3, 1, 4), t(d, 1, 4), how), "reduce",
+             "complex64=sum complex64=amax complex64=amin bool=amax bool=mean float32=mean"),
+    *_valued("index_reduce", lambda d, how: A(t(d, 3, 4), 0, ix(torch.int64, 3, 2), t(d, 2, 4), how), "reduce",
+             "complex64=prod complex64=amax bool=mean bool=amin uint16=prod uint16=mean"),
+)
+"""Single calls whose verdict depends on an argument's value: ``div(complex64, complex64, rounding_mode='floor')`` is
+refused where ``rounding_mode=None`` runs (``"div_floor_cpu" not implemented for 'ComplexFloat'``). A set is the union
+over the values, so a refused value's call is declared: these measure what the yaml's sets cannot say."""

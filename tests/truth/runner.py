@@ -21,7 +21,7 @@ import torch
 
 from migrate.model.named_sets import ANY
 from migrate.runtime.processes import reference_cpu_paths
-from tests.truth.cases import AUTOCAST, CASES, MIXED, Autocast, Case, Mixed
+from tests.truth.cases import AUTOCAST, BACKWARD, CASES, MIXED, VALUES, Autocast, Case, Mixed
 
 RETURN = "return."  # a case slot ``return.0``: the call must return the dtype under test there
 DTYPES: tuple[str, ...] = tuple(d.name for d in ANY)
@@ -169,11 +169,23 @@ def run_autocast(calls: tuple[Autocast, ...] = AUTOCAST) -> dict[str, Verdict]:
     return run_mixed(calls)
 
 
+def run_backward(calls: tuple[Mixed, ...] = BACKWARD) -> dict[str, Verdict]:
+    """Every mixed-precision training-step call's verdict, keyed by its key."""
+    return run_mixed(calls)
+
+
+def run_values(calls: tuple[Mixed, ...] = VALUES) -> dict[str, Verdict]:
+    """Every value-dependent call's verdict, keyed by its key."""
+    return run_mixed(calls)
+
+
 def main() -> int:
     for key, verdicts in run_cases().items():
         accepted = [name for name, v in verdicts.items() if v.accepted]
         print(f"{key}: {', '.join(accepted) or '(none)'}")
     for key, found in run_mixed().items():
+        print(f"{key}: {'accepted' if found.accepted else 'rejected: ' + found.message}")
+    for key, found in {**run_backward(), **run_values()}.items():
         print(f"{key}: {'accepted' if found.accepted else 'rejected: ' + found.message}")
     for key, found in run_autocast().items():
         print(f"{key}: {'returned ' + ', '.join(found.returned) if found.accepted else 'rejected: ' + found.message}")
