@@ -33,7 +33,7 @@ from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import Variable
 from migrate.model.promotion import PROMOTION_KEY, Promotion
-from tests.truth.cases import AUTOCAST, BACKWARD, CASES, MIXED, VALUES, Autocast, Case, Mixed
+from tests.truth.cases import AUTOCAST, BACKWARD, CASES, MIXED, VALUES, Autocast, Case, Mixed, Valued
 from tests.truth.runner import DTYPES, Verdict, aten_op, run_autocast, run_backward, run_cases, run_mixed, run_values
 
 
@@ -407,6 +407,14 @@ def other_device_dtypes(report: Path) -> dict[tuple[str, str], frozenset[str]]:
     return found
 
 
+def stated_value_refusals(report: Path) -> frozenset[tuple[str, str, str | None, str]]:
+    """(overload, argument, value, dtype) of every refusal a run's ``--report`` lists at a value (``summary.values``)."""
+    summary = json.loads(report.read_text())["summary"].get("values", {})
+    return frozenset(
+        (r["overload"], r["argument"], r["value"], d.removeprefix("torch.")) for r in summary.get("refusals", ()) for d in r["dtypes"]
+    )
+
+
 def score(
     native_functions: Path,
     verdicts: dict[str, dict[str, Verdict]],
@@ -418,6 +426,7 @@ def score(
     autocast_calls: tuple[Autocast, ...] = AUTOCAST,
     backward: dict[str, Verdict] | None = None,
     values: dict[str, Verdict] | None = None,
+    refused_values: frozenset[tuple[str, str, str | None, str]] = frozenset(),
 ) -> Score:
     native = NativeFunctions.load(native_functions)
     sets = GlobalSetsFile.load(sibling_constraints_path(Path(native_functions))).by_name
@@ -446,7 +455,8 @@ def score(
                 continue
             raw = native.fields(entry).get(PROMOTION_KEY)
             promotion = Promotion.from_mapping(raw) if raw is not None else None
-            judged.append(MixedRow(call, declared_mixed(call, declared_variables(native, entry, sets), promotion), found[call.key]))
+            stated = isinstance(call, Valued) and (call.overload, call.argument, call.value, call.dtype) in refused_values
+            judged.append(MixedRow(call, declared_mixed(call, declared_variables(native, entry, sets), promotion) and not stated, found[call.key]))
         return tuple(judged)
 
     mixed_rows = single_rows(mixed_calls, mixed)
@@ -568,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
         autocast=autocast_verdicts(cache),
         backward=backward_verdicts(cache),
         values=value_verdicts(cache),
+        refused_values=stated_value_refusals(args.report) if args.report is not None else frozenset(),
     )
     print(report(result, args.worst))
     if args.json is not None:

@@ -338,12 +338,30 @@ def test_truth_score_on_full_run(migrated):
     Issue 31 asks for agreement >= 99.5% and no miss, diagonal cases and mixed calls together; the mixed
     calls judged by the computation dtype of the entries' type_promotion lines. The autocast calls, apart, agree all.
     """
-    from bench.bench_truth import ISSUE_ROWS, autocast_verdicts, mixed_verdicts, other_device_dtypes, report, score, truth_verdicts
+    from bench.bench_truth import (
+        ISSUE_ROWS,
+        autocast_verdicts,
+        backward_verdicts,
+        mixed_verdicts,
+        other_device_dtypes,
+        report,
+        score,
+        stated_value_refusals,
+        truth_verdicts,
+        value_verdicts,
+    )
 
     cache = StageCache.at()
     other_device = other_device_dtypes(migrated / "report.json")
     result = score(
-        migrated / "native_functions.yaml", truth_verdicts(cache), other_device=other_device, mixed=mixed_verdicts(cache), autocast=autocast_verdicts(cache)
+        migrated / "native_functions.yaml",
+        truth_verdicts(cache),
+        other_device=other_device,
+        mixed=mixed_verdicts(cache),
+        autocast=autocast_verdicts(cache),
+        backward=backward_verdicts(cache),
+        values=value_verdicts(cache),
+        refused_values=stated_value_refusals(migrated / "report.json"),
     )
     summary = report(result, 15)
     assert result.absent == (), summary
@@ -353,6 +371,9 @@ def test_truth_score_on_full_run(migrated):
     assert result.agreement >= 0.995, summary
     # issue 44: calls under CPU autocast, handed on as the written autocast lines say, scored apart
     assert result.autocast_misses == () and result.autocast_false_claims == (), summary
+    # the report's value refusals: div's floor and trunc of complex64 are stated, not declared
+    by_key = {r.call.key: r for r in result.values}
+    assert not by_key["div.Tensor_mode(complex64, rounding_mode='floor')"].declared and by_key["div.Tensor_mode(complex64, rounding_mode=None)"].declared, summary
 
 
 def test_integer_matmuls_are_declared_on_cpu_and_not_on_cuda_out_and_inplace_siblings_alike(migrated):

@@ -22,6 +22,7 @@ from migrate.evidence.probe import follows as follows_module
 from migrate.evidence.probe import merge as probe_module
 from migrate.evidence.probe import schema_calls as schema_calls_module
 from migrate.evidence.probe import catalogue_calls as catalogue_calls_module
+from migrate.evidence.probe import value_calls
 from migrate.evidence.probe.follows import Follows
 from migrate.runtime import runs as runs_module
 from migrate.runtime.runs import SweepResult, SweepStats
@@ -132,6 +133,7 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     derived, summaries = _derived(state)
     evidence = derived.read(state.key, kind=OpInfoEvidence)
     built_calls = schema_calls_module.load_schema_calls(state.cache, state.jobs) + catalogue_calls_module.load_catalogue_calls(state.cache, state.jobs)
+    built_calls += value_calls.load_value_calls(state.cache, state.jobs)
     if evidence is None:
         sweep = state.sweep
         catalogue = sweep.catalogue()

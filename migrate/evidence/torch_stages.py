@@ -31,13 +31,14 @@ def _stages(cache: StageCache, jobs: int, probe: bool, autocast: bool) -> tuple[
     derived plans read, and those read after them."""
     from migrate.evidence.autocast import policies
     from migrate.evidence.opinfo import forwards
-    from migrate.evidence.probe import catalogue_calls, dtype_arguments, schema_calls
+    from migrate.evidence.probe import catalogue_calls, dtype_arguments, schema_calls, value_calls
     from migrate.evidence.promotion import calls as promotion_calls
 
     beside_sweep = [(policies.observation_stage(cache), lambda: policies.observations(cache))] if autocast else []
     beside_sweep += [
         (schema_calls.stage(cache), lambda: schema_calls.entry(cache, jobs)),
         (catalogue_calls.stage(cache), lambda: catalogue_calls.entry(cache, jobs)),
+        (value_calls.stage(cache), lambda: value_calls.entry(cache, jobs)),
         (forwards.stage(cache), lambda: forwards.load_forwards(cache)),
     ]
     after_sweep = []

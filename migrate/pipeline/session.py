@@ -24,6 +24,8 @@ from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile, sets_used
 from migrate.model.names import OverloadName
 from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, gather_overloads
+from migrate.evidence.probe.value_calls import cached_value_reports
+from migrate.infer.values import ValuesSummary, value_refusals
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, plan_text
 from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
@@ -481,6 +483,7 @@ class Session:
             summary["autocast"] = sources.autocast.summary()
         if self.sweep is not None:
             summary["recordings"] = self._recordings_summary(inference)
+            summary["values"] = ValuesSummary(value_refusals(cached_value_reports(self.cache)))
         return summary
 
     def _recordings_summary(self, inference: Inference) -> RecordingsSummary:

@@ -707,17 +707,27 @@ float32 statistics and weights beside half activations, attention's float32 logs
 gradients; each judged as a mixed call."""
 
 
-def _valued(overload: str, build: Callable[[torch.dtype, Any], Call], argument: str, pairs: str) -> list[Mixed]:
+@dataclass(frozen=True)
+class Valued(Mixed):
+    """A single call with every tensor at ``dtype`` and one argument at a value: ``div(complex64, complex64, rounding_mode='floor')``."""
+
+    dtype: str = ""
+    argument: str = ""
+    value: str | None = None
+
+
+def _valued(overload: str, build: Callable[[torch.dtype, Any], Call], argument: str, pairs: str) -> list[Valued]:
     """A call per 'dtype=value' pair ('complex64=floor', 'bool=None'): every tensor at the dtype, the argument at the value."""
     found = []
     for pair in pairs.split():
         name, _, value = pair.partition("=")
         given = None if value == "None" else value
-        found.append(Mixed(overload, f"{name}, {argument}={given!r}", (lambda d, given: lambda: build(d, given))(getattr(torch, name), given)))
+        call = (lambda d, given: lambda: build(d, given))(getattr(torch, name), given)
+        found.append(Valued(overload, f"{name}, {argument}={given!r}", call, name, argument, given))
     return found
 
 
-VALUES: tuple[Mixed, ...] = (
+VALUES: tuple[Valued, ...] = (
     *_valued("div.Tensor_mode", lambda d, mode: A(t(d, 2, 3), t(d, 2, 3), rounding_mode=mode), "rounding_mode",
              "complex64=None complex64=floor complex64=trunc bool=floor bool=trunc uint16=None uint16=floor uint16=trunc int64=floor"),
     *_valued("div.Scalar_mode", lambda d, mode: A(t(d, 2, 3), 2, rounding_mode=mode), "rounding_mode", "complex64=None complex64=floor complex64=trunc uint16=floor"),

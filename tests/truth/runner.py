@@ -21,7 +21,7 @@ import torch
 
 from migrate.model.named_sets import ANY
 from migrate.runtime.processes import reference_cpu_paths
-from tests.truth.cases import AUTOCAST, BACKWARD, CASES, MIXED, VALUES, Autocast, Case, Mixed
+from tests.truth.cases import AUTOCAST, BACKWARD, CASES, MIXED, VALUES, Autocast, Case, Mixed, Valued
 
 RETURN = "return."  # a case slot ``return.0``: the call must return the dtype under test there
 DTYPES: tuple[str, ...] = tuple(d.name for d in ANY)
@@ -174,7 +174,7 @@ def run_backward(calls: tuple[Mixed, ...] = BACKWARD) -> dict[str, Verdict]:
     return run_mixed(calls)
 
 
-def run_values(calls: tuple[Mixed, ...] = VALUES) -> dict[str, Verdict]:
+def run_values(calls: tuple[Valued, ...] = VALUES) -> dict[str, Verdict]:
     """Every value-dependent call's verdict, keyed by its key."""
     return run_mixed(calls)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import Plan
+from migrate.model.values import ValueRefusal
 from migrate.write.outputs import Output
 from migrate.write.reference.autocast_md import autocast_markdown
 from migrate.write.reference.page import index_html
@@ -26,7 +27,7 @@ FILES = ("OperatorDtypes.md", "autocast.md", "index.html")
 def reference_outputs(native: NativeFunctions, report: Path | None, out: Path) -> list[Output]:
     """The three files for ``out``, each with what ``out`` holds now (``before``) to compare or commit."""
     plan = Plan.read(report) if report is not None else None
-    rows = overload_rows(native, plan)
+    rows = overload_rows(native, plan, value_refusals(plan) if plan is not None else ())
     source = native.path.name
     texts = {
         "OperatorDtypes.md": operator_dtypes_markdown(rows, source, report is not None),
@@ -34,6 +35,11 @@ def reference_outputs(native: NativeFunctions, report: Path | None, out: Path) -
         "index.html": index_html(rows, source),
     }
     return [Output(name, out / name, out / name, _current(out / name), texts[name].encode("utf-8")) for name in FILES]
+
+
+def value_refusals(plan: Plan) -> tuple[ValueRefusal, ...]:
+    """The refusals at some value of an argument that the report's ``summary.values`` lists (none in an older report)."""
+    return tuple(ValueRefusal.from_json(r) for r in plan.summary.get("values", {}).get("refusals", ()))
 
 
 def _current(path: Path) -> bytes | None:

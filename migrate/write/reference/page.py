@@ -55,7 +55,7 @@ def page_data(rows: tuple[OverloadRow, ...], source: str) -> dict:
         slots = ", ".join(f"{slot}: {variable or 'Tensor'}" for slot, variable in row.slots)
         promotion = row.promotion_text
         autocast = ", ".join(f"{key}: {policy}" for key, policy in row.autocast)
-        ops.append([row.name, module_of[row.module], [tag_of[t] for t in row.tags], slots, promotion, autocast, row.line])
+        ops.append([row.name, module_of[row.module], [tag_of[t] for t in row.tags], slots, promotion, autocast, row.line, [text(str(r)) for r in row.value_refusals]])
         if not row.variables:
             variables.append([number, "", "", "", CODES[NOT_DECLARED] * len(TENSOR_DTYPES), "not declared" if row.slots else "no tensor", [], [], 0, None])
         for variable in row.variables:

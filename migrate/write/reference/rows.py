@@ -19,6 +19,7 @@ from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, sibling_constraints_path
 from migrate.model.plan import OTHER_DEVICE, UNKNOWN, Evidence, OverloadPlan, Plan, Verdicts
 from migrate.model.promotion import Promotion
+from migrate.model.values import ValueRefusal
 
 # A cell's state beside the evidence's four verdicts: what the yaml alone says of a dtype.
 DECLARED = "declared"  # in the set; no report (or no runtime evidence) judged it
@@ -77,6 +78,7 @@ class OverloadRow:
     promotion: Promotion | None
     autocast: Policies
     written: tuple[str, ...] = ()  # the tensors it writes into (out, an in-place self) that share its promoted variable
+    value_refusals: tuple[ValueRefusal, ...] = ()  # dtypes some value of an argument refuses that another takes (the report's)
 
     @property
     def incomplete(self) -> bool:
@@ -119,8 +121,12 @@ def _matched(plan: OverloadPlan | None, binds: tuple[str, ...]):
     return next((v for v in plan.variables if set(v.binds) == set(binds)), None)
 
 
-def overload_rows(native: NativeFunctions, plan: Plan | None) -> tuple[OverloadRow, ...]:
-    """Every entry of the yaml in its order; an entry that declares nothing still has its row."""
+def overload_rows(native: NativeFunctions, plan: Plan | None, refusals: tuple[ValueRefusal, ...] = ()) -> tuple[OverloadRow, ...]:
+    """Every entry of the yaml in its order; an entry that declares nothing still has its row (``refusals``: the
+    report's refusals at some value of an argument)."""
+    refused_at: dict[str, list[ValueRefusal]] = {}
+    for refusal in refusals:
+        refused_at.setdefault(refusal.overload, []).append(refusal)
     sets = GlobalSetsFile.load(sibling_constraints_path(native.path)).by_name
     reported = {o.name: o for o in plan.overloads} if plan is not None else {}
     rows = []
@@ -156,7 +162,16 @@ def overload_rows(native: NativeFunctions, plan: Plan | None) -> tuple[OverloadR
         module = fields.get("python_module") or ""
         rows.append(
             OverloadRow(
-                entry.name, entry.func_line + 1, str(module), _tags(fields.get("tags")), slots, tuple(found), promotion, declared_autocast(native, entry), written
+                entry.name,
+                entry.func_line + 1,
+                str(module),
+                _tags(fields.get("tags")),
+                slots,
+                tuple(found),
+                promotion,
+                declared_autocast(native, entry),
+                written,
+                tuple(refused_at.get(entry.name, ())),
             )
         )
     return tuple(rows)
