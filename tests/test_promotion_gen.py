@@ -20,7 +20,7 @@ from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import OverloadPlan, Plan, Variable
 from migrate.model.promotion import Promotion, promotion_problem
 from migrate.write.native_functions import apply_plan
-from migrate.write.promotion_gen import generate, name_rules
+from migrate.write.promotion_gen import Rule, generate, name_rules
 from tests.conftest import REAL_NATIVE_FUNCTIONS, run_cli
 
 TORCH_TABLE = "_GENERATED_ATEN_TYPE_PROMOTION_RULE_SET = {"
@@ -113,15 +113,36 @@ def test_each_difference_is_explained_by_the_call_that_shows_atens_side(edited):
     assert mm.explanation.endswith("ATen does not promote mat2")
     lerp = found["lerp"]
     assert lerp.status == ONLY_ONNX and "the yaml has no type_promotion line for lerp" in lerp.explanation
-    assert "lerp.Scalar(self=float32, end=float64, weight=2) raises (RuntimeError: expected dtype float for `end` but got dtype double): ATen does not promote end" in lerp.explanation
-    assert "no observation for weight" in lerp.explanation  # lerp refuses int64 inputs: that says nothing of promotion
+    # lerp.Tensor, whose weight is a tensor too, explains every position: ATen refuses each tensor promoted
+    assert "lerp.Tensor(self=float32, end=float64, weight=float32) raises (RuntimeError: expected dtype float for `end` but got dtype double): ATen does not promote end" in lerp.explanation
+    assert "ATen does not promote weight" in lerp.explanation and "no observation" not in lerp.explanation
     assert found["add_"].explanation.endswith("an in-place name: its result is written into self whatever the promotion; the yaml's rule for add is [0, 1] int_to_float")
     assert found["addcdiv"].explanation.startswith("addcdiv(self=int64, tensor1=int64, tensor2=int64) raises (RuntimeError: Integer division with addcdiv is no longer supported")
     assert found["addcdiv"].explanation.endswith(": ATen refuses the inputs the two kinds differ on, so the kind changes no call it runs")
     assert "dot(self=float32, tensor=float64) raises (RuntimeError: dot : expected both vectors to have same dtype, but found Float and Double): ATen does not promote tensor" in found["dot"].explanation  # 1-D calls
-    assert found["__lshift__"].explanation.endswith("""raises (NotImplementedError: "lshift_cpu" not implemented for 'Float'), as the call at float32 alone does: no observation for other""")
+    # no float kernel: int64 beside int32 tensors shows it
+    assert found["__lshift__"].explanation.endswith("__lshift__.Tensor(self=int32, other=int64) returns int64: ATen promotes other")
     mul = found["mul"]
     assert mul.status == EQUAL and mul.explanation == "its overloads disagree: mul.Tensor [0, 1] default; mul.out [0, 1] default; mul.Scalar [0] default"
+
+
+def test_calls_are_built_as_the_op_wants_its_arguments(edited):
+    """Class indices for a loss's target, a channel-sized weight, a bool flag, one of clamp's optional bounds."""
+    theirs = {  # rules that differ from the yaml's, so that the calls separating them are made
+        **installed_rules(),
+        "nll_loss": Rule("nll_loss", (0,), (), "int_to_float"),
+        "prelu": Rule("prelu", (0,), (), "default"),
+        "poisson_nll_loss": Rule("poisson_nll_loss", (0,), (), "default"),
+    }
+    found = {c.name: c for c in compare(NativeFunctions.load(edited), theirs)}
+    assert found["nll_loss"].explanation.startswith("""nll_loss(self=int64, target=int64) raises (NotImplementedError: "nll_loss_out_frame" not implemented for 'Long')""")
+    assert "prelu(self=float32, weight=float64) raises (RuntimeError: prelu: Type promoting not supported. Got Float and Double): ATen does not promote weight" in found[
+        "prelu"
+    ].explanation
+    assert "poisson_nll_loss(input=float32, target=float64, log_input=False, full=False, eps=2, reduction=1) returns float64: ATen promotes target" in found[
+        "poisson_nll_loss"
+    ].explanation
+    assert not [c.name for c in found.values() if "no observation" in c.explanation]
 
 
 def test_promotes_when_the_wider_argument_reaches_the_result(edited, tmp_path):

@@ -10,7 +10,7 @@ built from the schema (a required int, a shape the op needs) says so instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from migrate.runtime import torch_private
@@ -124,10 +124,12 @@ def _promoted(arguments: list, rule: Rule | None) -> set[str]:
 
 
 def _functional_overload(name: str, overloads: list[str], rule: Rule | None) -> Any:
-    """The first overload of the name that writes into no argument and whose schema the rule's positions fit."""
+    """The overload of the name that writes into no argument and whose schema the rule's positions fit, one whose
+    promoted positions are all tensors first (``lerp.Tensor`` before ``lerp.Scalar``: a tensor weight can be float64)."""
     import torch
 
     packet = getattr(torch.ops.aten, name, None)
+    fitting = []
     for overload in overloads:
         func = getattr(packet, OverloadName.parse(overload).overload or "default", None) if packet is not None else None
         if func is None:
@@ -136,8 +138,9 @@ def _functional_overload(name: str, overloads: list[str], rule: Rule | None) -> 
         if schema.is_mutable:
             continue
         if rule is None or all(p < len(schema.arguments) for p in rule.positions):
-            return func
-    return None
+            tensors = rule is not None and all(_is_tensor(schema.arguments[p]) for p in rule.positions)
+            fitting.append((not tensors, len(fitting), func))
+    return min(fitting, key=lambda f: f[:2])[2] if fitting else None
 
 
 def _is_tensor(argument: Any) -> bool:
@@ -162,21 +165,55 @@ def _call(func: Any, arguments: list, values: dict[str, Any]) -> tuple[Any, str]
         return None, f"{type(exc).__name__}: {message}"
 
 
-def _values(arguments: list, dtype_of: Any, number: Any, given: set[str], shape: tuple[int, ...]) -> dict[str, Any]:
-    """A value for every tensor and number argument without a default, and for the ``given`` ones: a tensor
-    of ``shape`` at ``dtype_of(name)``, a list of two such tensors, ``number(name)``."""
+@dataclass(frozen=True)
+class Layout:
+    """The tensors' shape, and the arguments an op needs otherwise: class indices (``nll_loss``'s target: int64, one
+    per row), a channel-sized weight (``prelu``'s)."""
+
+    shape: tuple[int, ...]
+    indices: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()  # optional tensors given too (``clamp.Tensor`` wants one of its bounds)
+
+
+INDEX_NAMES = ("target", "index", "indices")
+
+
+def _layouts(arguments: list) -> list[Layout]:
+    """The layouts tried, in order: every tensor of one shape (2-D, then 1-D), then with the index and weight arguments
+    the schema has shaped as the op wants them."""
+    names = {a.name for a in arguments if _is_tensor(a)}
+    indices, channels = tuple(n for n in INDEX_NAMES if n in names), tuple(n for n in ("weight",) if n in names)
+    found = [Layout(shape) for shape in SHAPES]
+    found += [Layout(SHAPES[0], indices, ()), Layout(SHAPES[0], (), channels), Layout(SHAPES[0], indices, channels)] if indices or channels else []
+    return list(dict.fromkeys(found))
+
+
+def _values(arguments: list, dtype_of: Any, number: Any, given: set[str], layout: Layout) -> dict[str, Any]:
+    """A value for every tensor, number and bool argument without a default, and for the ``given`` ones: a tensor
+    of the layout's shape at ``dtype_of(name)`` (zeros of int64, one per row, for its indices; a weight the size of
+    its channels), a list of two such tensors, ``number(name)``, an int 1 (a dimension), False."""
     import torch
 
     values = {}
+    given = given | set(layout.also)
     for argument in arguments:
         if argument.has_default_value() and argument.name not in given:
             continue
-        if _is_tensor(argument):
+        kind = str(argument.type)
+        if _is_tensor(argument) and argument.name in layout.indices:
+            values[argument.name] = torch.zeros(layout.shape[:1], dtype=torch.int64)
+        elif _is_tensor(argument):
+            shape = layout.shape[1:2] if argument.name in layout.channels else layout.shape
             values[argument.name] = torch.ones(shape, dtype=dtype_of(argument.name))
+        elif kind in ("int", "SymInt") and argument.name not in given:
+            values[argument.name] = 1
         elif _is_number(argument):
             values[argument.name] = number(argument.name)
-        elif str(argument.type) == "List[Tensor]":
-            values[argument.name] = [torch.ones(shape, dtype=dtype_of(argument.name)) for _ in range(2)]
+        elif kind == "List[Tensor]":
+            values[argument.name] = [torch.ones(layout.shape, dtype=dtype_of(argument.name)) for _ in range(2)]
+        elif kind == "bool":
+            values[argument.name] = False
     return values
 
 
@@ -191,15 +228,19 @@ def _spell(func: Any, values: dict[str, Any]) -> str:
     return f"{func.__name__.replace('.default', '')}({', '.join(f'{k}={one(v)}' for k, v in values.items())})"
 
 
-def _diagonal_shape(func: Any, arguments: list, dtype: Any, number: Any, given: set[str]) -> tuple[tuple[int, ...] | None, str]:
-    """The first shape at which the call with every tensor at ``dtype`` runs; None and the last call's refusal."""
+def _diagonal_layout(func: Any, arguments: list, dtype: Any, number: Any, given: set[str]) -> tuple[Layout | None, str]:
+    """The first layout at which the call with every tensor at ``dtype`` runs; None and the last call's refusal."""
     refusal = ""
-    for shape in SHAPES:
-        values = _values(arguments, lambda _: dtype, number, given, shape)
+    for layout in _layouts(arguments):
+        values = _values(arguments, lambda _: dtype, number, given, layout)
         out, why = _call(func, arguments, values)
         if out is not None:
-            return shape, ""
-        refusal = f"{_spell(func, values)} raises ({why})"
+            return layout, ""
+        refusal = f"{_spell(func, values)} raises ({why})"  # the last layout's: the one shaped most as the op wants
+    optional = tuple(a.name for a in arguments if str(a.type) == "Optional[Tensor]" and a.name not in given)
+    for layout in (replace(layout, also=optional) for layout in _layouts(arguments)) if optional else ():
+        if _call(func, arguments, _values(arguments, lambda _: dtype, number, given, layout))[0] is not None:
+            return layout, ""
     return None, refusal
 
 
@@ -214,20 +255,25 @@ def _promotes(func: Any, arguments: list, argument: str, torch: Any) -> str:
         base, widened = torch.int64, torch.get_default_dtype()
         narrow, wide = (lambda _: 2), (lambda n: 2.5 if n == argument else 2)
         mixed_dtype, wide_dtype, wide_number = (lambda _: base), widened, (lambda _: 2.5)
-    else:  # one tensor at float64 beside float32 ones
-        base, widened = torch.float32, torch.float64
+        layout, refusal = _diagonal_layout(func, arguments, base, narrow, {argument})
+        if layout is None:
+            return _float_tensors_only(func, arguments, argument, refusal, torch)
+    else:  # one tensor at float64 beside float32 ones; an op of integers only: int64 beside int32
+        for base, widened in ((torch.float32, torch.float64), (torch.int32, torch.int64)):
+            layout, refusal = _diagonal_layout(func, arguments, base, lambda _: 2, {argument})
+            if layout is not None:
+                break
+        if layout is None:
+            return f"{refusal}: no observation for {argument}"
         narrow = wide = wide_number = lambda _: 2
         mixed_dtype, wide_dtype = (lambda n: widened if n == argument else base), widened
-    shape, refusal = _diagonal_shape(func, arguments, base, narrow, {argument})
-    if shape is None:
-        return f"{refusal}: no observation for {argument}"
-    values = _values(arguments, mixed_dtype, wide, {argument}, shape)
+    values = _values(arguments, mixed_dtype, wide, {argument}, layout)
     if argument not in values:
         return f"{argument}: no call built ({target.type})"
     out, why = _call(func, arguments, values)
     call = _spell(func, values)
     if out is None:
-        alone, _ = _call(func, arguments, _values(arguments, lambda _: wide_dtype, wide_number, {argument}, shape))
+        alone, _ = _call(func, arguments, _values(arguments, lambda _: wide_dtype, wide_number, {argument}, layout))
         if alone is None:
             return f"{call} raises ({why}), as the call at {str(wide_dtype).removeprefix('torch.')} alone does: no observation for {argument}"
         return f"{call} raises ({why}): ATen does not promote {argument}"
@@ -236,12 +282,24 @@ def _promotes(func: Any, arguments: list, argument: str, torch: Any) -> str:
     return f"{call} returns {str(dtype).removeprefix('torch.')}: ATen {verdict} {argument}"
 
 
+def _float_tensors_only(func: Any, arguments: list, argument: str, refusal: str, torch: Any) -> str:
+    """A Scalar beside tensors ATen takes only at floating dtypes: a Python float keeps a float32 call at float32, so
+    the Scalar moves no call ATen runs; said with both calls."""
+    layout, _ = _diagonal_layout(func, arguments, torch.float32, lambda _: 2.5, {argument})
+    if layout is None:
+        return f"{refusal}: no observation for {argument}"
+    values = _values(arguments, lambda _: torch.float32, lambda _: 2.5, {argument}, layout)
+    out, _ = _call(func, arguments, values)
+    returned = str(_dtype(out)).removeprefix("torch.")
+    return f"{refusal}, and {_spell(func, values)} returns {returned}: ATen takes no integer tensors here, so {argument} moves no call it runs"
+
+
 def _which_kind(func: Any, arguments: list, promoted: list[str], ours: str, theirs: str, torch: Any) -> str:
     """Which kind's result ATen returns, on the first of int64, bool, complex64 tensors where the kinds differ and ATen runs."""
     refusals = []
     for dtype in (torch.int64, torch.bool, torch.complex64):
-        shape, refusal = _diagonal_shape(func, arguments, dtype, lambda _: 2, set(promoted))
-        values = _values(arguments, lambda _: dtype, lambda _: 2, set(promoted), shape or SHAPES[0])
+        layout, refusal = _diagonal_layout(func, arguments, dtype, lambda _: 2, set(promoted))
+        values = _values(arguments, lambda _: dtype, lambda _: 2, set(promoted), layout or Layout(SHAPES[0]))
         given = [values[a] for a in promoted if a in values]
         try:
             predicted = {kind: result_dtype(computation_dtype(given, kind), kind) for kind in (ours, theirs)}
@@ -249,7 +307,7 @@ def _which_kind(func: Any, arguments: list, promoted: list[str], ours: str, thei
             continue
         if predicted[ours] == predicted[theirs]:
             continue
-        if shape is None:
+        if layout is None:
             refusals.append(refusal)
             continue
         got = _dtype(_call(func, arguments, values)[0])

@@ -58,8 +58,10 @@ def candidates(schema: Any) -> list[tuple[str, str]]:
 
 
 def declared_rules() -> dict[str, tuple[tuple[int, ...], str]]:
-    """The refs' promotions by ATen operator name: (positions, kind)."""
-    return {name: (positions, kind) for name, positions, kind in torch_private.refs_type_promotions()}
+    """torch's declared promotions by ATen operator name: (positions, kind). The refs' first; torch.onnx's generated
+    table for an operator the refs do not wrap (``logit``: int_to_float of ``self``)."""
+    onnx = {name: (positions, kind) for namespace, name, positions, _, kind in torch_private.onnx_promotion_rules() if namespace == "aten"}
+    return {**onnx, **{name: (positions, kind) for name, positions, kind in torch_private.refs_type_promotions()}}
 
 
 def _declared(schema: Any, rules: dict[str, tuple[tuple[int, ...], str]]) -> dict[str, Any] | None:
