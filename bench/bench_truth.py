@@ -24,6 +24,7 @@ import argparse
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 from migrate.cache import StageCache
@@ -65,18 +66,18 @@ def autocast_verdicts(cache: StageCache) -> dict[str, Verdict]:
     )
 
 
+def _single_call_verdicts(cache: StageCache, stage: str, run: Callable[[], dict[str, Verdict]], what: str) -> dict[str, Verdict]:
+    return cache.stage(stage, "tests.truth.cases", "tests.truth.runner").get((), run, dict, cold=f"running the truth suite's {what} (once)")
+
+
 def backward_verdicts(cache: StageCache) -> dict[str, Verdict]:
     """Every training-step call's verdict, from the ``truth-backward`` stage when torch and the suite's code are unchanged."""
-    return cache.stage("truth-backward", "tests.truth.cases", "tests.truth.runner").get(
-        (), run_backward, dict, cold="running the truth suite's training-step calls (once)"
-    )
+    return _single_call_verdicts(cache, "truth-backward", run_backward, "training-step calls")
 
 
 def value_verdicts(cache: StageCache) -> dict[str, Verdict]:
     """Every value-dependent call's verdict, from the ``truth-values`` stage when torch and the suite's code are unchanged."""
-    return cache.stage("truth-values", "tests.truth.cases", "tests.truth.runner").get(
-        (), run_values, dict, cold="running the truth suite's value-dependent calls (once)"
-    )
+    return _single_call_verdicts(cache, "truth-values", run_values, "value-dependent calls")
 
 
 @dataclass(frozen=True)
@@ -560,6 +561,20 @@ def report(result: Score, worst: int) -> str:
     return "\n".join(lines)
 
 
+def score_run(native_functions: Path, cache: StageCache, run_report: Path | None) -> Score:
+    """A written yaml scored on every group of the suite, with what the run's ``--report`` sets apart or states."""
+    return score(
+        native_functions,
+        truth_verdicts(cache),
+        other_device=other_device_dtypes(run_report) if run_report is not None else None,
+        mixed=mixed_verdicts(cache),
+        autocast=autocast_verdicts(cache),
+        backward=backward_verdicts(cache),
+        values=value_verdicts(cache),
+        refused_values=stated_value_refusals(run_report) if run_report is not None else frozenset(),
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("native_functions", type=Path, help="a written native_functions.yaml (type_constraints.yaml beside it)")
@@ -568,18 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write every disagreement to this file")
     parser.add_argument("--report", type=Path, default=None, help="the run's --report: sets apart the dtypes declared for another device")
     args = parser.parse_args(argv)
-    other_device = other_device_dtypes(args.report) if args.report is not None else None
-    cache = StageCache.at(args.cache_dir)
-    result = score(
-        args.native_functions,
-        truth_verdicts(cache),
-        other_device=other_device,
-        mixed=mixed_verdicts(cache),
-        autocast=autocast_verdicts(cache),
-        backward=backward_verdicts(cache),
-        values=value_verdicts(cache),
-        refused_values=stated_value_refusals(args.report) if args.report is not None else frozenset(),
-    )
+    result = score_run(args.native_functions, StageCache.at(args.cache_dir), args.report)
     print(report(result, args.worst))
     if args.json is not None:
         wrong = [

@@ -338,31 +338,9 @@ def test_truth_score_on_full_run(migrated):
     Issue 31 asks for agreement >= 99.5% and no miss, diagonal cases and mixed calls together; the mixed
     calls judged by the computation dtype of the entries' type_promotion lines. The autocast calls, apart, agree all.
     """
-    from bench.bench_truth import (
-        ISSUE_ROWS,
-        autocast_verdicts,
-        backward_verdicts,
-        mixed_verdicts,
-        other_device_dtypes,
-        report,
-        score,
-        stated_value_refusals,
-        truth_verdicts,
-        value_verdicts,
-    )
+    from bench.bench_truth import ISSUE_ROWS, report, score_run
 
-    cache = StageCache.at()
-    other_device = other_device_dtypes(migrated / "report.json")
-    result = score(
-        migrated / "native_functions.yaml",
-        truth_verdicts(cache),
-        other_device=other_device,
-        mixed=mixed_verdicts(cache),
-        autocast=autocast_verdicts(cache),
-        backward=backward_verdicts(cache),
-        values=value_verdicts(cache),
-        refused_values=stated_value_refusals(migrated / "report.json"),
-    )
+    result = score_run(migrated / "native_functions.yaml", StageCache.at(), migrated / "report.json")
     summary = report(result, 15)
     assert result.absent == (), summary
     assert [(key, dtype) for key, dtype in ISSUE_ROWS if not result.row(key, dtype).agrees] == [], summary  # type: ignore[union-attr]
