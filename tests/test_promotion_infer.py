@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from migrate.evidence.promotion.calls import consistent_kinds, promotion_reports
-from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, finding_of, findings
-from migrate.evidence.promotion.sets import with_promotion
-from migrate.evidence.verdicts import with_verdicts
+from migrate.infer.promotion_findings import CONFLICT, PromotionFinding, computation_dtype, finding_of, findings
+from migrate.infer.promotion_sets import one_tensor_return, sibling_promotions, with_promotion
+from migrate.infer.verdicts import with_verdicts
 from migrate.model.dtypes import DType, named
 from migrate.model.plan import DECLARED, OPINFO, Evidence, OverloadPlan, Variable
 from migrate.model.promotion import Promotion
@@ -195,7 +195,6 @@ def test_a_return_the_kind_never_gives_makes_it_default():
 
 
 def test_in_place_and_out_overloads_take_the_functional_promotion():
-    from migrate.evidence.promotion.sets import sibling_promotions
     from migrate.model.native import NativeFunctions
     from tests.conftest import REAL_NATIVE_FUNCTIONS
 
@@ -222,7 +221,6 @@ def test_in_place_and_out_overloads_take_the_functional_promotion():
 def test_a_dtype_the_kernel_computes_in_another_is_promoted_there_and_refused_where_a_sibling_writes_it():
     """acos(int64) runs in float32 (int_to_float): settled as promoted, not unknown, and still not in the set; acos_
     and acos.out write the float result into an int64 tensor, which ATen refuses: rejected with its message."""
-    from migrate.evidence.promotion.sets import sibling_promotions
     from migrate.model.native import NativeFunctions
     from migrate.model.verdict import PROMOTED
     from tests.conftest import REAL_NATIVE_FUNCTIONS
@@ -264,7 +262,6 @@ def test_a_return_no_call_bound_joins_the_promoted_variable_where_the_kind_retur
     """special_xlog1py.self_scalar's calls built from the schema returned float32 for int64 inputs, so its return was
     a variable of its own, which such calls leave free: int_to_float returns the computation dtype, and so does its
     out= overload, whose ``out`` joins too (ATen refuses an int64 ``out``)."""
-    from migrate.evidence.promotion.sets import one_tensor_return, sibling_promotions
     from migrate.model.native import NativeFunctions
     from tests.conftest import REAL_NATIVE_FUNCTIONS
 
@@ -285,7 +282,6 @@ def test_a_return_no_call_bound_joins_the_promoted_variable_where_the_kind_retur
 def test_an_in_place_overload_whose_one_input_is_promoted_does_not_take_a_dtype_its_own_calls_refused():
     """abs takes complex tensors, abs_ refuses them: its own refusal settles complex64. multiply_ refused float8
     beside a 0-dim ``other`` (a refusal its other input may cause), so mul's diagonal calls still speak for it."""
-    from migrate.evidence.promotion.sets import sibling_promotions
     from migrate.model.native import NativeFunctions
     from tests.conftest import REAL_NATIVE_FUNCTIONS
 

@@ -2,7 +2,7 @@
 
 - Declared: the refs' ``elementwise_type_promotion_wrapper`` (the source of torch.onnx's table).
 - Observed: the first candidate set of arguments whose mixed calls all ran and whose calls (mixed and
-  diagonal) agree with one promotion kind of torch's rules (``calls.consistent_kinds``).
+  diagonal) agree with one promotion kind of torch's rules (``migrate.evidence.promotion.calls.consistent_kinds``).
 
 Both agree: the promotion is written. Observation alone also writes it. Where they disagree the
 observation settles it, and the disagreement is a ``type-promotion`` conflict in ``--report``:
@@ -11,7 +11,7 @@ the refs declare ``lerp`` promoting, but ATen refuses ``lerp(float32, float64, f
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ from migrate.evidence.sites import seen_on
 from migrate.evidence.promotion.calls import consistent_kinds, own_dtype
 from migrate.runtime.runs import overload_key
 from migrate.model.dtypes import DType, canonical
+from migrate.model.native import NativeFunctions
 from migrate.model.plan import PROBE, Conflict, Evidence
 from migrate.model.promotion import KEEP_OWN_DTYPE, Promotion
 from migrate.model.verdict import ACCEPTED, PROMOTION_CALL, REJECTED, Site, Verdict
@@ -131,7 +132,7 @@ def _identity(promotion: Promotion, tried: dict[str, Any]) -> bool:
 
 
 def finding_of(report: dict[str, Any]) -> PromotionFinding:
-    """The decision for one overload's report (``calls.promotion_reports``)."""
+    """The decision for one overload's report (``migrate.evidence.promotion.calls.promotion_reports``)."""
     name = overload_key(report["overload"])
     declared = Promotion(report["declared"]["kind"], tuple(report["declared"]["args"])) if report["declared"] else None
     chosen, kinds = None, []
@@ -168,8 +169,8 @@ def finding_of(report: dict[str, Any]) -> PromotionFinding:
 
 
 def _diagonal(tried: dict[str, Any], tensors: tuple[str, ...]) -> tuple[Evidence, ...]:
-    """The dtypes the diagonal calls ran in, and the refused ones by message (input dtypes: ``sets`` maps them to
-    computation dtypes by the kind it writes)."""
+    """The dtypes the diagonal calls ran in, and the refused ones by message (input dtypes: ``promotion_sets`` maps
+    them to computation dtypes by the kind it writes)."""
     accepted, refused = set(), {}
     for dtype, returned, message, _ in tried["diagonal"]:
         if returned is not None:
@@ -199,3 +200,14 @@ def findings(reports: Iterable[dict[str, Any]]) -> dict[str, PromotionFinding]:
             found[finding.name] = finding
     return found
 
+
+def promotion_findings(native: NativeFunctions, reports: Mapping[str, dict[str, Any]]) -> dict[str, PromotionFinding]:
+    """Per overload of the file, its finding from its report (``Sources.promotions``), kept where the file's schema has
+    its arguments."""
+    found = {}
+    for name, finding in findings(reports.values()).items():
+        entry = native.by_name.get(name)
+        kept = finding.kept({s.name for s in entry.schema.slots if not s.is_return}) if entry is not None else None
+        if kept is not None:
+            found[name] = kept
+    return found

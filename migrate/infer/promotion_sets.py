@@ -24,7 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from migrate.evidence.sites import seen_on
-from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, real_counterpart, returns_possible, with_numbers
+from migrate.infer.promotion_findings import CONFLICT, PromotionFinding, computation_dtype, real_counterpart, returns_possible, with_numbers
+from migrate.infer.verdicts import with_verdicts
 from migrate.model.dtypes import DType, canonical
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
@@ -254,8 +255,6 @@ def sibling_promotions(native: NativeFunctions, plans: Mapping[str, OverloadPlan
     """In-place and out= overloads with their functional overload's promotion (its diagonal calls' evidence), where
     their own calls were not made (a promoted result must also cast into ``self`` or ``out``) and their schema has
     its arguments: ``add_.Tensor``, ``sinc_``, ``add.out``. Their verdicts are read again from the evidence."""
-    from migrate.evidence.verdicts import with_verdicts
-
     found = {}
     for name, plan in sorted(plans.items()):
         group = native.groups.get(name) if name in native.by_name else None
