@@ -24,12 +24,13 @@ import time
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache, run_opinfos
-from migrate.evidence.probe.merge import probe_plans_from_sweep, probe_summary
+from migrate.evidence.probe.merge import probe_plans_from_sweep
 from migrate.runtime.runs import SweepResult, SweepStats
 from migrate.runtime.processes import DEFAULT_TIMEOUT
 from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan
 from migrate.model.native import NativeFunctions, installed_native_functions
+from migrate.pipeline.plan_summary import probe_summary
 
 
 def main(argv: list[str] | None = None) -> int:

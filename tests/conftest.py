@@ -119,7 +119,7 @@ def probed(
 
 def diagonal(tensors: tuple[str, ...], dtypes: tuple, refused: str = ""):
     """The evidence of diagonal calls built for promotion: accepted, or ``refused`` with that message."""
-    from migrate.evidence.promotion.decide import diagonal_site
+    from migrate.infer.promotion_findings import diagonal_site
     from migrate.model.plan import PROBE, Evidence
     from migrate.model.verdict import ACCEPTED, REJECTED, Verdict
 

@@ -7,18 +7,19 @@ import json
 
 import pytest
 
-from migrate.evidence.opinfo.aliases import AliasOf, alias_overloads, alias_plans
+from migrate.evidence.opinfo.aliases import AliasOf, alias_overloads
 from migrate.evidence.opinfo.forwards import Forward, kernel_plans, load_forwards
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache
 from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan
+from migrate.infer.aliases import alias_plans
 from migrate.pipeline.summary import NO_CPU_KERNEL, NO_SAMPLE, NO_STRUCTURE, OBSERVED_UNTYPED, untyped_reasons
 from migrate.model.native import NativeFunctions
-from migrate.evidence.own_calls import fixed_returns
+from migrate.infer.own_calls import fixed_returns
 from migrate.evidence.probe.merge import RETURNS_LABEL
 from migrate.evidence.sites import seen_on
-from migrate.evidence.verdicts import NEVER_RETURNED
+from migrate.infer.verdicts import NEVER_RETURNED
 from migrate.model.dtypes import TENSOR_DTYPES, DType, named
 from migrate.model.plan import ALIASES, KERNEL, OPINFO, PROBE, Evidence, OverloadPlan, Variable
 from migrate.model.verdict import RETURNED, SCHEMA_CALL, Verdict

@@ -17,7 +17,7 @@ import torch
 from migrate.check.checker import ARGUMENT_OUTSIDE_SET, OUTSIDE_SET, Declarations, DtypeViolation, call_check, checking, judge
 from migrate.errors import InputError
 from migrate.evidence.probe.dtype_arguments import DtypeArgument as ProbedArgument
-from migrate.evidence.probe.dtype_arguments import with_dtype_arguments
+from migrate.infer.dtype_arguments import with_dtype_arguments
 from migrate.model.constraint import ConstraintError, ConstraintList, DtypeArgument
 from migrate.model.declared import declared_variables
 from migrate.model.dtypes import TENSOR_DTYPES, DType, named

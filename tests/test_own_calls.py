@@ -8,13 +8,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-from migrate.evidence.probe.dtype_arguments import DtypeArgument, _report, with_dtype_arguments
+from migrate.evidence.probe.dtype_arguments import DtypeArgument, _report
 from migrate.evidence.probe.merge import probe_plans
 from migrate.evidence.probe.prober import PROBE_TIMEOUT, probe_call
 from migrate.evidence.probe.siblings import sibling_calls, siblings, written_slots
-from migrate.evidence.verdicts import verdicts_of
 from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan
+from migrate.infer.dtype_arguments import with_dtype_arguments
+from migrate.infer.verdicts import verdicts_of
 from migrate.model.dtypes import TENSOR_DTYPES, named
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import OPINFO, Evidence, OverloadPlan, Variable

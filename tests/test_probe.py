@@ -14,7 +14,7 @@ import torch
 
 from migrate.evidence.opinfo import sweep
 from migrate.evidence.opinfo.observations import plans_from_sweep
-from migrate.evidence.probe.merge import JOINED, SPLIT, probe_plans_from_sweep, probe_summary
+from migrate.evidence.probe.merge import probe_plans_from_sweep
 from migrate.model.verdict import ACCEPTED
 from migrate.evidence.probe.prober import dtype_universe
 from migrate.runtime.recorders import dtype_name
@@ -22,9 +22,11 @@ from migrate.cache import StageCache
 from migrate.torchlib_source.resolve import scan_torchlib
 from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan
+from migrate.infer.probe_conflicts import JOINED, SPLIT
 from migrate.model.dtypes import DType, named
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import OPINFO, PROBE, TORCHLIB, Plan
+from migrate.pipeline.plan_summary import probe_summary
 
 pytestmark = pytest.mark.slow  # a cold OpInfo sweep with probing
 

@@ -11,15 +11,17 @@ import torch
 from migrate.evidence.opinfo import sweep
 from migrate.evidence.opinfo.observations import plans_from_observations
 from migrate.evidence.probe import prober as probing
-from migrate.evidence.probe.merge import JOINED, SPLIT, probe_plans, probe_summary
+from migrate.evidence.probe.merge import probe_plans
 from migrate.runtime.recorders import CallCapture, CapturedCall, Recording
 from migrate.runtime.runs import PROBE_CRASH, PROBE_TIMEOUT, Observation, OpInfoId, Probe, ProbedCall
 from migrate.runtime.processes import Job, run_in_workers
 from migrate.torchlib_source.resolve import body_evidence
 from migrate.torchlib_source.scan import scan_module
 from migrate.infer.merge import merge_overload
+from migrate.infer.probe_conflicts import JOINED, SPLIT
 from migrate.model.dtypes import DType, named
 from migrate.model.plan import OPINFO, PROBE, TORCHLIB, Plan
+from migrate.pipeline.plan_summary import probe_summary
 from migrate.runtime.torch_private import OverloadSlots
 
 F32, F64, I64, BOOL = (DType(n) for n in ("float32", "float64", "int64", "bool"))

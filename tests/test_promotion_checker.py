@@ -49,6 +49,27 @@ def test_the_result_type_is_atens_for_every_pair_of_dtypes_dims_and_numbers():
     assert _ours(torch.ones(2, dtype=torch.float8_e4m3fn), torch.ones(2)) == "refused"
 
 
+def test_the_models_categories_are_torchs_for_every_dtype_it_defines():
+    """The rules on names (``migrate.model.promotion``) that the checker's tables are made from."""
+    from migrate.model.promotion import BOOL, COMPLEX, FLOATING, INTEGER, category
+
+    dtypes = {value for value in vars(torch).values() if isinstance(value, torch.dtype)}
+    expected = {d: COMPLEX if d.is_complex else FLOATING if d.is_floating_point else BOOL if d == torch.bool else INTEGER for d in dtypes}
+    assert {d: category(str(d).removeprefix("torch.")) for d in dtypes} == expected
+
+
+def test_int_to_float_computes_in_the_default_dtype_the_program_set():
+    integers = [torch.ones(2, dtype=torch.int64)]
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert computation_dtype("int_to_float", integers) == torch.float64
+        assert computation_dtype("int_to_float", [*integers, 1.5]) == torch.float64
+    finally:
+        torch.set_default_dtype(previous)
+    assert computation_dtype("int_to_float", integers) == torch.float32
+
+
 REFS_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128]
 
 
@@ -60,12 +81,12 @@ def test_each_kind_gives_the_refs_result_dtype_and_never_the_opmath_type(kind):
     refs_kind = ELEMENTWISE_TYPE_PROMOTION_KIND[kind.upper()]
     for a, b in itertools.product(REFS_DTYPES, REFS_DTYPES):
         for x, y in itertools.product(_values(a), [*_values(b), 2.5, 3]):
-            computed = computation_dtype([x, y], kind)
-            assert result_dtype(computed, kind) == elementwise_dtypes(x, y, type_promotion_kind=refs_kind)[1], (kind, x.dtype, y)
+            computed = computation_dtype(kind, [x, y])
+            assert result_dtype(kind, computed) == elementwise_dtypes(x, y, type_promotion_kind=refs_kind)[1], (kind, x.dtype, y)
     half = torch.ones(2, dtype=torch.float16)
-    assert computation_dtype([half, half], "default") == torch.float16  # the kernel's dtype, not the float32 it accumulates in
-    assert computation_dtype([torch.ones(2, dtype=torch.int64), torch.ones(2, dtype=torch.int64)], "int_to_float") == torch.float32
-    assert computation_dtype([torch.ones(2, dtype=torch.bool)], "bool_to_long") == torch.int64
+    assert computation_dtype("default", [half, half]) == torch.float16  # the kernel's dtype, not the float32 it accumulates in
+    assert computation_dtype("int_to_float", [torch.ones(2, dtype=torch.int64), torch.ones(2, dtype=torch.int64)]) == torch.float32
+    assert computation_dtype("bool_to_long", [torch.ones(2, dtype=torch.bool)]) == torch.int64
 
 
 NO_UNSIGNED = "[torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32, torch.float64]"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from migrate.evidence.promotion.calls import consistent_kinds, promotion_reports
-from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, finding_of, findings
-from migrate.evidence.promotion.sets import with_promotion
-from migrate.evidence.verdicts import with_verdicts
+from migrate.infer.promotion_findings import CONFLICT, PromotionFinding, finding_of, findings
+from migrate.infer.promotion_sets import one_tensor_return, sibling_promotions, with_promotion
+from migrate.infer.verdicts import with_verdicts
 from migrate.model.dtypes import DType, named
 from migrate.model.plan import DECLARED, OPINFO, Evidence, OverloadPlan, Variable
-from migrate.model.promotion import Promotion
+from migrate.model.promotion import Promotion, computation_dtype
 from migrate.model.verdict import ACCEPTED as ACCEPTED_VERDICT
 from migrate.model.verdict import REJECTED as REJECTED_VERDICT
 from migrate.model.verdict import UNKNOWN
@@ -84,9 +84,9 @@ def test_which_refused_mixed_calls_rule_promotion_out():
 
 
 def test_computation_dtype():
-    assert computation_dtype("int_to_float", DType("int64")) == DType("float32")
-    assert computation_dtype("bool_to_long", DType("bool")) == DType("int64")
-    assert computation_dtype("default", DType("uint16")) == DType("uint16")
+    assert computation_dtype("int_to_float", "int64") == "float32"
+    assert computation_dtype("bool_to_long", "bool") == "int64"
+    assert computation_dtype("default", "uint16") == "uint16"
 
 
 @pytest.mark.parametrize("dtype", ["bool", "uint8", "uint16", "int64", "float16", "bfloat16", "float32", "float64", "complex32", "complex128", "float8_e4m3fn"])
@@ -96,10 +96,10 @@ def test_a_python_number_moves_the_computation_as_torch_result_type_does(dtype, 
 
     tensor = torch.ones(2, dtype=getattr(torch, dtype))
     try:
-        expected = DType(str(torch.result_type(tensor, number)).removeprefix("torch."))
+        expected = str(torch.result_type(tensor, number)).removeprefix("torch.")
     except RuntimeError:  # a float8 with a complex: torch refuses to promote
         expected = None
-    assert computation_dtype("default", DType(dtype), [type(number).__name__]) == expected
+    assert computation_dtype("default", dtype, [type(number).__name__]) == expected
 
 
 def test_a_call_whose_python_float_moved_an_unsigned_tensor_to_float32_settles_nothing_of_uint16():
@@ -195,7 +195,6 @@ def test_a_return_the_kind_never_gives_makes_it_default():
 
 
 def test_in_place_and_out_overloads_take_the_functional_promotion():
-    from migrate.evidence.promotion.sets import sibling_promotions
     from migrate.model.native import NativeFunctions
     from tests.conftest import REAL_NATIVE_FUNCTIONS
 
@@ -222,7 +221,6 @@ def test_in_place_and_out_overloads_take_the_functional_promotion():
 def test_a_dtype_the_kernel_computes_in_another_is_promoted_there_and_refused_where_a_sibling_writes_it():
     """acos(int64) runs in float32 (int_to_float): settled as promoted, not unknown, and still not in the set; acos_
     and acos.out write the float result into an int64 tensor, which ATen refuses: rejected with its message."""
-    from migrate.evidence.promotion.sets import sibling_promotions
     from migrate.model.native import NativeFunctions
     from migrate.model.verdict import PROMOTED
     from tests.conftest import REAL_NATIVE_FUNCTIONS
@@ -264,7 +262,6 @@ def test_a_return_no_call_bound_joins_the_promoted_variable_where_the_kind_retur
     """special_xlog1py.self_scalar's calls built from the schema returned float32 for int64 inputs, so its return was
     a variable of its own, which such calls leave free: int_to_float returns the computation dtype, and so does its
     out= overload, whose ``out`` joins too (ATen refuses an int64 ``out``)."""
-    from migrate.evidence.promotion.sets import one_tensor_return, sibling_promotions
     from migrate.model.native import NativeFunctions
     from tests.conftest import REAL_NATIVE_FUNCTIONS
 
@@ -285,7 +282,6 @@ def test_a_return_no_call_bound_joins_the_promoted_variable_where_the_kind_retur
 def test_an_in_place_overload_whose_one_input_is_promoted_does_not_take_a_dtype_its_own_calls_refused():
     """abs takes complex tensors, abs_ refuses them: its own refusal settles complex64. multiply_ refused float8
     beside a 0-dim ``other`` (a refusal its other input may cause), so mul's diagonal calls still speak for it."""
-    from migrate.evidence.promotion.sets import sibling_promotions
     from migrate.model.native import NativeFunctions
     from tests.conftest import REAL_NATIVE_FUNCTIONS
 

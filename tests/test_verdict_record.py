@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from migrate.evidence.probe.merge import probe_plans, probe_site, refused_without_companions
-from migrate.evidence.promotion.decide import diagonal_site
+from migrate.evidence.probe.merge import probe_plans, probe_site
 from migrate.evidence.sites import WORKERS, claimed_for, torch_release
-from migrate.evidence.verdicts import with_verdicts
+from migrate.infer.merge import refused_without_companions
+from migrate.infer.promotion_findings import diagonal_site
+from migrate.infer.verdicts import with_verdicts
 from migrate.model.dtypes import DType
 from migrate.model.plan import PROBE, Evidence, OverloadPlan, Plan, Variable
 from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, PROMOTED, PROMOTION_CALL, REJECTED, SCHEMA_CALL, Backend, Site, Verdict

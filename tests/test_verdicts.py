@@ -15,12 +15,13 @@ from migrate.evidence.probe import prober as probing
 from migrate.evidence.probe.merge import probe_plans, probe_site
 from migrate.runtime import recorders
 from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, Probe, ProbedCall
-from migrate.evidence.verdicts import dtype_verdict_summary, verdicts_of, with_verdicts
 from migrate.infer.merge import merge_overload
+from migrate.infer.verdicts import verdicts_of, with_verdicts
 from migrate.model.dtypes import TENSOR_DTYPES, DType
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import DECLARED, EMPTY, PROBE, Evidence, OverloadPlan, Plan, Variable, Verdicts
 from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, REJECTED, UNKNOWN, Verdict
+from migrate.pipeline.plan_summary import dtype_verdict_summary
 
 F32, F64, I64, BOOL = (DType(n) for n in ("float32", "float64", "int64", "bool"))
 MM = OpInfoId("mm")
@@ -152,7 +153,7 @@ def test_every_unknown_verdict_says_why_and_the_summary_counts_them_by_reason():
 def test_a_return_probes_never_made_is_rejected_and_one_they_never_reached_stays_unknown():
     from migrate.evidence.probe.merge import RETURNS_LABEL
     from migrate.evidence.sites import seen_on
-    from migrate.evidence.verdicts import NEVER_RETURNED
+    from migrate.infer.verdicts import NEVER_RETURNED
     from migrate.model.plan import OPINFO, Evidence
     from migrate.model.verdict import PROBE_CALL, RETURNED
 

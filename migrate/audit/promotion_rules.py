@@ -302,7 +302,7 @@ def _which_kind(func: Any, arguments: list, promoted: list[str], ours: str, thei
         values = _values(arguments, lambda _: dtype, lambda _: 2, set(promoted), layout or Layout(SHAPES[0]))
         given = [values[a] for a in promoted if a in values]
         try:
-            predicted = {kind: result_dtype(computation_dtype(given, kind), kind) for kind in (ours, theirs)}
+            predicted = {kind: result_dtype(kind, computation_dtype(kind, given)) for kind in (ours, theirs)}
         except PromotionRefused:
             continue
         if predicted[ours] == predicted[theirs]:

@@ -12,7 +12,9 @@ promotes those pairs silently, so the checker computes ATen's type itself (check
 The kind then maps that dtype as ``elementwise_dtypes`` does with no opmath (the kernel is dispatched on
 float16 for float16 inputs, never on the wider type it may accumulate in): ``int_to_float`` computes
 integers and bool in the default float dtype, ``bool_to_long`` bool in int64. The result is the computation
-dtype, except ``always_bool`` (bool) and ``complex_to_float`` (a complex type's real counterpart).
+dtype, except ``always_bool`` (bool) and ``complex_to_float`` (a complex type's real counterpart). Those rules
+are the data model's, on dtype names (``migrate.model.promotion``): here they are tables on ``torch.dtype``,
+converted once.
 
 One case Python cannot see: a C++ composite that wraps a Python number into a 0-dim tensor (ATen's
 "wrapped number", promoted as a number) passes it on to the kernel it calls as a plain 0-dim tensor, so a
@@ -31,11 +33,27 @@ from typing import Any
 
 import torch
 
+import migrate.model.promotion as by_name
 from migrate.runtime import torch_private
 from migrate.errors import InputError
 
-_COMPLEX_OF = {torch.float16: torch.complex32, torch.bfloat16: torch.complex64, torch.float32: torch.complex64, torch.float64: torch.complex128}
-_REAL_OF = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}
+_DTYPES = {str(value).removeprefix("torch."): value for value in vars(torch).values() if isinstance(value, torch.dtype)}
+_COMPLEX_OF = {_DTYPES[real]: _DTYPES[complex_] for real, complex_ in by_name.COMPLEX_OF.items()}
+_AT_DEFAULT = "the default dtype"  # in the tables' making: the default dtype at the call, which a program may set
+
+
+def _computed_in(kind: str) -> dict[torch.dtype, torch.dtype | None]:
+    """Per dtype that ``kind`` computes in another dtype, that one (None: the default dtype at the call)."""
+    table: dict[torch.dtype, torch.dtype | None] = {}
+    for name, dtype in _DTYPES.items():
+        found = by_name.computation_dtype(kind, name, default_float=_AT_DEFAULT)
+        if found != name:
+            table[dtype] = None if found == _AT_DEFAULT else _DTYPES[found]
+    return table
+
+
+_COMPUTED_IN = {kind: _computed_in(kind) for kind in by_name.KINDS}
+_RESULT_OF = {kind: {dtype: _DTYPES[found] for name, dtype in _DTYPES.items() if (found := by_name.result_dtype(kind, name)) != name} for kind in by_name.KINDS}
 
 
 _UNSEEN = object()  # no promoting value read yet
@@ -106,28 +124,22 @@ def result_type(values: Iterable[Any]) -> torch.dtype | None:
     return _combine(dimensioned, _combine(zero_dim, numbers))
 
 
-def computation_dtype(values: Iterable[Any], kind: str) -> torch.dtype | None:
+def computation_dtype(kind: str, values: Iterable[Any]) -> torch.dtype | None:
     """The dtype the kernel of a promoting call is dispatched on; raises PromotionRefused as ATen would."""
-    return _of_kind(result_type(values), kind)
+    return _of_kind(kind, result_type(values))
 
 
-def _of_kind(dtype: torch.dtype | None, kind: str) -> torch.dtype | None:
+def _of_kind(kind: str, dtype: torch.dtype | None) -> torch.dtype | None:
+    """The computation dtype of a call whose promoting values promote to ``dtype`` (``by_name.computation_dtype``)."""
     if dtype is None:
         return None
-    if kind == "int_to_float" and not (dtype.is_floating_point or dtype.is_complex):
-        return torch.get_default_dtype()
-    if kind == "bool_to_long" and dtype == torch.bool:
-        return torch.int64
-    return dtype
+    computed = _COMPUTED_IN[kind].get(dtype, dtype)
+    return torch.get_default_dtype() if computed is None else computed
 
 
-def result_dtype(computation: torch.dtype, kind: str) -> torch.dtype:
-    """The dtype a functional promoting call returns, given its computation dtype."""
-    if kind == "always_bool":
-        return torch.bool
-    if kind == "complex_to_float":
-        return _REAL_OF.get(computation, computation)
-    return computation
+def result_dtype(kind: str, computation: torch.dtype) -> torch.dtype:
+    """The dtype a functional promoting call returns, given its computation dtype (``by_name.result_dtype``)."""
+    return _RESULT_OF[kind].get(computation, computation)
 
 
 def promoting_values(values: Iterable[Any]) -> Iterator[Any]:
@@ -241,7 +253,7 @@ def _holds(promotion: CompiledPromotion, dtype: torch.dtype, expected: torch.dty
 
 def _written_hold(promotion: CompiledPromotion, dtype: torch.dtype, own: frozenset[torch.dtype], args: tuple, kwargs: dict) -> Iterator[tuple[str, torch.dtype]]:
     """(slot, dtype) of each tensor the call writes into that cannot hold its result (``_holds``)."""
-    result = result_dtype(dtype, promotion.kind)
+    result = _RESULT_OF[promotion.kind].get(dtype, dtype)  # result_dtype, inline: every call of the fast path passes here
     for position, name, keyword_only, holds_list in promotion.written:
         for suffix, held in _tensors(_value(args, kwargs, position, name, keyword_only), holds_list):
             if not _holds(promotion, held, result, own):
@@ -261,10 +273,13 @@ def promoted_arguments_fit(promotion: CompiledPromotion, allowed: tuple[frozense
             values.append(value)
             if common is not None:
                 common = value.dtype if isinstance(value, torch.Tensor) and common in (_UNSEEN, value.dtype) else None
-    try:
-        dtype = _of_kind(common, promotion.kind) if isinstance(common, torch.dtype) else computation_dtype(promoting_values(values), promotion.kind)
-    except PromotionRefused:
-        return False
+    if isinstance(common, torch.dtype):  # _of_kind, inline: the one lookup most calls take
+        dtype = _COMPUTED_IN[promotion.kind].get(common, common) or torch.get_default_dtype()
+    else:
+        try:
+            dtype = computation_dtype(promotion.kind, promoting_values(values))
+        except PromotionRefused:
+            return False
     if dtype is None:
         return True
     seen[promotion.variable] = dtype
@@ -281,7 +296,7 @@ def promoted_returns_fit(promotion: CompiledPromotion, allowed: tuple[frozenset[
     dtype = seen[promotion.variable]
     if dtype is None:
         return True
-    expected = result_dtype(dtype, promotion.kind)
+    expected = _RESULT_OF[promotion.kind].get(dtype, dtype)  # result_dtype, inline
     return all(_holds(promotion, found, expected, allowed[promotion.variable]) for position, _, holds in promotion.returns for _, found in _tensors(outs[position], holds))
 
 
@@ -294,7 +309,7 @@ def promotion_violations(
     slot = ", ".join(name for name, _ in given)
     line = f"type_promotion {promotion.kind} at {promotion.where}"
     try:
-        dtype = computation_dtype(promoting_values(v for _, v in given), promotion.kind)
+        dtype = computation_dtype(promotion.kind, promoting_values(v for _, v in given))
     except PromotionRefused as exc:
         first = next((t.dtype for _, v in given for t in promoting_values([v]) if isinstance(t, torch.Tensor)), torch.float32)
         return [(PROMOTION_REFUSED, slot, first, f"{took}: {exc} ({line})")]
@@ -305,7 +320,7 @@ def promotion_violations(
     found = []
     if dtype not in own:
         found.append((COMPUTED_OUTSIDE_SET, slot, dtype, f"{took}; {line}"))
-    expected = result_dtype(dtype, promotion.kind)
+    expected = result_dtype(promotion.kind, dtype)
     for name, held in _written_hold(promotion, dtype, own, args, kwargs):
         found.append((RESULT_DTYPE, name, held, _result_text(promotion, dtype, expected, held, own, line)))
     for position, name, keyword_only, holds_list in promotion.others:

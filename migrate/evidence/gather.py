@@ -26,7 +26,6 @@ if TYPE_CHECKING:  # loaded only by the sources asked for, and only when they ar
     from migrate.evidence.opinfo.aliases import AliasOf
     from migrate.evidence.probe.dtype_arguments import DtypeArgument
     from migrate.evidence.probe.follows import Follows
-    from migrate.evidence.promotion.decide import PromotionFinding
     from migrate.evidence.recording import RecordedEvidence, Recording
     from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, OpInfoRun, ProbedCall
     from migrate.torchlib_source.resolve import TorchlibEvidence
@@ -78,7 +77,7 @@ class Sources:
     schema_calls: Mapping[str, OverloadPlan] = field(default_factory=dict)  # probed calls built from schemas (none a sample reached)
     follows: Mapping[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots that follow another variable (probe.follows)
     dtype_arguments: Mapping[str, DtypeArgument] = field(default_factory=dict)  # returns a ScalarType argument sets (probe.dtype_arguments)
-    promotions: Mapping[str, PromotionFinding] = field(default_factory=dict)  # issue 31: how ATen promotes (evidence.promotion)
+    promotions: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # issue 31: the calls built for promotion, per overload (evidence.promotion)
     cuda_claims: Mapping[str, tuple[tuple[str, tuple[DType, ...], tuple[DType, ...]], ...]] = field(default_factory=dict)  # (slot, CPU's, CUDA's) its own OpInfos claim
     autocast: AutocastEvidence | None = None  # each overload's policy per autocast key; None: not asked for
     key: tuple[bytes | str, ...] | None = None  # the content of every input above: the plans stage's key (None: not cacheable)
@@ -171,9 +170,9 @@ def _runtime_sources(
     (opinfo, probe, kernel, schema_calls), alignment = align_runtime_evidence(native, reference, opinfo, probe, kernel, schema_calls)
     promotions = {}
     if "probe" in wanted:  # issue 31: the refs' promotions and the calls made to check them
-        from migrate.evidence.promotion import promotion_findings
+        from migrate.evidence.promotion import promotion_reports
 
-        promotions = promotion_findings(native, cache, sweep.jobs)
+        promotions = promotion_reports(cache, sweep.jobs)
     claims = {
         name: claims
         for name, claims in evidence.claims.items()

@@ -8,10 +8,11 @@ from dataclasses import replace
 from typing import Iterable
 
 from migrate.evidence.probe.follows import Follows
-from migrate.evidence.probe.merge import refused_without_companions, split_and_joined
+from migrate.infer.probe_conflicts import split_and_joined
 from migrate.model.constraint import follows_problem
-from migrate.model.dtypes import canonical, format_set
+from migrate.model.dtypes import DType, canonical, format_set
 from migrate.model.plan import DECLARED, OPINFO, Conflict, Evidence, OverloadPlan, Variable
+from migrate.model.verdict import names_a_dtype
 
 
 def _observed(variable: Variable) -> Variable:
@@ -71,6 +72,22 @@ def _attach(variables: list[Variable], handled: tuple[Evidence, ...]) -> list[Va
         extra = tuple(e for e in handled if set(e.slots) & set(variable.binds))
         attached.append(replace(variable, evidence=variable.evidence + extra) if extra else variable)
     return attached
+
+
+def refused_without_companions(variable: Variable) -> set[DType]:
+    """Dtypes ATen refused at every input slot of the variable, by a message naming a dtype, in calls whose other
+    arguments held no tensor, only Python numbers, and no other evidence accepted: the dtype itself was refused,
+    not a companion beside it or the call's data (``bitwise_and.Scalar(float32 tensor, 1)``: ``"bitwise_and_cpu"
+    not implemented for 'Float'``; ``lstm``'s built call at float64 takes another path, refused with ``t() expects
+    a tensor with <= 2 dimensions``, which names none)."""
+    inputs = {s for s in variable.binds if not s.startswith("return.")}
+    refused, accepted = set(), set()
+    for piece in variable.evidence:
+        if not piece.refused:
+            accepted.update(piece.dtypes)
+        elif (site := piece.verdict.site).cast and inputs <= set(site.cast) and not site.beside:
+            refused.update(d for d, message in piece.messages.items() if names_a_dtype(message))
+    return refused - accepted
 
 
 def _widened_by(variables: list[Variable], torchlib: OverloadPlan) -> list[Variable]:

@@ -1,7 +1,7 @@
 """The entry point: one call per run, ``infer``, with the whole ``Sources``; it returns an ``Inference``.
 
 Every overload's evidence is merged (``merge``), tied overloads take their constraints (``structure``,
-and the aliases of ``migrate.evidence.opinfo.aliases``), the sets are named from the whole file's plan
+``aliases``), the sets are named from the whole file's plan
 (``naming``) whatever ``--op`` selects, and the autocast policies are added last. The whole file's
 inference is cached in the ``plans`` stage, keyed by ``Sources.key``, each overload's plan pickled
 apart, so that an ``--op`` run reads only its own overloads; on a hit the runtime sources are never
@@ -18,15 +18,16 @@ from typing import Mapping
 from migrate.cache import Stage, long_lived
 from migrate.evidence.align import Alignment
 from migrate.evidence.gather import Sources
-from migrate.evidence.opinfo.aliases import alias_plans
-from migrate.evidence.probe.dtype_arguments import with_dtype_arguments
-from migrate.evidence.promotion.sets import one_tensor_return, sibling_promotions, with_promotion
-from migrate.evidence.verdicts import with_verdicts
 from migrate.evidence.recording import RecordingSummary
+from migrate.infer.aliases import alias_plans
 from migrate.infer.backends import Claims, Recorded, with_backends
+from migrate.infer.dtype_arguments import with_dtype_arguments
 from migrate.infer.merge import merge_overload, with_follows
 from migrate.infer.naming import backend_sets, global_sets, name_variables
+from migrate.infer.promotion_findings import promotion_findings
+from migrate.infer.promotion_sets import one_tensor_return, sibling_promotions, with_promotion
 from migrate.infer.structure import group_siblings, tied_by_structure, with_fixed_returns
+from migrate.infer.verdicts import with_verdicts
 from migrate.model.autocast import Policies
 from migrate.model.global_sets import sets_used
 from migrate.model.native import NativeFunctions
@@ -49,6 +50,7 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
     """Every overload's evidence merged, with its verdicts, tied by structure and to its siblings and aliases."""
     names = [e.name for e in native.entries]
     tied = tied_by_structure(native, sources)
+    promotions = promotion_findings(native, sources.promotions)
     merged = {}
     for name in names:
         torchlib, opinfo, probe = sources.torchlib.get(name), sources.opinfo.get(name), sources.probe.get(name)
@@ -59,7 +61,7 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
             merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()), schema_call)
             merged[name] = with_follows(merged[name], sources.follows.get(name, ()))
             free_return = one_tensor_return(native.by_name[name].schema)
-            merged[name] = with_promotion(merged[name], sources.promotions.get(name), free_return=free_return)  # issue 31: promoted slots, diagonal sets
+            merged[name] = with_promotion(merged[name], promotions.get(name), free_return=free_return)  # issue 31: promoted slots, diagonal sets
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan
@@ -73,7 +75,7 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
         merged.update(alias_plans(sources.aliases, merged))
         if sources.groups:
             merged.update(group_siblings(native, merged))
-    merged.update(sibling_promotions(native, merged, sources.promotions))  # issue 31: in-place and out= promote as their functional does
+    merged.update(sibling_promotions(native, merged, promotions))  # issue 31: in-place and out= promote as their functional does
     merged.update(with_fixed_returns(native, merged, sources))  # a return its own calls fixed at one dtype keeps it
     return merged
 

@@ -1,5 +1,5 @@
 """What the file's structure ties: in-place, out= and mutable siblings take their functional overload's
-constraints where they have no evidence of their own (aliases take their target's: ``migrate.evidence.opinfo.aliases``),
+constraints where they have no evidence of their own (aliases take their target's: ``migrate.infer.aliases``),
 but for a return their own calls fixed at one dtype."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from migrate.evidence.gather import Sources
+from migrate.infer.own_calls import fixed_returns, with_fallback, written_by_own_calls
+from migrate.infer.verdicts import with_verdicts
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GROUPS, Evidence, OverloadPlan
-from migrate.evidence.own_calls import fixed_returns, with_fallback, written_by_own_calls
-from migrate.evidence.verdicts import with_verdicts
 from migrate.model.schema import TypedSchema
 
 
@@ -32,7 +32,7 @@ def _sibling_slot(slot: str, sibling: TypedSchema, functional: TypedSchema) -> t
 
 def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> dict[str, OverloadPlan]:
     """Plans for in-place / out= / mutable siblings from their functional overload, at the slots no evidence of
-    their own speaks for (all of them for a sibling no call reached; see ``migrate.evidence.own_calls``)."""
+    their own speaks for (all of them for a sibling no call reached; see ``migrate.infer.own_calls``)."""
     taken: dict[str, OverloadPlan] = {}
     for name, plan in sorted(plans.items()):
         group = native.groups.get(name)
@@ -73,7 +73,7 @@ def tied_by_structure(native: NativeFunctions, sources: Sources) -> set[str]:
 
 
 def with_fixed_returns(native: NativeFunctions, plans: dict[str, OverloadPlan], sources: Sources) -> dict[str, OverloadPlan]:
-    """Plans whose returns their own calls fixed at one dtype (``migrate.evidence.own_calls.fixed_returns``) where
+    """Plans whose returns their own calls fixed at one dtype (``migrate.infer.own_calls.fixed_returns``) where
     structure gave those returns another variable: such a return takes a variable of that dtype alone.
 
     ``_cast_Byte`` forwards to ``_to_copy``, whose return its ``dtype`` argument sets, so as an alias its

@@ -1,12 +1,22 @@
-"""Type promotion as the yaml declares it: ``type_promotion: {kind: default, args: [self, other]}``.
+"""Type promotion as the yaml declares it: ``type_promotion: {kind: default, args: [self, other]}``, and PyTorch's
+rules it stands for, on dtype names.
 
 ``kind`` is PyTorch's ``ELEMENTWISE_TYPE_PROMOTION_KIND`` in lower case; ``args`` are the promoting
 arguments (tensors and Scalars) in schema order. The promoted tensors share one type variable, which
 binds the call's computation dtype (torch's ``elementwise_dtypes``), not each argument's own dtype.
+
+The rules: a dtype's category (bool < integer < floating < complex); what a tensor's dtype and Python numbers beside
+it promote to (``with_numbers``); the dtype the kernel is dispatched on under each kind (``computation_dtype``: with
+no opmath, float16 inputs compute in float16; ``int_to_float`` moves bool and integers to the default float dtype,
+``bool_to_long`` bool to int64); and what a call of each kind returns (``result_dtype``: bool for ``always_bool``, a
+complex type's real counterpart for ``complex_to_float``). Inference reads them on ``DType`` names, the runtime
+checker on ``torch.dtype`` through tables it converts once (``migrate.check.promotion``), which also combines ATen's
+tiers (tensors with dimensions, 0-dim tensors, numbers) with torch's own ``promote_types``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +28,76 @@ KINDS = ("default", "int_to_float", "always_bool", "complex_to_float", "bool_to_
 """``torch._prims_common.ELEMENTWISE_TYPE_PROMOTION_KIND`` member names, lower case, in torch's order."""
 KEEP_OWN_DTYPE = ("default", "no_opmath")
 """The kinds under which one tensor promoted alone computes in its own dtype (its line would say nothing)."""
+
+BOOL, INTEGER, FLOATING, COMPLEX = range(4)
+"""The categories of dtypes, in promotion's order: a lower tier of values moves the result only to a higher one."""
+NUMBER_CATEGORY = {"bool": BOOL, "int": INTEGER, "float": FLOATING, "complex": COMPLEX}
+"""A Python number's category by the name of its type."""
+DEFAULT_FLOAT = "float32"  # torch's default dtype, unless a program sets another
+COMPLEX_OF = {"float16": "complex32", "bfloat16": "complex64", "float32": "complex64", "float64": "complex128"}
+REAL_OF = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}
+
+
+def category(dtype: str) -> int:
+    """A dtype's category: ``torch.dtype``'s ``is_complex`` and ``is_floating_point`` by name (quantized and bits
+    dtypes count as integers, as torch's promotion treats them)."""
+    if dtype == "bool":
+        return BOOL
+    if dtype.startswith("complex"):
+        return COMPLEX
+    return FLOATING if dtype.startswith(("float", "bfloat")) else INTEGER
+
+
+def with_numbers(dtype: str, numbers: Iterable[str] = (), default_float: str = DEFAULT_FLOAT) -> str | None:
+    """What tensors of ``dtype`` and Python numbers of these kinds (``NUMBER_CATEGORY``'s names) promote to: a number of
+    a higher category moves it to that category's default (``uint16`` with a float: float32; ``float16`` with a
+    complex: complex32); None where torch refuses (a float8 with a complex)."""
+    top = max((NUMBER_CATEGORY[kind] for kind in numbers), default=BOOL)
+    own = category(dtype)
+    if top <= own:
+        return dtype
+    if top == INTEGER:
+        return "int64"
+    if top == FLOATING:
+        return default_float
+    if own == FLOATING:
+        return COMPLEX_OF.get(dtype)
+    return COMPLEX_OF[default_float]
+
+
+def computation_dtype(kind: str, dtype: str, numbers: Iterable[str] = (), default_float: str = DEFAULT_FLOAT) -> str | None:
+    """The dtype a kernel of this kind is dispatched on when its promoted tensors promote to ``dtype`` and its promoted
+    Scalars hold Python numbers of these kinds (None where torch refuses to promote them)."""
+    found = with_numbers(dtype, numbers, default_float)
+    if found is None:
+        return None
+    if kind == "int_to_float" and category(found) < FLOATING:
+        return default_float
+    if kind == "bool_to_long" and found == "bool":
+        return "int64"
+    return found
+
+
+def result_dtype(kind: str, computation: str) -> str:
+    """The dtype a functional call of this kind returns, given its computation dtype."""
+    if kind == "always_bool":
+        return "bool"
+    if kind == "complex_to_float":
+        return REAL_OF.get(computation, computation)
+    return computation
+
+
+def returns_possible(kind: str, dtype: str) -> bool:
+    """Whether a call of this kind can return ``dtype`` (``int_to_float`` never returns an integer)."""
+    if kind == "int_to_float":
+        return category(dtype) >= FLOATING
+    if kind == "bool_to_long":
+        return dtype != "bool"
+    if kind == "always_bool":
+        return dtype == "bool"
+    if kind == "complex_to_float":
+        return dtype not in REAL_OF
+    return True
 
 
 @dataclass(frozen=True)

@@ -445,8 +445,7 @@ class Session:
         to it and the overloads selected: the ``applied`` stage keeps its result under those, so a warm run reads
         it instead of writing the yaml and counting every variable's verdicts again. A --plan file is applied as is.
         """
-        from migrate.evidence.probe.merge import probe_summary
-        from migrate.evidence.verdicts import dtype_verdict_summary
+        from migrate.pipeline.plan_summary import dtype_verdict_summary, probe_summary
 
         selected = self.selected
 

@@ -1,6 +1,6 @@
 """The run in numbers: one frozen section per part of the summary, each next to what produces it (the sweep's in
-``migrate.evidence.gather``, the alignment's in ``migrate.evidence.align``, autocast's, the probe's, the
-verdicts', the torchlib rewrite's; the written yaml's here), each with ``to_json()`` (what ``--report`` keeps
+``migrate.evidence.gather``, the alignment's in ``migrate.evidence.align``, autocast's, the torchlib rewrite's; the
+probe's and the verdicts', counted over the applied plan, in ``plan_summary``; the written yaml's here), each with ``to_json()`` (what ``--report`` keeps
 under ``summary``) and ``lines()`` (what the run prints on stderr), gathered in one ``RunSummary``."""
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ if TYPE_CHECKING:
     from migrate.evidence.autocast.policies import AutocastSummary
     from migrate.evidence.gather import OpInfoSummary
     from migrate.evidence.probe.host_paths import HostPathsSummary
-    from migrate.evidence.probe.merge import ProbeSummary
     from migrate.evidence.recording import RecordingsSummary
-    from migrate.evidence.verdicts import VerdictSummary
     from migrate.infer.values import ValuesSummary
+    from migrate.pipeline.plan_summary import ProbeSummary, VerdictSummary
     from migrate.write.torchlib.rewrite import TorchlibSummary
 
 

@@ -1,4 +1,5 @@
-"""Alias overloads take the constraints of the overload they stand for (provenance ``aliases``).
+"""Which overload each alias overload stands for, slot by slot (``migrate.infer.aliases`` gives it its target's
+constraints, provenance ``aliases``).
 
 An alias such as ``clip`` or ``__and__.Tensor`` is CompositeImplicitAutograd: it forwards to
 ``clamp`` or ``bitwise_and.Tensor`` before the kernels the recorders see, so samples never
@@ -9,12 +10,11 @@ slots), and the kernels that are one call of another overload (``migrate.evidenc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Iterable
 
 from migrate.evidence.opinfo.forwards import Forward
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import ALIASES, Evidence, OverloadPlan
 
 
 @dataclass(frozen=True)
@@ -49,25 +49,3 @@ def alias_overloads(native: NativeFunctions, pairs: Iterable[tuple[str, str]], f
             if all(a in known[0] and t in known[1] for a, t in forward.slots):
                 aliases.setdefault(forward.overload, AliasOf(forward.target, forward.slots, f"forwards to {forward.target}"))
     return aliases
-
-
-def alias_plans(aliases: Mapping[str, AliasOf], plans: Mapping[str, OverloadPlan]) -> dict[str, OverloadPlan]:
-    """Plans for alias overloads with no evidence of their own, from their target's plan, slot by slot.
-
-    An alias slot carried into two of the target's variables would need both: such an alias is left alone.
-    """
-    taken = {}
-    for alias, of in sorted(aliases.items()):
-        plan = plans.get(of.target)
-        if plan is None or not plan.variables or (alias in plans and plans[alias].variables):
-            continue
-        variables = []
-        for variable in plan.variables:
-            binds = tuple(dict.fromkeys(a for a, t in of.slots if t in variable.binds))
-            if binds:
-                evidence = (Evidence(ALIASES, of.why, variable.dtypes, binds),)
-                variables.append(replace(variable, binds=binds, evidence=evidence))
-        bound = [slot for v in variables for slot in v.binds]
-        if variables and len(bound) == len(set(bound)):
-            taken[alias] = OverloadPlan(alias, plan.followed_within(variables))
-    return taken

@@ -12,7 +12,7 @@ each again with the argument at each dtype of the universe, and the first once m
 to that dtype too: what ATen accepts, what each call returns, and each refusal's message (``randn(dtype=torch.int64)``: ``"normal_kernel_cpu" not implemented for 'Long'``). A call
 on tensors without elements proves nothing, as everywhere. A return slot that had the argument's
 dtype in every accepted call *is the argument's value*; its variable is then exactly the dtypes
-the argument was accepted at (``with_dtype_arguments``). A return that took other dtypes gets every dtype it returned.
+the argument was accepted at (``migrate.infer.dtype_arguments``). A return that took other dtypes gets every dtype it returned.
 
 The reports depend on the torch release and this code only: a stage of their own, built once in
 workers.
@@ -26,17 +26,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from migrate.cache import Stage, StageCache
-from migrate.evidence.sites import seen_on
-from migrate.model.constraint import DtypeArgument as SetByArgument
-from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical
-from migrate.model.plan import EMPTY, PROBE, TORCHLIB, Evidence, OverloadPlan, Variable
-from migrate.model.verdict import ACCEPTED, DTYPE_ARGUMENT, REJECTED, Verdict
+from migrate.model.dtypes import DType, canonical
 from migrate.runtime import torch_private
 from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.runtime.runs import interned_dtype, overload_key
 
 CHUNK = 40  # overloads per worker job
-ARGUMENT_DTYPES = 2  # dtypes the argument must be accepted at for a return to be set by it
 
 
 @dataclass(frozen=True)
@@ -237,74 +232,3 @@ def entry(cache: StageCache, jobs: int | None) -> list[dict[str, Any]]:
 def cached_dtype_arguments(cache: StageCache) -> dict[str, DtypeArgument]:
     """What ``load_dtype_arguments`` gives, when this code has called them already; else empty."""
     return _facts(stage(cache).read(kind=list) or [])
-
-
-def _returned_evidence(fact: DtypeArgument, slot: str) -> tuple[tuple[DType, ...], tuple[Evidence, ...]]:
-    """The dtypes the return slot takes, and the evidence: accepted, and, for a return that is the argument's value,
-    each refusal with ATen's message (a refused argument says nothing of a return that follows an input:
-    ``_rowwise_prune``'s rows)."""
-    at = fact.returns.index(slot)
-    exact = fact.follows_argument(slot)
-    dtypes = canonical(asked if exact else returned[at] for asked, returned in fact.accepted if returned[at] is not None)
-    subject = f"{fact.argument} at each dtype, a call built from the schema"
-    said = "the return is the argument's value" if exact else "what it returned"
-    evidence = [Evidence(PROBE, "", dtypes, (slot,), len(fact.accepted), Verdict(ACCEPTED, seen_on(DTYPE_ARGUMENT, f"{subject} ({said})")))]
-    for dtype, message in fact.refused if exact else ():
-        evidence.append(Evidence(PROBE, "", (dtype,), (slot,), 1, Verdict(REJECTED, seen_on(DTYPE_ARGUMENT, subject), ((dtype, message),))))
-    return dtypes, tuple(evidence)
-
-
-def probed_everywhere(fact: DtypeArgument) -> bool:
-    """Whether the argument was tried at every dtype a tensor can have, each accepted (with elements) or refused."""
-    return set(TENSOR_DTYPES) <= {d for d, _ in fact.accepted} | {d for d, _ in fact.refused}
-
-
-def _returned_by_calls(variable: Variable | None) -> tuple[DType, ...]:
-    """The variable's dtypes that calls showed (samples, probes, a device's claim): not torchlib's annotations, which
-    a run rewrites, nor refusals or calls on empty tensors."""
-    if variable is None:
-        return ()
-    shown = {d for e in variable.evidence if e.source not in (TORCHLIB, EMPTY) and not e.refused for d in e.dtypes}
-    return tuple(d for d in variable.dtypes if d in shown)
-
-
-def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgument | None, optional: bool | None = None) -> OverloadPlan | None:
-    """The plan with each tensor return its ScalarType argument sets taken out of its variable and given its own.
-
-    Where other evidence speaks for the returns, only when the argument was accepted at ``ARGUMENT_DTYPES``
-    dtypes or more and some return had its dtype in every accepted call (``_log_softmax_backward_data``'s
-    ``input_dtype``, accepted only beside inputs of its own dtype, sets nothing there); where none does
-    (``sparse_csr_tensor``), whatever the calls returned.
-
-    A return that was the argument's value in every accepted call, the argument tried at every dtype
-    (``probed_everywhere``) and in the yaml's schema (``optional``: whether it may be None there), is
-    *set by* the argument: its variable names it (``U: [dtype]``), the argument's own dtypes are those it was
-    accepted at, and the variable's dtypes are what it is when the argument is None: none for a required
-    argument (``to.dtype``), else what other calls returned there (samples, probes; not torchlib, which a run rewrites) (``zeros`` with ``dtype=None`` returns the
-    default dtype; the run keeps every dtype it saw there, as it cannot tell calls that gave the argument
-    from calls that did not), or, when no other call returned there, every dtype the argument was accepted at.
-    Any other return takes the dtypes the argument was accepted at if it was its value, else every dtype it
-    returned; both keep what other calls returned there (``linalg_vector_norm(float16 tensor)`` returns
-    float16 with ``dtype=None``). Inputs keep what the rest of the evidence says.
-    """
-    if fact is None or not fact.accepted:
-        return plan
-    plan = plan or OverloadPlan(name, ())
-    unbound = not {s for v in plan.variables for s in v.binds} & set(fact.returns)
-    if not unbound and (len(fact.accepted_dtypes) < ARGUMENT_DTYPES or not any(fact.follows_argument(slot) for slot in fact.returns)):
-        return plan
-    kept = plan.kept({s for v in plan.variables for s in v.binds} - set(fact.returns))
-    variables = list(kept.variables)
-    for number, slot in enumerate(fact.returns):
-        dtypes, evidence = _returned_evidence(fact, slot)
-        theirs = next((v for v in plan.variables if slot in v.binds), None)
-        if theirs is not None:  # what other calls returned there stays (the argument at None, other inputs)
-            evidence = tuple(replace(e, slots=(slot,)) for e in theirs.evidence if not e.slots or slot in e.slots) + evidence
-        argument = None
-        if optional is not None and fact.follows_argument(slot) and probed_everywhere(fact) and len(fact.accepted_dtypes) >= ARGUMENT_DTYPES:
-            argument = SetByArgument(fact.argument, dtypes, optional)
-            dtypes = (_returned_by_calls(theirs) or dtypes) if optional else ()
-        elif theirs is not None:
-            dtypes = canonical((*dtypes, *theirs.dtypes))
-        variables.append(Variable(f"R{number}~{fact.argument}", dtypes, (slot,), evidence, argument=argument))
-    return replace(kept, variables=tuple(variables))

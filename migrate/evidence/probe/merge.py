@@ -34,7 +34,7 @@ from migrate.evidence.sites import seen_on
 from migrate.runtime.runs import MIXED, SCHEMA_CALL, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
 from migrate.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
-from migrate.model.plan import DECLARED, EMPTY, OPINFO, PROBE, Conflict, Evidence, OverloadPlan, Plan, Variable
+from migrate.model.plan import EMPTY, PROBE, Evidence, OverloadPlan, Variable
 from migrate.model.verdict import (
     ACCEPTED,
     DTYPE_ARGUMENT,
@@ -45,15 +45,12 @@ from migrate.model.verdict import (
     SCHEMA_CALL as SCHEMA_CALL_KIND,
     Site,
     Verdict,
-    names_a_dtype,
 )
 
 ON_EMPTY = ", on empty tensors"  # ends the call of evidence from probing a call with an empty tensor
 RETURNS_LABEL = "returned by accepted probes"  # opens the call of the dtypes probes' calls returned
 PYTHON_NUMBER = "a Python "  # a Scalar argument as recorded, in a probe's call: 'other a Python float'
 SCHEMA_CALL_LABEL = "a call built from the schema"  # the calls of migrate.evidence.probe.schema_calls, as a probe's call names them
-SPLIT = "probe-split"  # conflict: probing split a variable the observations alone would have declared
-JOINED = "probe-joined"  # conflict: probing joined variables the observations alone would have kept apart
 _OPINFOS_NAMED = 3  # OpInfos named in one piece of evidence; the rest are counted
 
 
@@ -228,22 +225,6 @@ def _with(items: list[str]) -> str:
     return f" with {', '.join(items)}" if items else ""
 
 
-def refused_without_companions(variable: Variable) -> set[DType]:
-    """Dtypes ATen refused at every input slot of the variable, by a message naming a dtype, in calls whose other
-    arguments held no tensor, only Python numbers, and no other evidence accepted: the dtype itself was refused,
-    not a companion beside it or the call's data (``bitwise_and.Scalar(float32 tensor, 1)``: ``"bitwise_and_cpu"
-    not implemented for 'Float'``; ``lstm``'s built call at float64 takes another path, refused with ``t() expects
-    a tensor with <= 2 dimensions``, which names none)."""
-    inputs = {s for s in variable.binds if not s.startswith("return.")}
-    refused, accepted = set(), set()
-    for piece in variable.evidence:
-        if not piece.refused:
-            accepted.update(piece.dtypes)
-        elif (site := piece.verdict.site).cast and inputs <= set(site.cast) and not site.beside:
-            refused.update(d for d, message in piece.messages.items() if names_a_dtype(message))
-    return refused - accepted
-
-
 def built_from_schema(evidence: Evidence) -> bool:
     """Probe evidence of calls built from the schema (or the catalogue), a dtype argument's among them."""
     verdict = evidence.verdict
@@ -273,74 +254,3 @@ def _sources(gathered: _Gathered) -> str:
 def _made(gathered: _Gathered, verdict: Verdict, order: dict[str, int]) -> Evidence:
     slots = tuple(sorted(gathered.slots, key=order.__getitem__))
     return Evidence(PROBE, "", canonical(gathered.dtypes), slots, len(gathered.calls), verdict)
-
-
-@dataclass(frozen=True)
-class ProbeSummary:
-    """What probing changed in a plan (the run summary's ``probe`` section)."""
-
-    slots_widened: int
-    variables_split: int
-    variables_joined: int
-    overloads_from_built_calls: int
-
-    def to_json(self) -> dict[str, int]:
-        return {
-            "slots_widened": self.slots_widened,
-            "variables_split": self.variables_split,
-            "variables_joined": self.variables_joined,
-            "overloads_from_built_calls": self.overloads_from_built_calls,
-        }
-
-    def lines(self) -> list[str]:
-        return [
-            f"probe: {self.slots_widened} slots widened, {self.variables_split} variables split, {self.variables_joined} joined; "
-            f"{self.overloads_from_built_calls} overloads no sample reaches typed by a call built from the schema"
-        ]
-
-
-def probe_summary(plan: Plan) -> ProbeSummary:
-    """What probing changed in a plan, read from its evidence and conflicts (so a ``--report`` file gives the same).
-
-    Slots widened: observed slots where ATen accepted dtypes that were neither observed
-    nor declared for other devices; variables split and joined: the conflicts saying so;
-    overloads from built calls: those probing a call built from the schema typed.
-    """
-    widened = 0
-    for overload in plan.overloads:
-        for variable in overload.variables:
-            for slot in variable.binds:
-                pieces = [e for e in variable.evidence if slot in e.slots and not e.refused]
-                observed = {d for e in pieces if e.source == OPINFO for d in e.dtypes}
-                known = observed | {d for e in pieces if e.source == DECLARED for d in e.dtypes}
-                probed = {d for e in pieces if e.source == PROBE for d in e.dtypes}
-                widened += bool(observed) and bool(probed - known)
-    kinds = [c.kind for overload in plan.overloads for c in overload.conflicts]
-    built = sum(
-        1
-        for o in plan.overloads
-        if any(built_from_schema(e) for v in o.variables for e in v.evidence)
-        and not any(e.source == OPINFO for v in o.variables for e in v.evidence)
-    )
-    return ProbeSummary(widened, kinds.count(SPLIT), kinds.count(JOINED), built)
-
-
-def split_and_joined(observed: tuple[Variable, ...], probed: tuple[Variable, ...]) -> list[Conflict]:
-    """Conflicts for each observed variable probing split, and each probed variable that joins observed ones."""
-    conflicts = []
-    for variable in observed:
-        parts = [p for p in probed if set(p.binds) & set(variable.binds)]
-        if len(parts) > 1:
-            pieces = "; ".join(", ".join(s for s in p.binds if s in variable.binds) for p in parts)
-            message = (
-                f"observations alone would tie {', '.join(variable.binds)}; ATen accepted them with different dtypes "
-                f"when probed, so they are split: {pieces}"
-            )
-            conflicts.append(Conflict(SPLIT, variable.binds, (), message))
-    for variable in probed:
-        parts = [o for o in observed if set(o.binds) & set(variable.binds)]
-        if len(parts) > 1:
-            pieces = "; ".join(", ".join(o.binds) for o in parts)
-            message = f"probed and observed calls together tie {', '.join(variable.binds)}, which observations alone kept apart: {pieces}"
-            conflicts.append(Conflict(JOINED, variable.binds, (), message))
-    return conflicts

@@ -6,7 +6,7 @@ returns (``add(a, b, out=torch.empty_like(a + b))``), and the first input mutate
 (``a.add_(b)``). Such a call is probed as a recorded one is (``migrate.evidence.probe.prober``),
 but only what it writes is cast alone: the out tensor or the mutated ``self`` at every dtype, the
 others as the accepted call had them; then the slots of one dtype together. An input the sibling
-only reads is judged on the functional's own calls (``migrate.evidence.own_calls``). So the
+only reads is judged on the functional's own calls (``migrate.infer.own_calls``). So the
 sibling's verdicts stand on their own where it writes: ATen refuses ``add(float32, float32, out=int64)`` with ``result type
 Float can't be cast to the desired output type Long``, and that message is kept.
 

@@ -1,24 +1,19 @@
-"""Type promotion (issue 31): whether ATen promotes an overload's arguments, and its promoted tensors' sets.
+"""Type promotion (issue 31): the calls that show whether ATen promotes an overload's arguments.
 
-``calls`` makes mixed and diagonal calls in workers (cached), ``decide`` weighs them against torch's
-refs, ``sets`` turns an overload's plan into one variable of the dtypes its kernel computes in.
+``calls`` makes mixed and diagonal calls in workers (cached), one report per overload. Inference weighs them
+against torch's refs (``migrate.infer.promotion_findings``) and turns an overload's plan into one variable of the
+dtypes its kernel computes in (``migrate.infer.promotion_sets``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from migrate.cache import StageCache
-from migrate.model.native import NativeFunctions
+from migrate.evidence.promotion import calls
+from migrate.runtime.runs import overload_key
 
 
-def promotion_findings(native: NativeFunctions, cache: StageCache, jobs: int | None) -> dict:
-    """Per overload of the file, its promotion finding (``decide.PromotionFinding``), kept where the file's schema has its arguments."""
-    from migrate.evidence.promotion import calls
-    from migrate.evidence.promotion.decide import findings
-
-    found = {}
-    for name, finding in findings(calls.entry(cache, jobs)).items():
-        entry = native.by_name.get(name)
-        kept = finding.kept({s.name for s in entry.schema.slots if not s.is_return}) if entry is not None else None
-        if kept is not None:
-            found[name] = kept
-    return found
+def promotion_reports(cache: StageCache, jobs: int | None) -> dict[str, dict[str, Any]]:
+    """Per overload ('add.Tensor'), its report of the calls built for promotion (``calls.promotion_reports``)."""
+    return {overload_key(report["overload"]): report for report in calls.entry(cache, jobs)}

@@ -19,7 +19,7 @@ their mean has no dtype.
 
 Each call keeps what it returned (the first return's dtype) or ATen's message, and the result
 dtype torch's rules (``torch._prims_common.elementwise_dtypes``) predict for each promotion kind.
-``migrate.evidence.promotion.decide`` reads them. Data never fed to a kernel by a refusal to
+``migrate.infer.promotion_findings`` reads them. Data never fed to a kernel by a refusal to
 promote: the promoted tensors hold values from 1 to 3 (``floor_divide`` by zero raises).
 
 The calls depend on the torch release and this module only: a stage of their own. In-place

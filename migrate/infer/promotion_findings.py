@@ -2,7 +2,7 @@
 
 - Declared: the refs' ``elementwise_type_promotion_wrapper`` (the source of torch.onnx's table).
 - Observed: the first candidate set of arguments whose mixed calls all ran and whose calls (mixed and
-  diagonal) agree with one promotion kind of torch's rules (``calls.consistent_kinds``).
+  diagonal) agree with one promotion kind of torch's rules (``migrate.evidence.promotion.calls.consistent_kinds``).
 
 Both agree: the promotion is written. Observation alone also writes it. Where they disagree the
 observation settles it, and the disagreement is a ``type-promotion`` conflict in ``--report``:
@@ -11,7 +11,7 @@ the refs declare ``lerp`` promoting, but ATen refuses ``lerp(float32, float64, f
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,75 +19,13 @@ from migrate.evidence.sites import seen_on
 from migrate.evidence.promotion.calls import consistent_kinds, own_dtype
 from migrate.runtime.runs import overload_key
 from migrate.model.dtypes import DType, canonical
+from migrate.model.native import NativeFunctions
 from migrate.model.plan import PROBE, Conflict, Evidence
 from migrate.model.promotion import KEEP_OWN_DTYPE, Promotion
 from migrate.model.verdict import ACCEPTED, PROMOTION_CALL, REJECTED, Site, Verdict
 
 CONFLICT = "type-promotion"  # the refs and ATen's calls disagree on an overload's promotion
-_INTEGRAL = frozenset({"bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"})
-_REAL = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}
-_DEFAULT_FLOAT = "float32"  # torch's default dtype, which int_to_float gives integers
 WHERE = "a call built for promotion"  # names the diagonal calls, in their evidence's call
-
-
-_CATEGORY = {"bool": 0, "int": 1, "float": 2, "complex": 3}  # a Python number's kind, in promotion's order
-_COMPLEX = {"float16": "complex32", "bfloat16": "complex64", "float32": "complex64", "float64": "complex128"}
-
-
-def _category(dtype: DType) -> int:
-    if dtype.name == "bool":
-        return 0
-    if dtype.name in _INTEGRAL:
-        return 1
-    return 3 if dtype.name.startswith("complex") else 2
-
-
-def with_numbers(dtype: DType, numbers: Iterable[str]) -> DType | None:
-    """What ``dtype``'s tensors and Python numbers of these kinds promote to: a number of a higher category moves
-    it to that category's default (``uint16`` with a float: float32; ``float16`` with a complex: complex32);
-    None where torch refuses (a float8 with a complex)."""
-    top = max((_CATEGORY[kind] for kind in numbers), default=0)
-    if top <= _category(dtype):
-        return dtype
-    if top == 1:
-        return DType("int64")
-    if top == 2:
-        return DType(_DEFAULT_FLOAT)
-    if _category(dtype) == 2:
-        return DType(_COMPLEX[dtype.name]) if dtype.name in _COMPLEX else None
-    return DType("complex64")
-
-
-def computation_dtype(kind: str, dtype: DType, numbers: Iterable[str] = ()) -> DType | None:
-    """The dtype the kernel computes in when every promoted tensor has ``dtype`` and the promoted Scalars hold
-    Python numbers of these kinds (None where torch refuses to promote them)."""
-    found = with_numbers(dtype, numbers)
-    if found is None:
-        return None
-    dtype = found
-    if kind == "int_to_float" and dtype.name in _INTEGRAL:
-        return DType(_DEFAULT_FLOAT)
-    if kind == "bool_to_long" and dtype.name == "bool":
-        return DType("int64")
-    return dtype
-
-
-def returns_possible(kind: str, dtype: DType) -> bool:
-    """Whether a call of this kind can return ``dtype`` (``int_to_float`` never returns an integer)."""
-    if kind == "int_to_float":
-        return dtype.name not in _INTEGRAL
-    if kind == "bool_to_long":
-        return dtype.name != "bool"
-    if kind == "always_bool":
-        return dtype.name == "bool"
-    if kind == "complex_to_float":
-        return dtype.name not in _REAL
-    return True
-
-
-def real_counterpart(dtype: DType) -> DType:
-    """What ``complex_to_float`` returns for a computation dtype."""
-    return DType(_REAL.get(dtype.name, dtype.name))
 
 
 @dataclass(frozen=True)
@@ -131,7 +69,7 @@ def _identity(promotion: Promotion, tried: dict[str, Any]) -> bool:
 
 
 def finding_of(report: dict[str, Any]) -> PromotionFinding:
-    """The decision for one overload's report (``calls.promotion_reports``)."""
+    """The decision for one overload's report (``migrate.evidence.promotion.calls.promotion_reports``)."""
     name = overload_key(report["overload"])
     declared = Promotion(report["declared"]["kind"], tuple(report["declared"]["args"])) if report["declared"] else None
     chosen, kinds = None, []
@@ -168,8 +106,8 @@ def finding_of(report: dict[str, Any]) -> PromotionFinding:
 
 
 def _diagonal(tried: dict[str, Any], tensors: tuple[str, ...]) -> tuple[Evidence, ...]:
-    """The dtypes the diagonal calls ran in, and the refused ones by message (input dtypes: ``sets`` maps them to
-    computation dtypes by the kind it writes)."""
+    """The dtypes the diagonal calls ran in, and the refused ones by message (input dtypes: ``promotion_sets`` maps
+    them to computation dtypes by the kind it writes)."""
     accepted, refused = set(), {}
     for dtype, returned, message, _ in tried["diagonal"]:
         if returned is not None:
@@ -199,3 +137,14 @@ def findings(reports: Iterable[dict[str, Any]]) -> dict[str, PromotionFinding]:
             found[finding.name] = finding
     return found
 
+
+def promotion_findings(native: NativeFunctions, reports: Mapping[str, dict[str, Any]]) -> dict[str, PromotionFinding]:
+    """Per overload of the file, its finding from its report (``Sources.promotions``), kept where the file's schema has
+    its arguments."""
+    found = {}
+    for name, finding in findings(reports.values()).items():
+        entry = native.by_name.get(name)
+        kept = finding.kept({s.name for s in entry.schema.slots if not s.is_return}) if entry is not None else None
+        if kept is not None:
+            found[name] = kept
+    return found

@@ -1,95 +1,67 @@
-"""A verdict per dtype for each variable, read from its merged evidence (docs/evidence.md).
-
-A maintainer trusts a written set only if each of its dtypes rests on something ATen did.
-So every dtype a plain tensor can have gets one verdict per variable, the first that holds:
-
-- ``accepted``: a call with an element in every tensor argument and return ran (an OpInfo
-  observation, an accepted probe, a metadata-reading kernel on meta tensors); calls with an
-  empty tensor are ``empty`` evidence and never count, since ATen returns before its dtype
-  dispatch (``mm`` of (0, 2) and (2, 3) bool tensors runs);
-- ``other-device``: the OpInfo of this very overload claims it for CUDA (PyTorch's CI tests
-  that claim; the MPS, XPU and HPU sets OpInfo derives by default are no evidence);
-- ``rejected``: a probe of such a call raised, with ATen's message; for a variable of returns only,
-  also a dtype no accepted call returned although probing cast the inputs to every dtype
-  (``NEVER_RETURNED``): a return takes what the inputs give it;
-- ``promoted``: a diagonal call with every promoted tensor at this dtype ran, and the kernel computed
-  in another dtype, as the overload's ``type_promotion:`` kind says (``acos`` of int64 computes in
-  float32 under ``int_to_float``): settled, and not in the set of computation dtypes;
-- ``unknown``: nothing says. A variable with unknown verdicts is ``incomplete``: its set is a
-  lower bound, never a reason to narrow anything.
-
-In-place, out= and alias overloads that take another overload's constraints take its verdicts.
-"""
+"""The run summary's sections counted over the applied plan: what probing changed in it (``probe``) and each
+variable's verdicts (``verdicts``). They read the plan's evidence and conflicts, so a ``--report`` file gives the same."""
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from migrate.evidence.probe.merge import built_from_schema
+from migrate.infer.probe_conflicts import JOINED, SPLIT
 from migrate.model.dtypes import TENSOR_DTYPES
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import (
-    DECLARED,
-    EMPTY,
-    EMPTY_ONLY,
-    NO_CPU_KERNEL,
-    NO_VALID_CALL,
-    NOT_TRIED,
-    UNKNOWN_REASONS,
-    KERNEL,
-    OPINFO,
-    PROBE,
-    OverloadPlan,
-    Plan,
-    Variable,
-    Verdicts,
-)
-from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, PROMOTED, REJECTED, RETURNED, VERDICTS
+from migrate.model.plan import DECLARED, EMPTY, NOT_TRIED, OPINFO, PROBE, UNKNOWN_REASONS, Plan, Variable
+from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, REJECTED, VERDICTS
 
 
-NEVER_RETURNED = "never returned: no accepted call returned this dtype, though probing cast the inputs to every dtype"
+@dataclass(frozen=True)
+class ProbeSummary:
+    """What probing changed in a plan (the run summary's ``probe`` section)."""
+
+    slots_widened: int
+    variables_split: int
+    variables_joined: int
+    overloads_from_built_calls: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "slots_widened": self.slots_widened,
+            "variables_split": self.variables_split,
+            "variables_joined": self.variables_joined,
+            "overloads_from_built_calls": self.overloads_from_built_calls,
+        }
+
+    def lines(self) -> list[str]:
+        return [
+            f"probe: {self.slots_widened} slots widened, {self.variables_split} variables split, {self.variables_joined} joined; "
+            f"{self.overloads_from_built_calls} overloads no sample reaches typed by a call built from the schema"
+        ]
 
 
-def returns_probed(variable: Variable) -> bool:
-    """Only returns, and probes cast the inputs of its calls to every dtype: what they never returned, no call returns."""
-    return all(slot.startswith("return.") for slot in variable.binds) and any(
-        e.source == PROBE and e.outcome == RETURNED for e in variable.evidence
+def probe_summary(plan: Plan) -> ProbeSummary:
+    """What probing changed in a plan, read from its evidence and conflicts (so a ``--report`` file gives the same).
+
+    Slots widened: observed slots where ATen accepted dtypes that were neither observed
+    nor declared for other devices; variables split and joined: the conflicts saying so;
+    overloads from built calls: those probing a call built from the schema typed.
+    """
+    widened = 0
+    for overload in plan.overloads:
+        for variable in overload.variables:
+            for slot in variable.binds:
+                pieces = [e for e in variable.evidence if slot in e.slots and not e.refused]
+                observed = {d for e in pieces if e.source == OPINFO for d in e.dtypes}
+                known = observed | {d for e in pieces if e.source == DECLARED for d in e.dtypes}
+                probed = {d for e in pieces if e.source == PROBE for d in e.dtypes}
+                widened += bool(observed) and bool(probed - known)
+    kinds = [c.kind for overload in plan.overloads for c in overload.conflicts]
+    built = sum(
+        1
+        for o in plan.overloads
+        if any(built_from_schema(e) for v in o.variables for e in v.evidence)
+        and not any(e.source == OPINFO for v in o.variables for e in v.evidence)
     )
-
-
-def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
-    """The verdicts its evidence gives (see the module's docstring), each unknown one with why (``UNKNOWN_REASONS``)."""
-    accepted, other, rejected, empty, promoted = set(), set(), {}, set(), {}
-    for evidence in variable.evidence:
-        if evidence.source == PROBE and evidence.outcome == PROMOTED:
-            for dtype in evidence.dtypes:
-                promoted.setdefault(dtype, evidence.verdict.promotion_note)
-        elif evidence.refused:
-            for dtype, message in evidence.messages.items():
-                rejected.setdefault(dtype, message)
-        elif evidence.source in (OPINFO, PROBE, KERNEL):
-            accepted.update(evidence.dtypes)
-        elif evidence.source == DECLARED:
-            other.update(evidence.dtypes)
-        elif evidence.source == EMPTY:
-            empty.update(evidence.dtypes)
-    if returns_probed(variable):
-        for dtype in TENSOR_DTYPES:
-            if dtype not in accepted and dtype not in other:
-                rejected.setdefault(dtype, NEVER_RETURNED)
-    if not cpu_kernel:
-        reason = dict.fromkeys(TENSOR_DTYPES, NO_CPU_KERNEL)
-    elif not accepted:
-        reason = dict.fromkeys(TENSOR_DTYPES, NO_VALID_CALL)
-    else:
-        reason = {d: EMPTY_ONLY if d in empty else NOT_TRIED for d in TENSOR_DTYPES}
-    return Verdicts(tuple(accepted), tuple(other), tuple(rejected.items()), tuple(reason.items()), tuple(promoted.items()))
-
-
-def with_verdicts(plan: OverloadPlan, cpu_kernel: bool = True) -> OverloadPlan:
-    """The plan with each variable's verdicts (``cpu_kernel``: whether a CPU call can reach the overload at all)."""
-    return replace(plan, variables=tuple(replace(v, verdicts=verdicts_of(v, cpu_kernel)) for v in plan.variables))
+    return ProbeSummary(widened, kinds.count(SPLIT), kinds.count(JOINED), built)
 
 
 def overload_kind(native: NativeFunctions, name: str) -> str:

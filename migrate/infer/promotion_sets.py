@@ -7,7 +7,7 @@ every promoted tensor has one dtype and an element: the probes that cast all of 
 the calls built for promotion (``migrate.evidence.promotion.calls``). A call with a 0-dim or
 lower-category companion (a probe casting one of them alone, an observation) proves promotion,
 never a dtype. A dtype such a call accepted is that of the kernel: integers under ``int_to_float``
-are computed in the default float (``computation_dtype``). The dtypes a diagonal call ran at and the
+are computed in the default float (``migrate.model.promotion.computation_dtype``). The dtypes a diagonal call ran at and the
 kernel computed in another are kept apart (``promoted_away``): each is settled as ``promoted``, not
 left unknown, and stays out of the set.
 
@@ -24,16 +24,28 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from migrate.evidence.sites import seen_on
-from migrate.evidence.promotion.decide import CONFLICT, PromotionFinding, computation_dtype, real_counterpart, returns_possible, with_numbers
+from migrate.infer.promotion_findings import CONFLICT, PromotionFinding
+from migrate.infer.verdicts import with_verdicts
 from migrate.model.dtypes import DType, canonical
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
-from migrate.model.promotion import Promotion
+from migrate.model.promotion import Promotion, computation_dtype, result_dtype, returns_possible, with_numbers
 from migrate.model.schema import TypedSchema
 from migrate.model.verdict import PROMOTED as PROMOTED_VERDICT, PROBE_CALL, Site, Verdict
 
 SHARED_RETURN = ("default", "no_opmath", "int_to_float", "bool_to_long")  # kinds whose return is the computation dtype
 PROMOTED = "TPromoted"  # the promoted variable's name until names are given
+
+
+def _computed(kind: str, dtype: DType, numbers: Iterable[str] = ()) -> DType | None:
+    """The dtype the kernel computes in, every promoted tensor at ``dtype`` (``migrate.model.promotion``)."""
+    found = computation_dtype(kind, dtype.name, numbers)
+    return None if found is None else DType(found)
+
+
+def _real(dtype: DType) -> DType:
+    """What ``complex_to_float`` returns for a computation dtype."""
+    return DType(result_dtype("complex_to_float", dtype.name))
 
 
 def _numbers(evidence: Evidence, scalars: Iterable[str]) -> tuple[str, ...]:
@@ -78,13 +90,13 @@ def _diagonal_pieces(
                 numbers = _numbers(piece, scalars)
                 if piece.refused:
                     # a refusal where a promoted Scalar moved the computation (bool with an int) says nothing of its dtype
-                    own = [d for d in piece.dtypes if with_numbers(d, numbers) == d]
-                    away = tuple(d for d in own if computation_dtype(kind, d) != d)
+                    own = [d for d in piece.dtypes if with_numbers(d.name, numbers) == d.name]
+                    away = tuple(d for d in own if _computed(kind, d) != d)
                     if away and cast == together:
                         refused.append(replace(piece, dtypes=away, slots=finding.tensors))
                     if cast != tensors or not at_tensors:
                         continue  # another slot cast with them may be what ATen refused
-                    dtypes = tuple(d for d in own if computation_dtype(kind, d) == d)
+                    dtypes = tuple(d for d in own if _computed(kind, d) == d)
                     if dtypes:
                         pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
                     continue
@@ -93,7 +105,7 @@ def _diagonal_pieces(
             elif piece.source not in (DECLARED, TORCHLIB):
                 continue  # observations mix dtypes per slot; the rest speaks of slots apart
             if at_tensors:
-                dtypes = canonical({computation_dtype(kind, d, numbers) for d in piece.dtypes} - {None})
+                dtypes = canonical({_computed(kind, d, numbers) for d in piece.dtypes} - {None})
                 if dtypes:
                     pieces.append(replace(piece, dtypes=dtypes, slots=finding.tensors))
     return pieces, ran, refused
@@ -123,9 +135,9 @@ def _mapped(finding: PromotionFinding, refused_here: frozenset[DType] = frozense
     kind, found = finding.promotion.kind, []
     for piece in finding.diagonal:  # their promoting Scalars are of each dtype's own kind (``calls``)
         if piece.refused:
-            dtypes = tuple(d for d in piece.dtypes if computation_dtype(kind, d) == d)
+            dtypes = tuple(d for d in piece.dtypes if _computed(kind, d) == d)
         else:
-            dtypes = canonical({computation_dtype(kind, d) for d in piece.dtypes} - refused_here)
+            dtypes = canonical({_computed(kind, d) for d in piece.dtypes} - refused_here)
         if dtypes:
             found.append(replace(piece, dtypes=dtypes))
     return found
@@ -143,7 +155,7 @@ def promoted_away(pieces: list[Evidence], kind: str, tensors: tuple[str, ...], s
             continue
         numbers = _numbers(piece, scalars)
         for dtype in piece.dtypes:
-            if with_numbers(dtype, numbers) == dtype and (computed := computation_dtype(kind, dtype)) != dtype:
+            if with_numbers(dtype.name, numbers) == dtype.name and (computed := _computed(kind, dtype)) != dtype:
                 found.setdefault((computed, piece.where), set()).add(dtype)
                 seen_at.setdefault(piece.where, piece)
     return [
@@ -171,7 +183,7 @@ def _checked_by_returns(plan: OverloadPlan, finding: PromotionFinding) -> Promot
         if "return.0" in e.slots and e.source in (OPINFO, PROBE) and not e.refused
         for d in e.dtypes
     }
-    impossible = canonical(d for d in returned if not returns_possible(kind, d))
+    impossible = canonical(d for d in returned if not returns_possible(kind, d.name))
     if not impossible:
         return finding
     promotion = Promotion("default", finding.promotion.args)
@@ -231,10 +243,10 @@ def with_promotion(
     promoted = Variable(PROMOTED, dtypes, binds, tuple(pieces))
     variables = [promoted]
     if returns and kind == "complex_to_float" and "return.0" in bound:
-        real = canonical({real_counterpart(d) for d in dtypes})
+        real = canonical({_real(d) for d in dtypes})
         where = f"the real counterparts of {', '.join(finding.tensors)}'s computation dtypes (complex_to_float)"
         why = tuple(
-            Evidence(source, where, canonical({real_counterpart(d) for e in pieces if e.source == source and not e.refused for d in e.dtypes}), ("return.0",))
+            Evidence(source, where, canonical({_real(d) for e in pieces if e.source == source and not e.refused for d in e.dtypes}), ("return.0",))
             for source in (PROBE, DECLARED)
             if any(e.source == source and not e.refused for e in pieces)
         )
@@ -254,8 +266,6 @@ def sibling_promotions(native: NativeFunctions, plans: Mapping[str, OverloadPlan
     """In-place and out= overloads with their functional overload's promotion (its diagonal calls' evidence), where
     their own calls were not made (a promoted result must also cast into ``self`` or ``out``) and their schema has
     its arguments: ``add_.Tensor``, ``sinc_``, ``add.out``. Their verdicts are read again from the evidence."""
-    from migrate.evidence.verdicts import with_verdicts
-
     found = {}
     for name, plan in sorted(plans.items()):
         group = native.groups.get(name) if name in native.by_name else None

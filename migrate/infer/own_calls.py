@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from migrate.evidence.verdicts import returns_probed
+from migrate.infer.verdicts import returns_probed
 from migrate.model.plan import OverloadPlan, Variable
 from migrate.model.schema import TypedSchema
 

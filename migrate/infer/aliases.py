@@ -1,0 +1,36 @@
+"""Alias overloads take the constraints of the overload they stand for (provenance ``aliases``).
+
+Which overload that is, slot by slot, is the evidence's (``migrate.evidence.opinfo.aliases``): an alias such as ``clip``
+or ``__and__.Tensor`` forwards to ``clamp`` or ``bitwise_and.Tensor`` before the kernels the recorders see, so
+samples never show it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Mapping
+
+from migrate.evidence.opinfo.aliases import AliasOf
+from migrate.model.plan import ALIASES, Evidence, OverloadPlan
+
+
+def alias_plans(aliases: Mapping[str, AliasOf], plans: Mapping[str, OverloadPlan]) -> dict[str, OverloadPlan]:
+    """Plans for alias overloads with no evidence of their own, from their target's plan, slot by slot.
+
+    An alias slot carried into two of the target's variables would need both: such an alias is left alone.
+    """
+    taken = {}
+    for alias, of in sorted(aliases.items()):
+        plan = plans.get(of.target)
+        if plan is None or not plan.variables or (alias in plans and plans[alias].variables):
+            continue
+        variables = []
+        for variable in plan.variables:
+            binds = tuple(dict.fromkeys(a for a, t in of.slots if t in variable.binds))
+            if binds:
+                evidence = (Evidence(ALIASES, of.why, variable.dtypes, binds),)
+                variables.append(replace(variable, binds=binds, evidence=evidence))
+        bound = [slot for v in variables for slot in v.binds]
+        if variables and len(bound) == len(set(bound)):
+            taken[alias] = OverloadPlan(alias, plan.followed_within(variables))
+    return taken
