@@ -8,9 +8,10 @@ import json
 import pytest
 
 from migrate.evidence.probe.value_calls import VALUES, valued_argument
-from migrate.infer.values import ValuesSummary, value_refusals
+from migrate.infer.values import value_refusals
 from migrate.model.dtypes import named
 from migrate.model.values import ValueRefusal
+from migrate.pipeline.plan_summary import ValuesSummary
 
 FLOOR = "NotImplementedError: \"div_floor_cpu\" not implemented for '{}'"
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from migrate.cache import StageCache
+from migrate.evidence.probe.value_calls import entry as value_call_reports
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.dtypes import DType
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native
@@ -78,6 +79,7 @@ class Sources:
     follows: Mapping[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots that follow another variable (probe.follows)
     dtype_arguments: Mapping[str, DtypeArgument] = field(default_factory=dict)  # returns a ScalarType argument sets (probe.dtype_arguments)
     promotions: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # issue 31: the calls built for promotion, per overload (evidence.promotion)
+    value_calls: tuple[dict[str, Any], ...] = ()  # the calls built at each value of a string argument (probe.value_calls)
     cuda_claims: Mapping[str, tuple[tuple[str, tuple[DType, ...], tuple[DType, ...]], ...]] = field(default_factory=dict)  # (slot, CPU's, CUDA's) its own OpInfos claim
     autocast: AutocastEvidence | None = None  # each overload's policy per autocast key; None: not asked for
     key: tuple[bytes | str, ...] | None = None  # the content of every input above: the plans stage's key (None: not cacheable)
@@ -173,6 +175,7 @@ def _runtime_sources(
         from migrate.evidence.promotion import promotion_reports
 
         promotions = promotion_reports(cache, sweep.jobs)
+    value_calls = tuple(value_call_reports(cache, sweep.jobs)) if "probe" in wanted else ()
     claims = {
         name: claims
         for name, claims in evidence.claims.items()
@@ -190,6 +193,7 @@ def _runtime_sources(
         "follows": follows,
         "dtype_arguments": dtype_arguments,
         "promotions": promotions,
+        "value_calls": value_calls,
         "alignment": alignment,
     }
 

@@ -27,8 +27,10 @@ from migrate.infer.naming import backend_sets, global_sets, name_variables
 from migrate.infer.promotion_findings import promotion_findings
 from migrate.infer.promotion_sets import one_tensor_return, sibling_promotions, with_promotion
 from migrate.infer.structure import group_siblings, tied_by_structure, with_fixed_returns
+from migrate.infer.values import value_refusals
 from migrate.infer.verdicts import with_verdicts
 from migrate.model.autocast import Policies
+from migrate.model.values import ValueRefusal
 from migrate.model.global_sets import sets_used
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan
@@ -44,6 +46,7 @@ class Inference:
     sets: tuple[GlobalSet, ...]
     alignment: Alignment | None
     recordings: tuple[RecordingSummary, ...] = ()  # the recordings merged (--recording), with what they covered
+    value_refusals: tuple[ValueRefusal, ...] = ()  # dtypes a value of a string argument refuses that another takes
 
 
 def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan]:
@@ -154,6 +157,7 @@ def _cached(native: NativeFunctions, sources: Sources, stage: Stage | None) -> d
             "sets": sets,
             "overloads": {o.name: pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in overloads},
             "alignment": found.alignment,
+            "value_refusals": value_refusals(found.value_calls),
         }
         if stage is not None and sources.key is not None:
             stage.write(stored, *sources.key)
@@ -179,7 +183,7 @@ def infer(native: NativeFunctions, sources: Sources, stage: Stage | None = None,
     if sources.autocast is not None:
         autocast = sources.autocast
         plan = with_autocast(plan, {name: autocast.of(name) for name in autocast.policies}, only)
-    return Inference(plan, stored["sets"], stored["alignment"], stored.get("recordings", ()))
+    return Inference(plan, stored["sets"], stored["alignment"], stored["recordings"], stored["value_refusals"])
 
 
 def verdict_plan(name: str, opinfo: OverloadPlan | None, probe: OverloadPlan | None) -> OverloadPlan:

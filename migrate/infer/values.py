@@ -10,7 +10,6 @@ dtype is said once per value, at the widest cast that shows it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from migrate.evidence.probe.value_calls import ARGUMENT, VALUE
@@ -62,24 +61,3 @@ def value_refusals(reports: Iterable[dict[str, Any]]) -> tuple[ValueRefusal, ...
         if name is not None:
             by_overload.setdefault((name, report[ARGUMENT]), {})[report[VALUE]] = ProbedCall.from_report(SCHEMA_CALL, report)
     return tuple(r for (name, argument) in sorted(by_overload) for r in _refusals(name, argument, by_overload[name, argument]))
-
-
-@dataclass(frozen=True)
-class ValuesSummary:
-    """The run summary's ``values`` section: every value's refusals of dtypes another value took."""
-
-    refusals: tuple[ValueRefusal, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"overloads": len({r.overload for r in self.refusals}), "refusals": [r.to_json() for r in self.refusals]}
-
-    def lines(self) -> list[str]:
-        if not self.refusals:
-            return ["value-dependent dtypes: no value of a string argument refuses a dtype another value takes"]
-        pairs = sum(len(r.dtypes) for r in self.refusals)
-        first = self.refusals[0]
-        return [
-            f"value-dependent dtypes: {len({r.overload for r in self.refusals})} overloads refuse, at some value of a string argument,"
-            f" dtypes another value takes ({pairs} (value, dtype) pairs, e.g. {first.overload} {first.spelled_value}:"
-            f" {', '.join(str(d).removeprefix('torch.') for d in first.dtypes)}); the sets keep the union (listed in --report)"
-        ]

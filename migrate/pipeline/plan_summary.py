@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from migrate.evidence.probe.merge import built_from_schema
 from migrate.infer.probe_conflicts import JOINED, SPLIT
 from migrate.model.dtypes import TENSOR_DTYPES
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import DECLARED, EMPTY, NOT_TRIED, OPINFO, PROBE, UNKNOWN_REASONS, Plan, Variable
+from migrate.model.values import ValueRefusal
 from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, REJECTED, VERDICTS
 
 
@@ -168,3 +170,24 @@ def dtype_verdict_summary(native: NativeFunctions, plan: Plan) -> VerdictSummary
             for kind in sorted(unknown_by_kind, key=lambda k: (-unknown_by_kind[k], k))
         },
     )
+
+
+@dataclass(frozen=True)
+class ValuesSummary:
+    """The run summary's ``values`` section: every value's refusals of dtypes another value took."""
+
+    refusals: tuple[ValueRefusal, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"overloads": len({r.overload for r in self.refusals}), "refusals": [r.to_json() for r in self.refusals]}
+
+    def lines(self) -> list[str]:
+        if not self.refusals:
+            return ["value-dependent dtypes: no value of a string argument refuses a dtype another value takes"]
+        pairs = sum(len(r.dtypes) for r in self.refusals)
+        first = self.refusals[0]
+        return [
+            f"value-dependent dtypes: {len({r.overload for r in self.refusals})} overloads refuse, at some value of a string argument,"
+            f" dtypes another value takes ({pairs} (value, dtype) pairs, e.g. {first.overload} {first.spelled_value}:"
+            f" {', '.join(str(d).removeprefix('torch.') for d in first.dtypes)}); the sets keep the union (listed in --report)"
+        ]

@@ -24,10 +24,9 @@ from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile, sets_used
 from migrate.model.names import OverloadName
 from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, gather_overloads
-from migrate.evidence.probe.value_calls import cached_value_reports
-from migrate.infer.values import ValuesSummary, value_refusals
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, plan_text
+from migrate.pipeline.plan_summary import ValuesSummary, dtype_verdict_summary, probe_summary
 from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
 from migrate.write.continued import EarlierOutput, carried_overloads, carried_sets, changed_functions, merged_native, read_earlier
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan
@@ -445,7 +444,6 @@ class Session:
         to it and the overloads selected: the ``applied`` stage keeps its result under those, so a warm run reads
         it instead of writing the yaml and counting every variable's verdicts again. A --plan file is applied as is.
         """
-        from migrate.pipeline.plan_summary import dtype_verdict_summary, probe_summary
 
         selected = self.selected
 
@@ -482,7 +480,7 @@ class Session:
             summary["autocast"] = sources.autocast.summary()
         if self.sweep is not None:
             summary["recordings"] = self._recordings_summary(inference)
-            summary["values"] = ValuesSummary(value_refusals(cached_value_reports(self.cache)))
+            summary["values"] = ValuesSummary(inference.value_refusals)
         return summary
 
     def _recordings_summary(self, inference: Inference) -> RecordingsSummary:

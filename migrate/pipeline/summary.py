@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     from migrate.evidence.gather import OpInfoSummary
     from migrate.evidence.probe.host_paths import HostPathsSummary
     from migrate.evidence.recording import RecordingsSummary
-    from migrate.infer.values import ValuesSummary
-    from migrate.pipeline.plan_summary import ProbeSummary, VerdictSummary
+    from migrate.pipeline.plan_summary import ProbeSummary, ValuesSummary, VerdictSummary
     from migrate.write.torchlib.rewrite import TorchlibSummary
 
 
