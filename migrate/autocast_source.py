@@ -9,6 +9,7 @@ The same reader reads the blocks ``autocast-gen`` writes.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +45,6 @@ class Registration:
 
 def installed_header() -> Path:
     """The installed torch's ``ATen/autocast_mode.h``, found without importing torch."""
-    import importlib.util
-
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
         raise InputError("torch is not installed: no autocast_mode.h to read", Path("torch"))

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import gc
 import hashlib
+import importlib.metadata
 import os
 import pickle
 import sys
@@ -129,8 +130,6 @@ def code_digest(*modules: str) -> str:
 
     With no module named: the whole tool's source (for stages that run most of it).
     """
-    import importlib.metadata  # here, not at import: only a run that reads a cache pays for it
-
     if modules:
         seen: dict[str, Path] = {}
         todo = list(modules)

@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import difflib
 import gc
+import importlib.metadata
 import os
 import sys
 import time
@@ -382,8 +383,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _version() -> str:
     """This tool's version and those of the packages whose files it reads and whose kernels it calls."""
-    import importlib.metadata  # here: its 34 ms of imports would otherwise be paid by every command
-
     versions = []
     for package in ("dtype-migrate", "torch", "onnxscript"):
         try:

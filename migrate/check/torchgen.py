@@ -9,13 +9,18 @@ path); with another torchgen the first schema it cannot read is a clear error sa
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
 
+from migrate.errors import InputError
 from migrate.model.declared import check_declarations
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path, source_tree_root
+from migrate.model.schema import SchemaError
 from migrate.write.native_functions import lower
 
 
@@ -38,9 +43,6 @@ def _installed_torchgen_fits(native: NativeFunctions, entry) -> None:
     """A file of another release whose type words the imported torchgen does not know needs that release's torchgen."""
     import torchgen
 
-    from migrate.errors import InputError
-    from migrate.model.schema import SchemaError
-
     try:
         entry.schema.torchgen()
     except SchemaError as exc:
@@ -50,7 +52,6 @@ def _installed_torchgen_fits(native: NativeFunctions, entry) -> None:
             f"{exc}; this file needs the torchgen of {where} (the one imported is {Path(torchgen.__file__).parent})",
             native.path, entry.func_line + 1, entry.name,
         ) from exc
-
 
 
 _TREE_PARSE = """
@@ -69,11 +70,6 @@ json.dump(refused, sys.stdout)
 
 def validate_with_tree_torchgen(native: NativeFunctions, root: Path) -> None:
     """Every lowered schema parsed by the tree's own torchgen, in a subprocess (never the installed module)."""
-    import json
-    import subprocess
-    import sys
-
-    from migrate.errors import InputError
 
     schemas = [(entry.name, entry.schema.lowered()) for entry in native.entries]
     done = subprocess.run([sys.executable, "-c", _TREE_PARSE, str(root)], input=json.dumps(schemas), capture_output=True, text=True)

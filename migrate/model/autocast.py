@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import yaml
+
 from migrate.errors import InputError
 from migrate.model.native import Entry, NativeFunctions
 
@@ -59,8 +61,6 @@ def declared_autocast(native: NativeFunctions, entry: Entry) -> Policies:
 
 def annotated_counts(native_functions: bytes) -> dict[str, dict[str, int]]:
     """Entries annotated per key and policy in a written file, read from its ``autocast:`` lines."""
-    import yaml
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     counts: dict[str, dict[str, int]] = {}
     for line in native_functions.decode("utf-8").splitlines():

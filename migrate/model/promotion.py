@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 if TYPE_CHECKING:
     from migrate.model.schema import TypedSchema
 
@@ -134,8 +136,6 @@ class Promotion:
     @classmethod
     def parse_line(cls, line: str) -> Promotion | None:
         """The promotion of a written ``type_promotion:`` line (any indent), None for another line."""
-        import yaml
-
         body = line.strip()
         if not body.startswith(PROMOTION_KEY + ":"):
             return None

@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from migrate.autocast_source import installed_header
 from migrate.model.autocast import KEYS as AUTOCAST_KEYS
 from migrate.model.declared import check_declarations
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
+from migrate.write.native_functions import lower
+from migrate.write.reference import reference_outputs
 
 if TYPE_CHECKING:
     from migrate.write.outputs import Output
@@ -27,15 +30,12 @@ def _checked(path: Path) -> NativeFunctions:
 
 def lowered(path: Path) -> bytes:
     """The plain yaml of a written file: every type variable back to Tensor, no type_constraints."""
-    from migrate.write.native_functions import lower
-
     return lower(_checked(path)).encode("utf-8")
 
 
 def autocast_registrations(path: Path, header: Path | None, keys: list[str] | None) -> tuple[str, tuple[str, ...]]:
     """The C++ autocast registration blocks of the file's autocast lines (the header's shared lists: the installed
     torch's by default), and the entries not generated."""
-    from migrate.autocast_source import installed_header
     from migrate.write.autocast_gen import generate
 
     text, skipped = generate(_checked(path), (header or installed_header()).read_text(), keys)
@@ -62,6 +62,4 @@ def promotion_comparison(path: Path) -> str:
 def reference(path: Path, report: Path | None, out: Path) -> list[Output]:
     """The dtype reference of an annotated yaml (OperatorDtypes.md, autocast.md, index.html) for ``out``, each with what
     ``out`` holds now; ``report`` (a run's --report) gives each dtype's verdict and evidence."""
-    from migrate.write.reference import reference_outputs
-
     return reference_outputs(_checked(path), report, out)

@@ -10,8 +10,10 @@ keeps what was sent before it. The OpInfo sweep, probing and ``verify`` run in t
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import functools
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import re
 import signal
@@ -20,12 +22,15 @@ import tempfile
 import threading
 import time
 import types
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 DEFAULT_TIMEOUT = 300.0  # seconds per OpInfo: the slowest (grid_sampler_3d) takes about 5 s on one core
 PRELOAD = (  # imported once by the fork server: every worker starts with them
@@ -96,8 +101,6 @@ def reference_cpu_paths() -> Iterator[None]:
     ``CPU_CAPABILITY`` (set for the fork server), so the evidence, and a run's bytes, never depend on the host;
     ``migrate.evidence.probe.host_paths`` asks the host's own paths, for ``--report``.
     """
-    import warnings
-
     import torch
 
     with warnings.catch_warnings():
@@ -128,7 +131,6 @@ def start_server() -> None:
     """Start the fork server now rather than at the first worker: its imports (torch, the OpInfo database) take
     seconds, which the caller's other work can hide."""
     _context()
-    import multiprocessing.forkserver
 
     multiprocessing.forkserver.ensure_running()
 
@@ -259,7 +261,6 @@ def _progress_bar(total: int, progress: bool | None, unit: str, desc: str) -> An
         progress = sys.stderr.isatty()
     if not progress:
         return None
-    from tqdm import tqdm
 
     return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, dynamic_ncols=True)
 
@@ -345,9 +346,6 @@ def _finish(worker: _Running, status: str, reason: str) -> JobOutcome:
 
 def _worker_main(connection: Any, job: Job, log: str) -> None:
     """A worker's body: output to a log (read only if it crashes), no warnings, one thread."""
-    import faulthandler
-    import warnings
-
     import torch
 
     with open(log, "wb") as output:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.metadata
+import inspect
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -598,8 +599,6 @@ def refs_type_promotions() -> list[tuple[str, tuple[int, ...], str]]:
     ``elementwise_type_promotion_wrapper`` wraps: the source torch.onnx's table is generated from
     (``torch/onnx/_internal/fx/passes/type_promotion.py``, whose generator walks the closures the same way).
     Positions count the ref's parameters, which follow the ATen schema's positional arguments."""
-    import inspect
-
     wrapper = _private("torch._prims_common.wrappers.elementwise_type_promotion_wrapper")
     found = []
     for module_name, prefix in _REFS_MODULES.items():
