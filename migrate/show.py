@@ -2,7 +2,8 @@
 
 Each source contributes one section (a function of the context and an overload name); a new
 source adds its function to ``SECTIONS``. ``show`` builds nothing itself: it asks the ``Session``
-for each source's evidence of the overload (from the caches a run fills; nothing is run) and prints it.
+for each source's evidence of the overload (the sources a run infers from, over the OpInfo runs the cache
+holds) and prints it.
 
 Dtype sets are spelled by name, as the written yaml names them (``Session.set_name``: a set of the
 target's type_constraints.yaml, else torchlib's TypeVar of that set unless the file gives the name
@@ -293,8 +294,6 @@ def schema_call_section(context: ShowContext, overload: str) -> list[str]:
     from migrate.model.plan import PROBE
 
     evidence = context.evidence[overload]
-    if not evidence.schema_calls_cached:
-        return ["schema calls: none cached (a run of the tool builds them)"]
     if evidence.schema_calls is None:
         return ["schema calls: ATen accepted no call built from the schema, or it binds no argument"]
     return ["schema calls:"] + _variable_lines(context, evidence.schema_calls, PROBE)
@@ -332,6 +331,8 @@ def structure_section(context: ShowContext, overload: str) -> list[str]:
 def autocast_section(context: ShowContext, overload: str) -> list[str]:
     """The policy per autocast key, where it comes from and the run that shows it (the yaml's line is declared_section's)."""
     evidence = context.evidence[overload].autocast
+    if evidence is None:
+        return ["autocast: not gathered (--evidence without autocast)"]
     lines = []
     for found in evidence.policies.get(overload, ()):
         via = f", as {found.header_list} lists it" if found.header_list else ""
