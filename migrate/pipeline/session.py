@@ -26,7 +26,7 @@ from migrate.errors import InputError
 from migrate.evidence.align import RuntimeEvidenceSummary
 from migrate.evidence.autocast.policies import autocast_dtypes
 from migrate.evidence.derived import SweepState, sweep_state
-from migrate.evidence.gather import EVIDENCE, OverloadEvidence, RUNTIME_EVIDENCE, Sources, gather, overload_evidence
+from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, overload_evidence
 from migrate.evidence.opinfo.sweep import SweepCache
 from migrate.evidence.probe import dtype_arguments
 from migrate.evidence.probe.host_paths import host_paths
@@ -46,7 +46,7 @@ from migrate.model.global_sets import GlobalSetsFile, sets_used
 from migrate.model.names import OverloadName
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, plan_text
-from migrate.pipeline.summary import CoverageSummary, NO_CPU_KERNEL, RunSummary, ValidationSummary, run_summary
+from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
 from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
 from migrate.runtime.torch_private import torch_version
 from migrate.torchlib_source.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
