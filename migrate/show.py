@@ -2,7 +2,8 @@
 
 Each source contributes one section (a function of the context and an overload name); a new
 source adds its function to ``SECTIONS``. ``show`` builds nothing itself: it asks the ``Session``
-for each source's evidence of the overload (from the caches a run fills; nothing is run) and prints it.
+for each source's evidence of the overload (the sources a run infers from, over the OpInfo runs the cache
+holds) and prints it.
 
 Dtype sets are spelled by name, as the written yaml names them (``Session.set_name``: a set of the
 target's type_constraints.yaml, else torchlib's TypeVar of that set unless the file gives the name
@@ -17,9 +18,13 @@ import functools
 from pathlib import Path
 from typing import Callable
 
+from migrate.audit.export import ResultStore
+from migrate.model.autocast import autocast_line, declared_autocast
+from migrate.model.declared import declared_promotion, declared_with_backends
 from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical, format_set
-from migrate.model.plan import Evidence, GlobalSet, Variable
-from migrate.model.verdict import DTYPE_SPELLING, PROMOTED, REJECTED, UNKNOWN, one_per_dtype
+from migrate.model.global_sets import constraints_value, followed_spelling, set_value
+from migrate.model.plan import OPINFO, PROBE, Evidence, GlobalSet, Variable
+from migrate.model.verdict import DTYPE_SPELLING, PROMOTED, REJECTED, UNKNOWN, VERDICTS, one_per_dtype
 from migrate.pipeline import OverloadEvidence, Session
 from migrate.torchlib_source.resolve import OverloadIndex, TorchlibEvidence
 
@@ -68,8 +73,6 @@ class ShowContext:
     @functools.lru_cache(maxsize=None)
     def declared(self, overload: str) -> tuple[Variable, ...]:
         """The overload's variables as the file declares them, with their sets per backend; () for a plain entry."""
-        from migrate.model.declared import declared_with_backends
-
         entry = self.native.by_name.get(overload)
         return declared_with_backends(self.native, entry, self.file_sets) if entry is not None else ()
 
@@ -80,10 +83,6 @@ Section = Callable[[ShowContext, str], list[str]]
 def declared_section(context: ShowContext, overload: str) -> list[str]:
     """What the file declares for the overload: one line per variable (its slots, its set by name and its dtypes), its
     sets per backend, its promotion and its autocast policies."""
-    from migrate.model.autocast import autocast_line, declared_autocast
-    from migrate.model.declared import declared_promotion
-    from migrate.model.global_sets import constraints_value, followed_spelling, set_value
-
     entry = context.native.by_name.get(overload)
     if entry is None:
         return ["declared: nothing (an overload the file does not list)"]
@@ -248,8 +247,6 @@ def _variable_lines(context: ShowContext, plan, source: str) -> list[str]:
 
 def opinfo_section(context: ShowContext, overload: str) -> list[str]:
     """The variables the cached OpInfo observations give, with the OpInfos behind each."""
-    from migrate.model.plan import OPINFO
-
     evidence = context.evidence[overload]
     if evidence.opinfo is None:
         return [f"opinfo: not observed in the {evidence.cached_runs} cached OpInfo runs"]
@@ -258,8 +255,6 @@ def opinfo_section(context: ShowContext, overload: str) -> list[str]:
 
 def probe_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted (and refused, with its message) when the overload was called with slots cast."""
-    from migrate.model.plan import PROBE
-
     evidence = context.evidence[overload]
     if evidence.probe is None:
         return ["probe: not probed"]
@@ -269,8 +264,6 @@ def probe_section(context: ShowContext, overload: str) -> list[str]:
 def verdicts_section(context: ShowContext, overload: str) -> list[str]:
     """Per variable of the overload's own runtime evidence, each dtype's verdict (docs/evidence.md); ``incomplete``
     when some dtype is unknown (the set is then a lower bound); with -v, ATen's message for each rejected dtype."""
-    from migrate.model.verdict import VERDICTS
-
     evidence = context.evidence[overload]
     if evidence.opinfo is None and evidence.probe is None:
         return ["verdicts: no runtime evidence of its own"]
@@ -290,11 +283,7 @@ def verdicts_section(context: ShowContext, overload: str) -> list[str]:
 
 def schema_call_section(context: ShowContext, overload: str) -> list[str]:
     """What ATen accepted when called with arguments built from the schema (used only where nothing else typed it)."""
-    from migrate.model.plan import PROBE
-
     evidence = context.evidence[overload]
-    if not evidence.schema_calls_cached:
-        return ["schema calls: none cached (a run of the tool builds them)"]
     if evidence.schema_calls is None:
         return ["schema calls: ATen accepted no call built from the schema, or it binds no argument"]
     return ["schema calls:"] + _variable_lines(context, evidence.schema_calls, PROBE)
@@ -302,8 +291,6 @@ def schema_call_section(context: ShowContext, overload: str) -> list[str]:
 
 def export_section(context: ShowContext, overload: str) -> list[str]:
     """Each checked dtype's export status (from ``export-check`` results cached for this torch_lib), per cast slots."""
-    from migrate.audit.export import ResultStore
-
     results = ResultStore.of(context.session.torchlib_root, context.session.cache).get(overload)
     if results is None:
         return ["export: not checked (run 'dtype-migrate export-check')"]
@@ -332,6 +319,8 @@ def structure_section(context: ShowContext, overload: str) -> list[str]:
 def autocast_section(context: ShowContext, overload: str) -> list[str]:
     """The policy per autocast key, where it comes from and the run that shows it (the yaml's line is declared_section's)."""
     evidence = context.evidence[overload].autocast
+    if evidence is None:
+        return ["autocast: not gathered (--evidence without autocast)"]
     lines = []
     for found in evidence.policies.get(overload, ()):
         via = f", as {found.header_list} lists it" if found.header_list else ""

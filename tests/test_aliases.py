@@ -8,7 +8,7 @@ import json
 import pytest
 
 from migrate.evidence.opinfo.aliases import AliasOf, alias_overloads
-from migrate.evidence.opinfo.forwards import Forward, kernel_plans, load_forwards
+from migrate.evidence.opinfo.forwards import STAGE as FORWARDS, Forward, kernel_plans
 from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache
 from migrate.evidence.gather import Sources
@@ -105,7 +105,7 @@ def test_the_catalogue_reads_alias_pairs_from_torch(tmp_path):
 def tables(tmp_path_factory):
     """The forwards and metadata-kernel tables, found cold in their own cache folder (a few seconds)."""
     folder = tmp_path_factory.mktemp("forwards")
-    return folder, load_forwards(StageCache.at(folder))
+    return folder, FORWARDS.loaded(StageCache.at(folder))
 
 
 @pytest.mark.slow  # finds the tables in a worker, into an empty cache
@@ -116,7 +116,7 @@ def test_kernels_that_are_one_call_of_another_overload_forward_to_it_slot_by_slo
     assert forwards["special_xlogy.self_scalar"].slots == (("other", "other"), ("return.0", "return.0"))
     assert forwards["_cast_Float"].target == "_to_copy"  # a float32 tensor is returned as is: another dtype shows the call
     assert "add.Tensor" not in forwards  # a kernel of its own
-    assert load_forwards(StageCache.at(folder))[0] == found  # read from the cache
+    assert FORWARDS.loaded(StageCache.at(folder))[0] == found  # read from the cache
     aliases = alias_overloads(REAL, [], forwards.values())
     assert aliases["__and__.Tensor"].why == "forwards to bitwise_and.Tensor"
     bitwise = OverloadPlan("bitwise_and.Tensor", (Variable("T", FLOATS, ("self", "other", "return.0"), (Evidence(OPINFO, "test", FLOATS, ("self",)),)),))

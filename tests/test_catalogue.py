@@ -14,10 +14,11 @@ from migrate.model.dtypes import named
 from migrate.model.plan import OverloadPlan
 from migrate.runtime import torch_private
 from migrate.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
+from migrate.runtime.worker_stage import REPORT
 
 
 def _reports(*names: str) -> list[dict]:
-    return [r["probed"] for r in catalogue_reports(names) if "probed" in r]
+    return [r[REPORT] for r in catalogue_reports(names) if REPORT in r]
 
 
 def _plans(reports: list[dict]) -> dict[str, OverloadPlan]:
@@ -109,7 +110,7 @@ def test_the_report_says_why_an_entry_the_catalogue_reached_stays_untyped(tmp_pa
     from migrate.evidence.untyped import NOT_BUILT, last_refusals
 
     cache = StageCache(tmp_path)
-    catalogue_calls.stage(cache).write(_reports("broadcast_tensors"))
+    catalogue_calls.STAGE.stage(cache).write(_reports("broadcast_tensors"))
     found = last_refusals(["broadcast_tensors", "_batch_norm_with_update", "nested_to_padded_tensor"], cache, {})
     assert found["broadcast_tensors"] == MIXED_LISTS
     assert found["_batch_norm_with_update"] == f"left out of the argument catalogue: {LEFT_OUT['_batch_norm_with_update']}"

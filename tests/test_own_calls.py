@@ -10,7 +10,8 @@ import torch
 
 from migrate.evidence.probe.dtype_arguments import DtypeArgument, _report
 from migrate.evidence.probe.merge import probe_plans
-from migrate.evidence.probe.prober import PROBE_TIMEOUT, probe_call
+from migrate.evidence.probe.prober import probe_call
+from migrate.runtime.aten_call import PROBE_TIMEOUT
 from migrate.evidence.probe.siblings import sibling_calls, siblings, written_slots
 from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from migrate.runtime import torch_private
+from migrate.runtime import torch_private, worker_stage
 from migrate.evidence.probe import schema_calls
 from migrate.evidence.probe.schema_calls import probe_built_calls, schema_call_plans
 from migrate.evidence.probe.prober import dtype_universe
@@ -71,7 +71,7 @@ def test_a_return_no_argument_carries_takes_what_the_probes_returned_and_list_sl
 
 @pytest.mark.slow  # built calls, in workers
 def test_reports_do_not_depend_on_chunks_or_workers(built, monkeypatch):
-    monkeypatch.setattr(schema_calls, "CHUNK", 2)
+    monkeypatch.setattr(worker_stage, "CHUNK", 2)
     assert probe_built_calls(NAMES, jobs=1) == (built, [])
 
 

@@ -6,8 +6,9 @@ The runtime sources share the worker processes, recorders and runs of ``migrate.
 argument catalogue and ``ScalarType`` arguments), ``promotion`` (mixed calls built for type promotion) and
 ``autocast`` (torch's registrations, observed). ``derived`` joins the runtime ones into one run's plans;
 ``gather`` collects every source (torchlib's annotations come from ``migrate.torchlib_source``) into
-``Sources``, ``align`` maps them onto another release's file. ``torch_stages`` makes the torch-only stages
-beside the sweep on a cold cache; ``sites`` says where a verdict was observed; ``recording`` reads another
+``Sources``, ``align`` maps them onto another release's file. ``torch_stages`` lists the stages made in
+workers (each a ``migrate.runtime.worker_stage.WorkerStage``) and makes those a run reads beside the sweep on a
+cold cache; ``sites`` says where a verdict was observed; ``recording`` reads another
 device's sweep back; ``untyped`` lists, for ``--report``, why the untyped entries stayed so. Every rule that
 turns this evidence into sets (verdicts, promotion, aliases, siblings' own calls, dtype arguments) is
 ``migrate.infer``'s, which this package never imports.

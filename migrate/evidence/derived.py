@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from migrate.cache import Stage, StageCache
 from migrate.evidence.opinfo import observations as observations_module
-from migrate.evidence.opinfo.forwards import Forward, MetadataKernel, load_forwards
+from migrate.evidence.opinfo import forwards as forwards_module
+from migrate.evidence.opinfo.forwards import Forward, MetadataKernel
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.probe import follows as follows_module
 from migrate.evidence.probe import merge as probe_module
@@ -41,7 +42,7 @@ class OpInfoEvidence:
     aliases: tuple[tuple[str, str], ...] = ()  # (alias, target) operator names from the OpInfo alias lists
     forwards: tuple[Forward, ...] = ()  # overloads whose kernel is one call of another
     kernels: tuple[MetadataKernel, ...] = ()  # overloads whose kernel reads only metadata
-    schema_calls: dict[str, OverloadPlan] = field(default_factory=dict)  # calls built from schemas or the catalogue, of overloads no sample reached
+    schema_calls: dict[str, OverloadPlan] = field(default_factory=dict)  # calls built from schemas or the catalogue, of every overload
     follows: dict[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots whose dtypes follow another variable's
     claims: dict[str, observations_module.Claims] = field(default_factory=dict)  # what each overload's own OpInfos claim for CUDA, per slot
 
@@ -98,14 +99,15 @@ class SweepSummary:
     samples: int
 
 
-def sweep_state(cache: StageCache, jobs: int | None, refresh: bool, only: set[str] | None) -> SweepState:
-    """Run what the sweep cache lacks (with ``only``: the OpInfos reaching those overloads)."""
+def sweep_state(cache: StageCache, jobs: int | None, refresh: bool, only: set[str] | None, run: bool = True) -> SweepState:
+    """Run what the sweep cache lacks (with ``only``: the OpInfos reaching those overloads; ``run`` False: nothing, the
+    state is what the cache holds)."""
     sweep = SweepCache.of(cache)
     catalogue = sweep.catalogue()
     wanted = [e.opinfo for e in catalogue if e.cpu_dtypes]
     files = sweep.files()
     ran = 0
-    if refresh or not all(o.file_stem in files for o in wanted):
+    if run and (refresh or not all(o.file_stem in files for o in wanted)):
         if sweep.stage.progress is not None:
             sweep.stage.progress("running the OpInfo samples the cache lacks, in workers")
         ran = run_sweep(sweep, jobs=jobs, refresh=refresh, ops=sorted(only) if only is not None else None).stats.ran
@@ -132,8 +134,8 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
     """The per-overload plans of the cached runs: derived when the cache changed, else read."""
     derived, summaries = _derived(state)
     evidence = derived.read(state.key, kind=OpInfoEvidence)
-    built_calls = schema_calls_module.load_schema_calls(state.cache, state.jobs) + catalogue_calls_module.load_catalogue_calls(state.cache, state.jobs)
-    built_calls += value_calls.load_value_calls(state.cache, state.jobs)
+    built_calls = schema_calls_module.STAGE.loaded(state.cache, state.jobs) + catalogue_calls_module.STAGE.loaded(state.cache, state.jobs)
+    built_calls += value_calls.STAGE.loaded(state.cache, state.jobs)
     if evidence is None:
         sweep = state.sweep
         catalogue = sweep.catalogue()
@@ -145,10 +147,9 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
         summaries.write(SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples), state.key)
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
     aliases = tuple(sorted({pair for e in state.sweep.catalogue() for pair in e.aliases}))
-    forwards, kernels = load_forwards(state.cache)
+    forwards, kernels = forwards_module.STAGE.loaded(state.cache)
     uniform, free = catalogue_calls_module.uniform_lists(state.cache), catalogue_calls_module.free_returns(state.cache)
-    schema_calls = schema_calls_module.schema_call_plans(built_calls, uniform, free)
-    schema_calls = {name: plan for name, plan in schema_calls.items() if name not in evidence.observed}  # samples speak for the rest
+    schema_calls = schema_calls_module.schema_call_plans(built_calls, uniform, free)  # of every overload: samples speak for those observed
     return OpInfoEvidence(
         evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, schema_calls, evidence.follows, evidence.claims
     )

@@ -1,5 +1,5 @@
-"""One run's evidence, gathered from every source it was asked to use into ``Sources`` (``gather``), or one
-overload's, as ``show`` prints it (``gather_overload``).
+"""One run's evidence, gathered from every source it was asked to use into ``Sources`` (``gather``); ``show`` reads
+the same sources, one overload at a time (``overload_evidence``).
 
 The runtime sources (OpInfo, probe, aliases, kernel, schema calls) are gathered only when the inference
 needs them (``Sources.complete``): a run whose plan the stage cache holds reads none of them. Their slots
@@ -9,27 +9,27 @@ are named by the installed torch's schemas, so they are aligned to the file's fi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from migrate.cache import StageCache
-from migrate.evidence.probe.value_calls import entry as value_call_reports
-from migrate.model.global_sets import GlobalSetsFile
+from migrate.evidence.align import Alignment, align_runtime_evidence
+from migrate.evidence.autocast.policies import AutocastEvidence, autocast_policies
+from migrate.evidence.derived import OpInfoEvidence, SweepState, evidence_of, recorded_evidence, sweep_summary
+from migrate.evidence.opinfo.aliases import AliasOf, alias_overloads
+from migrate.evidence.opinfo.forwards import kernel_plans
+from migrate.evidence.probe import dtype_arguments as dtype_arguments_module
+from migrate.evidence.probe.dtype_arguments import DtypeArgument
+from migrate.evidence.probe import value_calls as value_calls_module
+from migrate.evidence.probe.follows import Follows
+from migrate.evidence.promotion import promotion_reports
+from migrate.evidence.recording import RecordedEvidence, Recording, RecordingSummary, matching, trusted
 from migrate.model.dtypes import DType
+from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native
 from migrate.model.plan import Evidence, GlobalSet, OverloadPlan
-
-if TYPE_CHECKING:  # loaded only by the sources asked for, and only when they are gathered
-    from migrate.evidence.align import Alignment
-    from migrate.evidence.autocast.policies import AutocastEvidence
-    from migrate.evidence.derived import SweepState
-    from migrate.evidence.opinfo.aliases import AliasOf
-    from migrate.evidence.probe.dtype_arguments import DtypeArgument
-    from migrate.evidence.probe.follows import Follows
-    from migrate.evidence.recording import RecordedEvidence, Recording
-    from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, OpInfoRun, ProbedCall
-    from migrate.torchlib_source.resolve import TorchlibEvidence
+from migrate.torchlib_source.resolve import TorchlibEvidence
 
 EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel", "autocast")
 RUNTIME_EVIDENCE = frozenset({"opinfo", "probe", "aliases", "kernel"})
@@ -76,6 +76,7 @@ class Sources:
     aliases: Mapping[str, AliasOf] = field(default_factory=dict)  # alias overload -> its target (migrate.evidence.opinfo.aliases)
     kernel: Mapping[str, OverloadPlan] = field(default_factory=dict)  # metadata-reading kernels (migrate.evidence.opinfo.forwards)
     schema_calls: Mapping[str, OverloadPlan] = field(default_factory=dict)  # probed calls built from schemas (none a sample reached)
+    built_calls: Mapping[str, OverloadPlan] = field(default_factory=dict)  # those of every overload, reached or not (``show``)
     follows: Mapping[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots that follow another variable (probe.follows)
     dtype_arguments: Mapping[str, DtypeArgument] = field(default_factory=dict)  # returns a ScalarType argument sets (probe.dtype_arguments)
     promotions: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # issue 31: the calls built for promotion, per overload (evidence.promotion)
@@ -86,6 +87,7 @@ class Sources:
     observed: frozenset[str] = frozenset()  # overloads some OpInfo sample reached
     recorded: tuple[RecordedEvidence, ...] = ()  # --recording: another backend's (or this one's) evidence, derived
     opinfo_summary: OpInfoSummary | None = None
+    derived: OpInfoEvidence | None = field(default=None, compare=False, repr=False)  # the runtime evidence before its alignment
     deferred: Callable[[], dict[str, Any]] | None = field(default=None, compare=False, repr=False)  # the runtime sources
 
     def complete(self) -> Sources:
@@ -110,15 +112,11 @@ def gather(
     torchlib_asked = "torchlib" in evidence
     observed, summary = frozenset(), None
     if sweep is not None:
-        from migrate.evidence.derived import sweep_summary
-
         swept = sweep_summary(sweep)
         observed = swept.observed
         summary = OpInfoSummary(sweep.opinfos, sweep.ran, sweep.present - sweep.ran, len(observed & native.by_name.keys()), swept.failures)
     autocast = None
     if "autocast" in evidence:
-        from migrate.evidence.autocast.policies import autocast_policies
-
         autocast = autocast_policies(native.by_name, cache, autocast_source, refresh)
     key = None
     if torchlib.key:  # else a torchlib file could not be read: no cache
@@ -145,37 +143,24 @@ def _runtime_sources(
     """The runtime sources' plans (OpInfo, probe, aliases, kernel, schema calls), aligned to the file's schemas."""
     if sweep is None:
         return {"opinfo": {}}
-    from migrate.evidence.align import align_runtime_evidence
-    from migrate.evidence.derived import evidence_of
-
     evidence = evidence_of(sweep)
     opinfo = evidence.opinfo if "opinfo" in wanted else {}
     probe = evidence.probe if "probe" in wanted else {}
-    schema_calls = evidence.schema_calls if "probe" in wanted else {}
+    built_calls = evidence.schema_calls if "probe" in wanted else {}
+    schema_calls = {name: plan for name, plan in built_calls.items() if name not in evidence.observed}  # samples speak for the rest
     follows = evidence.follows if "probe" in wanted else {}
     dtype_arguments = {}
     if "probe" in wanted:
-        from migrate.evidence.probe.dtype_arguments import load_dtype_arguments
-
-        dtype_arguments = {name: fact for name, fact in load_dtype_arguments(cache, sweep.jobs).items() if name in native.by_name}
-    aliases, kernel = {}, {}
-    if "aliases" in wanted:
-        from migrate.evidence.opinfo.aliases import alias_overloads
-
-        aliases = alias_overloads(native, evidence.aliases, evidence.forwards)
-    if "kernel" in wanted:
-        from migrate.evidence.opinfo.forwards import kernel_plans
-
-        kernel = kernel_plans(native, evidence.kernels)
+        loaded = dtype_arguments_module.STAGE.loaded(cache, sweep.jobs)
+        dtype_arguments = {name: fact for name, fact in loaded.items() if name in native.by_name}
+    aliases = alias_overloads(native, evidence.aliases, evidence.forwards) if "aliases" in wanted else {}
+    kernel = kernel_plans(native, evidence.kernels) if "kernel" in wanted else {}
     installed = installed_native_functions()
     reference = native if installed.read_bytes() == native.data else read_native(installed, cache)
     (opinfo, probe, kernel, schema_calls), alignment = align_runtime_evidence(native, reference, opinfo, probe, kernel, schema_calls)
-    promotions = {}
-    if "probe" in wanted:  # issue 31: the refs' promotions and the calls made to check them
-        from migrate.evidence.promotion import promotion_reports
-
-        promotions = promotion_reports(cache, sweep.jobs)
-    value_calls = tuple(value_call_reports(cache, sweep.jobs)) if "probe" in wanted else ()
+    (built_calls,), _ = align_runtime_evidence(native, reference, built_calls)
+    promotions = promotion_reports(cache, sweep.jobs) if "probe" in wanted else {}  # issue 31: the refs' promotions and the calls made to check them
+    value_calls = tuple(value_calls_module.STAGE.entry(cache, sweep.jobs)) if "probe" in wanted else ()
     claims = {
         name: claims
         for name, claims in evidence.claims.items()
@@ -190,11 +175,13 @@ def _runtime_sources(
         "aliases": aliases,
         "kernel": kernel,
         "schema_calls": schema_calls,
+        "built_calls": built_calls,
         "follows": follows,
         "dtype_arguments": dtype_arguments,
         "promotions": promotions,
         "value_calls": value_calls,
         "alignment": alignment,
+        "derived": evidence,
     }
 
 
@@ -203,10 +190,6 @@ def _recorded(
 ) -> RecordedEvidence:
     """One recording's runs as plans, aligned to the file as the local sweep's are, with the overloads it covers: those
     whose schema in the recording's torch is the installed torch's (another release's counts where it matches)."""
-    from migrate.evidence.align import align_runtime_evidence
-    from migrate.evidence.derived import recorded_evidence
-    from migrate.evidence.recording import RecordedEvidence, RecordingSummary, matching, trusted
-
     file, recording, _ = named
     matched, skipped = matching(recording, {name: str(entry.schema) for name, entry in installed.by_name.items()})
     keep = lambda plans: {name: plan for name, plan in plans.items() if name in matched}  # noqa: E731
@@ -221,62 +204,37 @@ def _recorded(
 
 @dataclass(frozen=True)
 class OverloadEvidence:
-    """What each source says about one overload, from the caches a run fills (nothing is run)."""
+    """What the sources a run infers from say about one overload (``show``)."""
 
     name: str
     cached_runs: int  # OpInfo runs in the cache
     opinfo: OverloadPlan | None  # from the OpInfo observations that reached it
     probe: OverloadPlan | None  # its probed calls, and the calls built from its schema when it was observed
     follows: tuple[Follows, ...]
-    schema_calls: OverloadPlan | None
-    schema_calls_cached: bool  # False: no run built calls from the schemas yet
+    schema_calls: OverloadPlan | None  # its calls built from the schema or the catalogue, reached by a sample or not
     alias: AliasOf | None
-    autocast: AutocastEvidence
+    autocast: AutocastEvidence | None  # None: not asked for
 
 
-def _cached_sweep(cache: StageCache) -> tuple[tuple[CatalogueEntry, ...], dict[OpInfoId, OpInfoRun]]:
-    from migrate.evidence.opinfo.sweep import SweepCache
-
-    sweep = SweepCache.of(cache)
-    catalogue = sweep.catalogue()
-    return catalogue, sweep.runs(catalogue)
-
-
-def gather_overloads(native: NativeFunctions, names: Iterable[str], cache: StageCache) -> dict[str, OverloadEvidence]:
-    """Each overload's evidence from every source, from the cached runs (a run of the tool fills them)."""
-    from migrate.evidence.autocast.policies import autocast_policies
-    from migrate.evidence.derived import probed_calls
-    from migrate.evidence.opinfo.aliases import alias_overloads
-    from migrate.evidence.opinfo.forwards import load_forwards
-    from migrate.evidence.opinfo.observations import plans_from_observations
-    from migrate.evidence.probe.follows import follows_facts
-    from migrate.evidence.probe.merge import probe_plans
-    from migrate.evidence.probe.catalogue_calls import cached_catalogue_calls, free_returns, uniform_lists
-    from migrate.evidence.probe.schema_calls import cached_schema_calls, schema_call_plans
-    from migrate.runtime.runs import overload_key
-
-    catalogue, runs = _cached_sweep(cache)
-    observations = tuple(o for run in runs.values() for o in run.observations)
-    probes = tuple(p for run in runs.values() for p in run.probes)
-    built_calls = cached_schema_calls(cache)
-    from_catalogue, uniform, free = cached_catalogue_calls(cache), uniform_lists(cache), free_returns(cache)
-    aliases = alias_overloads(native, {pair for entry in catalogue for pair in entry.aliases}, load_forwards(cache)[0])
-    autocast = autocast_policies(native.by_name, cache)
+def overload_evidence(sources: Sources, names: Iterable[str], cached_runs: int, listed: Collection[str]) -> dict[str, OverloadEvidence]:
+    """Each overload's evidence from every source, as ``sources`` (complete) hold it. The overloads the file does not
+    list (``listed``: those it does), an autogen ``out=`` overload, are aligned away from the sources a run infers
+    from: theirs is the sweep's evidence as derived, before its alignment."""
+    derived = sources.derived
     found = {}
     for name in names:
-        observed: list[Observation] = [o for o in observations if overload_key(o.overload) == name]
-        probed: list[ProbedCall] = [p for p in probes if overload_key(p.overload) == name]
-        built = tuple(c for c in built_calls or () if overload_key(c.overload) == name)
-        recipe = tuple(c for c in from_catalogue if overload_key(c.overload) == name)
+        if name in listed or derived is None:
+            opinfo, probe, follows, built = sources.opinfo, sources.probe, sources.follows, sources.built_calls
+        else:
+            opinfo, probe, follows, built = derived.opinfo, derived.probe, derived.follows, derived.schema_calls
         found[name] = OverloadEvidence(
             name=name,
-            cached_runs=len(runs),
-            opinfo=plans_from_observations(observed, catalogue).get(name),
-            probe=probe_plans(probed_calls(tuple(probed), built + recipe, frozenset([name] if observed else [])), observed).get(name),
-            follows=follows_facts(probed, observed).get(name, ()),
-            schema_calls=schema_call_plans(built + recipe, uniform, free).get(name) if built_calls is not None else None,
-            schema_calls_cached=built_calls is not None,
-            alias=aliases.get(name),
-            autocast=autocast,
+            cached_runs=cached_runs,
+            opinfo=opinfo.get(name),
+            probe=probe.get(name),
+            follows=follows.get(name, ()),
+            schema_calls=built.get(name),
+            alias=sources.aliases.get(name),
+            autocast=sources.autocast,
         )
     return found

@@ -25,8 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from migrate.errors import InputError
+from migrate.evidence.opinfo.sweep import SweepCache, _overload_matcher, run_opinfos, run_sweep
+from migrate.evidence.probe import catalogue_calls, schema_calls
+from migrate.evidence.sites import WORKERS, torch_release
 from migrate.model.backends import DEVICES
 from migrate.model.verdict import Backend
+from migrate.runtime.processes import CPU_CAPABILITY, DONE, Job, run_in_workers
 from migrate.runtime.runs import SCHEMA_CALL, CatalogueEntry, OpInfoRun, Probe, ProbedCall, overload_key
 
 FORMAT = "dtype-migrate-recording"
@@ -180,8 +184,6 @@ def device_reports(device: str) -> Any:
     never in the parent that forks the sweep's workers)."""
     import torch
 
-    from migrate.evidence.sites import WORKERS, torch_release
-    from migrate.runtime.processes import CPU_CAPABILITY
 
     if device == "cpu":
         yield [torch_release(), WORKERS.detail.split(", ", 1)[1], CPU_CAPABILITY]
@@ -199,8 +201,6 @@ def make_recording(cache: Any, device: str, schemas: dict[str, str], jobs: int |
     On the CPU the sweep's own runs are the recording (read from the stage cache, run where it lacks them: the same
     workers, the same reference paths); elsewhere every OpInfo runs again with its samples made on the device.
     """
-    from migrate.evidence.opinfo.sweep import SweepCache, _overload_matcher, run_opinfos, run_sweep
-    from migrate.runtime.processes import DONE, Job, run_in_workers
 
     if device not in DEVICES:
         raise InputError(f"cannot record on device {device!r}; known: {', '.join(DEVICES)}")
@@ -211,11 +211,9 @@ def make_recording(cache: Any, device: str, schemas: dict[str, str], jobs: int |
     sweep = SweepCache.of(cache)
     built: tuple[ProbedCall, ...] = ()
     if device == "cpu":
-        from migrate.evidence.probe import catalogue_calls, schema_calls
-
         result = run_sweep(sweep, jobs=jobs, ops=ops)
         catalogue, runs = result.catalogue, result.runs
-        built = schema_calls.load_schema_calls(cache, jobs) + catalogue_calls.load_catalogue_calls(cache, jobs)
+        built = schema_calls.STAGE.loaded(cache, jobs) + catalogue_calls.STAGE.loaded(cache, jobs)
     else:
         catalogue = sweep.catalogue()
         if ops is not None:

@@ -9,19 +9,40 @@ promotion calls (read after those plans) beside the parent's merging of the swee
 workers (``migrate.runtime.processes.shared_workers``). The run reads each from the stage cache as before,
 waiting where the thread is still making it (``migrate.cache.Stage.get``); what the thread fails to make, the
 run makes again itself and reports. On a warm cache, or with one worker, nothing starts.
+
+Those stages are ``WORKER_STAGES``, the one list of them: each is a ``WorkerStage`` (its key, its make, its load),
+which also says when the run reads it (beside or after the sweep's plans, for which ``--evidence``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterator
 
 from migrate.cache import Stage, StageCache
+from migrate.evidence.autocast.policies import OBSERVATIONS
+from migrate.evidence.opinfo import forwards
+from migrate.evidence.probe import catalogue_calls, dtype_arguments, schema_calls, value_calls
+from migrate.evidence.promotion import calls as promotion_calls
 from migrate.runtime.processes import shared_workers, start_server
+from migrate.runtime.worker_stage import WorkerStage
 
 _LOOK = 0.2  # seconds between looks whether the run stopped, while the thread waits for the sweep's end
+
+WORKER_STAGES: tuple[WorkerStage, ...] = (
+    OBSERVATIONS,
+    schema_calls.STAGE,
+    catalogue_calls.STAGE,
+    value_calls.STAGE,
+    forwards.STAGE,
+    dtype_arguments.STAGE,
+    promotion_calls.STAGE,
+)
+"""Every stage made in workers, in the order a run reads them (each says whether it is read after the sweep's plans,
+and for which ``--evidence``)."""
 
 Make = Callable[[], object]
 
@@ -29,25 +50,10 @@ Make = Callable[[], object]
 def _stages(cache: StageCache, jobs: int, probe: bool, autocast: bool) -> tuple[list[tuple[Stage, Make]], list[tuple[Stage, Make]]]:
     """Each stage the run will read, with what makes its entry, in the order the run reads them: those the sweep's
     derived plans read, and those read after them."""
-    from migrate.evidence.autocast import policies
-    from migrate.evidence.opinfo import forwards
-    from migrate.evidence.probe import catalogue_calls, dtype_arguments, schema_calls, value_calls
-    from migrate.evidence.promotion import calls as promotion_calls
-
-    beside_sweep = [(policies.observation_stage(cache), lambda: policies.observations(cache))] if autocast else []
-    beside_sweep += [
-        (schema_calls.stage(cache), lambda: schema_calls.entry(cache, jobs)),
-        (catalogue_calls.stage(cache), lambda: catalogue_calls.entry(cache, jobs)),
-        (value_calls.stage(cache), lambda: value_calls.entry(cache, jobs)),
-        (forwards.stage(cache), lambda: forwards.load_forwards(cache)),
-    ]
-    after_sweep = []
-    if probe:
-        after_sweep = [
-            (dtype_arguments.stage(cache), lambda: dtype_arguments.entry(cache, jobs)),
-            (promotion_calls.stage(cache), lambda: promotion_calls.entry(cache, jobs)),
-        ]
-    return beside_sweep, after_sweep
+    evidence = {""} | ({"probe"} if probe else set()) | ({"autocast"} if autocast else set())
+    wanted = [stage for stage in WORKER_STAGES if stage.evidence in evidence]
+    made = [(stage.after_sweep, (stage.stage(cache), functools.partial(stage.entry, cache, jobs))) for stage in wanted]
+    return [pair for after, pair in made if not after], [pair for after, pair in made if after]
 
 
 @contextlib.contextmanager

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping
 
 from migrate.cache import StageCache
 from migrate.evidence.probe.catalogue import LEFT_OUT
-from migrate.evidence.probe.catalogue_calls import cached_catalogue_calls, cached_catalogue_refusals
+from migrate.evidence.probe import catalogue_calls, schema_calls
+from migrate.evidence.probe.catalogue_calls import cached_catalogue_refusals
 from migrate.evidence.probe.dtype_arguments import DtypeArgument
-from migrate.evidence.probe.schema_calls import cached_refusals, cached_schema_calls
+from migrate.evidence.probe.schema_calls import cached_refusals
 from migrate.model.dtypes import canonical
 from migrate.runtime.runs import CatalogueEntry, overload_key
 
@@ -30,9 +31,9 @@ def last_refusals(names: Iterable[str], cache: StageCache, dtype_arguments: Mapp
     """Per untyped entry with a CPU kernel, ATen's last refusal of a call built for it, else why none was tried or why
     the calls that ran say nothing."""
     refused = cached_refusals(cache) | cached_catalogue_refusals(cache)  # a recipe's refusal says more than the schema's
-    from_catalogue = cached_catalogue_calls(cache)
+    from_catalogue = catalogue_calls.STAGE.cached(cache, [])
     built: dict[str, bool] = {}  # overloads a built call ran for: whether one had an element in every tensor
-    for call in (cached_schema_calls(cache) or ()) + from_catalogue:
+    for call in schema_calls.STAGE.cached(cache, []) + from_catalogue:
         if (key := overload_key(call.overload)) is not None:
             built[key] = built.get(key, False) or call.nonempty
     recipes = {key for call in from_catalogue if (key := overload_key(call.overload)) is not None}

@@ -16,30 +16,44 @@ import sys
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
+from migrate.audit import autocast as autocast_audit
+from migrate.audit.export import ExportCheck, gap_statuses, gap_summary, missing as provisioning_list, missing_text, reached_calls, report_json, rewrite_statuses, run_export_check, table
 from migrate.cache import StageCache
+from migrate.check.torchgen import validate_with_tree_torchgen
 from migrate.errors import InputError
+from migrate.evidence.align import RuntimeEvidenceSummary
+from migrate.evidence.autocast.policies import autocast_dtypes
+from migrate.evidence.derived import SweepState, sweep_state
+from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, overload_evidence
+from migrate.evidence.opinfo.sweep import SweepCache
+from migrate.evidence.probe import dtype_arguments
+from migrate.evidence.probe.host_paths import host_paths
+from migrate.evidence.recording import Recording, RecordingsSummary, make_recording, read_recording
+from migrate.evidence.sites import WORKERS, torch_release
+from migrate.evidence.torch_stages import torch_stages_beside
+from migrate.evidence.untyped import cuda_claims, last_refusals
+from migrate.infer import Inference, infer, verdict_plan
+from migrate.infer.naming import spelling
+from migrate.model.autocast import annotated_counts
+from migrate.model.backends import CLAIMED
+from migrate.model.declared import check_declarations, declared_variables
 from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile, sets_used
 from migrate.model.names import OverloadName
-from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, gather_overloads
 from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, plan_text
 from migrate.pipeline.plan_summary import ValuesSummary, dtype_verdict_summary, probe_summary
 from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
+from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
+from migrate.runtime.torch_private import torch_version
+from migrate.torchlib_source.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
 from migrate.write.continued import EarlierOutput, carried_overloads, carried_sets, changed_functions, merged_native, read_earlier
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan
 from migrate.write.outputs import Output, commit, is_installed_path, read_or_none, replacing
+from migrate.write.torchlib.rewrite import TorchlibSummary, rewrite_torchlib, torchlib_outputs, written_form
 
-if TYPE_CHECKING:  # loaded only by the stages that need them
-    from migrate.evidence.derived import SweepState
-    from migrate.infer import Inference
-    from migrate.write.torchlib.rewrite import TorchlibSummary
-    from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
-    from migrate.audit.export import ExportCheck
-    from migrate.torchlib_source.resolve import TorchlibEvidence
-    from migrate.evidence.recording import Recording, RecordingsSummary
 
 @dataclass(frozen=True)
 class Options:
@@ -117,11 +131,23 @@ class Targets:
         return Output(source.name, target, target, read_or_none(target), after)
 
 
-def _written_plan(plan: Plan, result: YamlResult) -> Plan:
-    """What torchlib's rewrite applies: the plan's typed overloads but those whose hand-written constraints the yaml kept."""
-    kept = {o.name for o in result.outcomes if o.status == KEPT}
-    overloads = tuple(o for o in plan.overloads if o.name not in kept and o.variables)
-    return replace(plan, global_sets=sets_used(plan.global_sets, plan.overloads, backends=False), overloads=overloads)
+@dataclass
+class Applied:
+    """The plan applied to the yaml: the writer's result, the summary's sections the plan and the written yaml give,
+    and what of the plan torchlib's rewrite reads (``written_plan``, computed once) with its form (``written``, the
+    rewrite cache's key)."""
+
+    plan: Plan
+    result: YamlResult
+    sections: dict
+    written: str = ""
+
+    @functools.cached_property
+    def written_plan(self) -> Plan:
+        """The plan's typed overloads but those whose hand-written constraints the yaml kept."""
+        kept = {o.name for o in self.result.outcomes if o.status == KEPT}
+        overloads = tuple(o for o in self.plan.overloads if o.name not in kept and o.variables)
+        return replace(self.plan, global_sets=sets_used(self.plan.global_sets, self.plan.overloads, backends=False), overloads=overloads)
 
 
 def _merged_report(path: Path, ours: dict, selected: set[str]) -> dict:
@@ -169,8 +195,6 @@ class Session:
 
     @functools.cached_property
     def torchlib_root(self) -> Path:
-        from migrate.torchlib_source.resolve import installed_torchlib
-
         return self.options.torchlib or installed_torchlib()
 
     @functools.cached_property
@@ -209,14 +233,10 @@ class Session:
                 self.native.validate()
                 stage.write(self.native.groups.state(), self.native.data)
         if self.source_tree is not None:
-            from migrate.check.torchgen import validate_with_tree_torchgen
-
             validate_with_tree_torchgen(self.native, self.source_tree)
 
     def check_declarations(self) -> None:
         """The file refused whole when a declaration of any entry does not resolve (``migrate.model.declared``)."""
-        from migrate.model.declared import check_declarations
-
         sets_file = self.sets_file
 
         def check() -> bool:
@@ -231,8 +251,6 @@ class Session:
     @functools.cached_property
     def torchlib(self) -> TorchlibEvidence:
         """torchlib's annotations, scanned statically; unreadable modules are warnings."""
-        from migrate.torchlib_source.resolve import scan_torchlib
-
         root = self.torchlib_root
         if not (root / "tensor_typing.py").is_file():
             raise InputError("not onnxscript's torch_lib: it has no tensor_typing.py; nothing was written", root)
@@ -249,16 +267,12 @@ class Session:
         None when no runtime evidence is asked for."""
         if not RUNTIME_EVIDENCE & set(self.options.evidence):
             return None
-        from migrate.evidence.derived import sweep_state
-
         state = sweep_state(self.cache, self.options.jobs, self.options.refresh, self.selected)
         self._swept.set()
         return state
 
     def cached_runs(self) -> tuple[tuple[CatalogueEntry, ...], dict[OpInfoId, OpInfoRun]]:
         """The OpInfo catalogue and the runs the sweep's cache holds (nothing is run)."""
-        from migrate.evidence.opinfo.sweep import SweepCache
-
         sweep = SweepCache.of(self.cache)
         catalogue = sweep.catalogue()
         return catalogue, sweep.runs(catalogue)
@@ -266,8 +280,6 @@ class Session:
     def opinfos_reaching(self, selected: set[str] | None) -> tuple[CatalogueEntry, ...]:
         """OpInfos about the selected operators by name, or whose cached run called a selected overload (None: all)."""
         if selected is None:  # the catalogue alone: no run file need be read
-            from migrate.evidence.opinfo.sweep import SweepCache
-
             return SweepCache.of(self.cache).catalogue()
         names = [OverloadName.parse(name) for name in selected]
         families = {name.operator for name in names}
@@ -280,39 +292,36 @@ class Session:
     @functools.cached_property
     def sources(self) -> Sources:
         """Every source's evidence the options ask for (the runtime ones gathered only when the plan is inferred)."""
+        return self._gathered(self.sweep)
+
+    def _gathered(self, sweep: SweepState | None) -> Sources:
         options = self.options
         recordings = self.recordings
-        if recordings and self.sweep is None:
+        if recordings and sweep is None:
             raise InputError(f"--recording needs the runtime evidence (--evidence with one of {', '.join(sorted(RUNTIME_EVIDENCE))})", recordings[0][0])
-        return gather(
-            self.native, self.sets_file, self.torchlib, self.sweep, self.cache, options.evidence, options.autocast_source, options.refresh, recordings
-        )
+        return gather(self.native, self.sets_file, self.torchlib, sweep, self.cache, options.evidence, options.autocast_source, options.refresh, recordings)
 
     @functools.cached_property
     def recordings(self) -> tuple[tuple[str, Recording, str], ...]:
         """Each ``--recording``, read and checked (an unreadable file, or one of another format version, is refused)."""
-        from migrate.evidence.recording import read_recording
-
         return tuple((str(path), *read_recording(path)) for path in self.options.recordings)
 
     def record(self, device: str) -> Recording:
         """The sweep's samples and probes made on ``device`` (for --op: the OpInfos reaching those overloads)."""
-        from migrate.evidence.recording import make_recording
-
         installed = self.load_native(installed_native_functions())
         schemas = {name: str(entry.schema) for name, entry in installed.by_name.items()}
         ops = sorted(self.selected) if self.selected is not None else None
         return make_recording(self.cache, device, schemas, self.options.jobs, ops)
 
     def evidence_of(self, overloads: list[str]) -> dict[str, OverloadEvidence]:
-        """What each source says about each of these overloads, from the caches a run fills (``show``)."""
-        return gather_overloads(self.native, overloads, self.cache)
+        """What each source a run infers from says about each of these overloads (``show``): gathered as a run gathers
+        them, over the OpInfo runs the cache holds (none is run here)."""
+        sweep = sweep_state(self.cache, self.options.jobs, refresh=False, only=None, run=False) if RUNTIME_EVIDENCE & set(self.options.evidence) else None
+        return overload_evidence(self._gathered(sweep).complete(), overloads, sweep.present if sweep is not None else 0, self.native.by_name)
 
     @functools.cached_property
     def set_name(self) -> Callable[[tuple[DType, ...]], str]:
         """A dtype set's name as the run writes it (``migrate.infer.naming.spelling``)."""
-        from migrate.infer.naming import spelling
-
         return spelling(self.sets_file.sets, self.torchlib.global_sets)
 
     # --- inference ----------------------------------------------------------------------------------
@@ -321,14 +330,10 @@ class Session:
     def inference(self) -> Inference:
         """The inferred plan of the selected overloads (``plans`` stage), with its autocast policies: the one entry into
         ``migrate.infer`` of a run."""
-        from migrate.infer import infer
-
         return infer(self.native, self.sources, self.cache.stage("plans"), self.selected)
 
     def verdicts_of(self, overload: str, evidence: OverloadEvidence) -> OverloadPlan:
         """The overload's own runtime evidence merged, with each dtype's verdict (``show``)."""
-        from migrate.infer import verdict_plan
-
         return verdict_plan(overload, evidence.opinfo, evidence.probe)
 
     # --- the run ------------------------------------------------------------------------------------
@@ -336,19 +341,14 @@ class Session:
     def _untyped_details(self, coverage: CoverageSummary) -> CoverageSummary:
         """The untyped entries' last refusals (those with a CPU kernel) and CUDA claims (the rest): read from every
         schema call's cached report, so worked out only for ``--report``, the one output that lists them."""
-        from migrate.evidence.probe.dtype_arguments import cached_dtype_arguments
-        from migrate.evidence.untyped import cuda_claims, last_refusals
-
         judgeable = [name for reason, names in coverage.untyped.items() if reason != NO_CPU_KERNEL for name in names]
-        refusals = last_refusals(judgeable, self.cache, cached_dtype_arguments(self.cache))
+        refusals = last_refusals(judgeable, self.cache, dtype_arguments.STAGE.cached(self.cache, []))
         claims = cuda_claims(coverage.untyped.get(NO_CPU_KERNEL, ()), self.sweep.sweep.catalogue())
         return replace(coverage, last_refusal=refusals, cuda_claims=claims)
 
     def _torch_stages_beside(self) -> contextlib.AbstractContextManager[None]:
         """On a cold cache, the stages that need only torch made in a thread beside the scan and the sweep
         (``migrate.evidence.torch_stages``)."""
-        from migrate.evidence.torch_stages import torch_stages_beside
-
         evidence = set(self.options.evidence)
         if not RUNTIME_EVIDENCE & evidence:
             return contextlib.nullcontext()
@@ -374,7 +374,8 @@ class Session:
         if selected is not None:
             kept = tuple(o for o in plan.overloads if o.name in selected)
             plan = Plan(sets_used(pool, kept), kept) if earlier is not None and plan_path is None else replace(plan, overloads=kept)
-        result, sections, written = self._applied(plan, observed, request.overwrite, plan_path)
+        applied = self._applied(plan, observed, request.overwrite, plan_path)
+        result, sections = applied.result, applied.sections
         native_functions, type_constraints = result.native_functions, result.type_constraints
         if earlier is not None:
             native_functions = merged_native(earlier.native, native_functions, selected)
@@ -388,17 +389,13 @@ class Session:
         if request.report is not None and plan_path is None and self.sweep is not None:  # the report alone lists them
             summary = replace(summary, coverage=self._untyped_details(summary.coverage))
             if "probe" in self.options.evidence:
-                from migrate.evidence.probe.host_paths import host_paths
-
                 summary = replace(summary, host_paths=host_paths(self.cache, self.options.jobs))
         if summary.autocast is not None:
-            from migrate.model.autocast import annotated_counts
-
             summary = replace(summary, autocast=replace(summary.autocast, annotated=annotated_counts(result.native_functions)))
         if self.source_tree is not None:
             summary = replace(summary, validation=ValidationSummary(str(self.source_tree / "torchgen"), ()))
         if not request.yaml_only:
-            written_plan = _written_plan(plan, result)
+            written_plan, written = applied.written_plan, applied.written
             if earlier is not None:
                 written_plan, written = self._continued_plan(written_plan, earlier, whole, pool), None
             rewritten, rewrite_summary = self._torchlib_outputs(written_plan, targets, request.export_check, written, earlier)
@@ -421,8 +418,6 @@ class Session:
     def _whole_inference(self) -> Inference:
         """The plan of every overload (``plans`` stage): continuing, the others' plans are what the earlier run's
         torchlib rewrite may have applied; the run still enters ``migrate.infer`` once."""
-        from migrate.infer import infer
-
         return infer(self.native, self.sources, self.cache.stage("plans"))
 
     def _continued_plan(self, written_plan: Plan, earlier: EarlierOutput, whole: Plan, pool: tuple[GlobalSet, ...]) -> Plan:
@@ -436,7 +431,7 @@ class Session:
         overloads = (*written_plan.overloads, *carried)
         return Plan(sets_used(pool, overloads), overloads)
 
-    def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None) -> tuple[YamlResult, dict, str]:
+    def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None) -> Applied:
         """The plan applied to the yaml, with the summary's sections that the plan and the written yaml give, and what
         of the plan torchlib's rewrite reads (``written_form``, its cache's key).
 
@@ -444,25 +439,28 @@ class Session:
         to it and the overloads selected: the ``applied`` stage keeps its result under those, so a warm run reads
         it instead of writing the yaml and counting every variable's verdicts again. A --plan file is applied as is.
         """
-
         selected = self.selected
+        made: list[Applied] = []  # what apply made this run, its written plan computed once
 
         def apply() -> tuple[YamlResult, dict, str]:
-            from migrate.write.torchlib.rewrite import written_form
-
             result = apply_plan(self.native, self.sets_file, plan, overwrite=overwrite, plan_path=plan_path)
             scope = len(selected) if selected is not None else len(self.native.entries)
             sections = run_summary(self.native, plan, result, scope, observed)
             sections.update(probe=probe_summary(plan), verdicts=dtype_verdict_summary(self.native, plan))
-            return result, sections, written_form(_written_plan(plan, result))
+            applied = Applied(plan, result, sections)
+            applied.written = written_form(applied.written_plan)
+            made.append(applied)
+            return result, sections, applied.written
 
         key = self.sources.key if plan_path is None else None
         if key is None:
-            return apply()
+            apply()
+            return made[0]
         autocast = self.sources.autocast
         policies = repr(sorted(autocast.policies.items())) if autocast is not None else ""
         scope = ",".join(sorted(selected)) if selected is not None else "\0all"
-        return self.cache.stage("applied").get((*key, policies, scope, str(overwrite)), apply, kind=tuple)
+        stored = self.cache.stage("applied").get((*key, policies, scope, str(overwrite)), apply, kind=tuple)
+        return made[0] if made else Applied(plan, *stored)
 
     def _evidence_summary(self, inference: Inference) -> dict:
         """What the sources and the inference say about themselves: the sweep, the runtime evidence's alignment, autocast
@@ -472,9 +470,6 @@ class Session:
             summary["opinfo"] = sources.opinfo_summary
         alignment = inference.alignment
         if alignment is not None:
-            from migrate.evidence.align import RuntimeEvidenceSummary
-            from migrate.runtime.torch_private import torch_version
-
             summary["runtime_evidence"] = RuntimeEvidenceSummary(torch_version(), alignment)
         if sources.autocast is not None:
             summary["autocast"] = sources.autocast.summary()
@@ -485,10 +480,6 @@ class Session:
 
     def _recordings_summary(self, inference: Inference) -> RecordingsSummary:
         """Where each backend's evidence came from: this host's workers, OpInfo's claims, or the recordings merged."""
-        from migrate.evidence.recording import RecordingsSummary
-        from migrate.evidence.sites import WORKERS, torch_release
-        from migrate.model.backends import CLAIMED
-
         origins = {"CPU": f"observed on {WORKERS}, torch {torch_release()}", "CUDA": f"{CLAIMED}, torch {torch_release()}"}
         for recording in inference.recordings:
             origins[recording.key] = f"{recording.origin} at {recording.matched} overloads, else {origins[recording.key]}"
@@ -496,8 +487,6 @@ class Session:
 
     def autocast_dtypes(self) -> dict[str, str]:
         """Each autocast key's lower dtype as the installed torch sets it."""
-        from migrate.evidence.autocast.policies import autocast_dtypes
-
         return autocast_dtypes(self.cache)
 
     def _torchlib_outputs(
@@ -509,9 +498,6 @@ class Session:
 
         Continuing an earlier output, the rewrite also covers the functions the earlier run changed, so that they
         come out as they were."""
-        from migrate.audit.export import rewrite_statuses
-        from migrate.write.torchlib.rewrite import rewrite_torchlib, torchlib_outputs
-
         only = self.selected
         declared = {o.name: o.variables for o in written_plan.overloads if only is None or o.name in only}
         exported = rewrite_statuses(declared, self.real_functions(), self.torchlib_root, self.cache, self.options.jobs) if export_check else {}
@@ -528,8 +514,6 @@ class Session:
         With ``export_check``, export coverage gaps that ``export-check`` results (for this torchlib) judged are
         marked confirmed or refuted, and counted in the summary.
         """
-        from migrate.audit.export import gap_statuses, gap_summary
-
         conflicts = {o.name: o.conflicts for o in result.outcomes}
         conflicts = {o.name: conflicts.get(o.name, o.conflicts) for o in plan.overloads}
         judged = gap_statuses(conflicts, self.torchlib_root, self.cache) if export_check else {}
@@ -549,9 +533,6 @@ class Session:
         Declarations come from the yaml when it has any, else from the plan a run infers, whose
         export coverage gaps then get verdicts (counted in the second value).
         """
-        from migrate.audit.export import gap_statuses, gap_summary, run_export_check
-        from migrate.model.declared import declared_variables
-
         registered = set(self.torchlib.by_overload)
         if self.selected is not None:
             registered &= self.selected
@@ -572,9 +553,6 @@ class Session:
     def export_check(self, refresh: bool = False, missing: bool = False, report: Path | None = None) -> Finding:
         """``export-check``: the table of every case (or, with ``missing``, the provisioning list: declared dtypes no
         torchlib function exports), the export coverage gaps the cases judged, and ``report`` as JSON."""
-        from migrate.audit.export import missing as provisioning_list
-        from migrate.audit.export import missing_text, reached_calls, report_json, table
-
         result, conflicts, declared = self._export_check(refresh)
         provisioning = provisioning_list(result, declared, reached_calls(declared, self.cache)) if missing else None
         text = table(result) if provisioning is None else missing_text(provisioning)
@@ -587,7 +565,7 @@ class Session:
 
     def verify(self) -> Finding:
         """``verify``: the OpInfo samples reaching the selected overloads run under the checker the yaml declares."""
-        from migrate.audit.verify import report, verify_declarations
+        from migrate.audit.verify import report, verify_declarations  # imports torch: off the --op fast path
 
         result = verify_declarations(self.native, self.selected, self.opinfos_reaching(self.selected), self.options.jobs)
         if result is None:
@@ -597,9 +575,7 @@ class Session:
 
     def autocast_contradictions(self) -> Finding:
         """``verify --autocast``: where an entry's autocast policy contradicts its declared dtypes (findings, not failures)."""
-        from migrate.audit.autocast import report
-
-        return Finding(report(self.native, self.sets_file.by_name, self.autocast_dtypes(), self.selected))
+        return Finding(autocast_audit.report(self.native, self.sets_file.by_name, self.autocast_dtypes(), self.selected))
 
     def refuse_installed(self, yaml_only: bool) -> None:
         """Installed files are never written: a run that writes them needs --out."""

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection
 
-from migrate.cache import Stage, StageCache
+from migrate.cache import StageCache
 from migrate.errors import InputError
-from migrate.autocast_source import SHARED_LISTS, read_registrations, shared_lists, source_files
+from migrate.autocast_source import SHARED_LISTS, installed_header, read_registrations, shared_lists, source_files
 from migrate.model.autocast import KEYS, Policies, ordered
+from migrate.runtime.processes import worker_environment, worker_slot
+from migrate.runtime.worker_stage import WorkerStage
 
 BANNED_MESSAGE = "unsafe to autocast"
 OBSERVED_KEY = "CPU"  # the key whose every written policy an observed run must confirm, even one a source tree gives
@@ -126,27 +128,13 @@ class AutocastSummary:
         return lines
 
 
-def observation_stage(cache: StageCache) -> Stage:
-    """The ``autocast`` stage: keyed by the worker's code and torch's version."""
-    return cache.stage("autocast", "migrate.evidence.autocast.worker", "migrate.runtime.processes")
-
-
 def observations(cache: StageCache, refresh: bool = False) -> dict[str, Any]:
     """The worker's registrations and runs, from the stage, else observed (always, with ``refresh``) and stored."""
-    stage, cold = observation_stage(cache), "observing autocast in a worker (once per torch and code)"
-    if not refresh:
-        return stage.get((), _observed, dict, cold=cold)
-    if stage.progress is not None:
-        stage.progress(cold)
-    found = _observed()
-    stage.write(found)
-    return found
+    return OBSERVATIONS.entry(cache, refresh=refresh)
 
 
 def _observed() -> dict[str, Any]:
     """What the worker (a process of its own: it sets autocast state) prints, in one of the run's worker slots."""
-    from migrate.runtime.processes import worker_environment, worker_slot
-
     with worker_slot():
         done = subprocess.run([sys.executable, "-m", "migrate.evidence.autocast.worker"], capture_output=True, text=True, env=worker_environment())
     if done.returncode != 0:
@@ -158,6 +146,17 @@ def _observed() -> dict[str, Any]:
 def autocast_dtypes(cache: StageCache) -> dict[str, str]:
     """Each observed key's autocast dtype as the installed torch sets it ('CPU': 'torch.bfloat16')."""
     return {key: found["dtype"] for key, found in observations(cache)["keys"].items() if found["dtype"]}
+
+
+OBSERVATIONS = WorkerStage(
+    "autocast",
+    ("migrate.evidence.autocast.worker", "migrate.runtime.processes"),  # keyed by the worker's code and torch's version
+    lambda jobs: _observed(),
+    "observing autocast in a worker (once per torch and code)",
+    kind=dict,
+    evidence="autocast",
+)
+"""The worker's registrations and runs (a process of its own: it sets autocast state)."""
 
 
 def _short(dtype: str) -> str:
@@ -221,8 +220,6 @@ def autocast_policies(
     overloads: Collection[str], cache: StageCache, source: Path | None = None, refresh: bool = False, header: Path | None = None
 ) -> AutocastEvidence:
     """Every registered overload's policy per key, for the overloads the yaml has (``overloads``: their names)."""
-    from migrate.autocast_source import installed_header
-
     seen = observations(cache, refresh)
     header_text = (header or installed_header()).read_text()
     listed = _header_policies(header_text)

@@ -23,13 +23,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from migrate.runtime import torch_private
-from migrate.cache import Stage, StageCache
-from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.model.dtypes import named
 from migrate.model.names import OverloadName
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import KERNEL, Evidence, OverloadPlan, Variable
+from migrate.runtime import torch_private
+from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.worker_stage import WorkerStage
 
 _FILLERS = {"int": 1, "SymInt": 1, "float": 1.0, "bool": False, "Scalar": 1, "number": 1, "List[int]": [1], "List[SymInt]": [1]}
 """Values for required non-tensor arguments: small, valid for most kernels; an overload needing others is left out."""
@@ -65,7 +65,7 @@ def _key(name: str) -> str:
 def _arguments(schema: Any, dtype: Any, fill_optional: bool) -> tuple[list[Any], dict[str, Any], dict[str, Any]] | None:
     """Positional and keyword arguments, and each by name: a fresh meta tensor per tensor, fillers for the
     rest, defaults where a later positional argument is given; None when one cannot be made."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     named: dict[str, Any] = {}
     for argument in schema.arguments:
@@ -104,7 +104,7 @@ class _Calls:
 
 def _forward(func: Any, key: str) -> Forward | None:
     """What the overload's kernel forwards to, if it is one call passing its own tensors through."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     schema = func._schema
     name = _key(f"{schema.name}.{schema.overload_name}" if schema.overload_name else schema.name)
@@ -129,7 +129,7 @@ def _forward(func: Any, key: str) -> Forward | None:
 
 
 def _slots(name: str, arguments: dict[str, Any], call: tuple, result: Any) -> Forward | None:
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     callee, callee_args, callee_kwargs, callee_result = call
     mine = {id(value): key for key, value in arguments.items()}
@@ -158,8 +158,8 @@ def _slots(name: str, arguments: dict[str, Any], call: tuple, result: Any) -> Fo
 
 def _metadata_kernel(func: Any, key: str) -> MetadataKernel | None:
     """What a kernel of one tensor argument accepts, if it makes no call for any dtype."""
-    from migrate.evidence.probe.prober import dtype_universe
-    from migrate.runtime.recorders import dtype_name
+    from migrate.evidence.probe.prober import dtype_universe  # imports torch: workers only (the --op fast path)
+    from migrate.runtime.recorders import dtype_name  # as above
 
     schema = func._schema
     tensors = [a.name for a in schema.arguments if str(a.type) in ("Tensor", "Optional[Tensor]")]
@@ -200,16 +200,6 @@ def forward_reports(after: str) -> Iterator[dict[str, Any]]:
             yield {"metadata": [kernel.overload, kernel.slot, list(kernel.dtypes)]}
 
 
-def stage(cache: StageCache) -> Stage:
-    """Keyed by this module's code and torch's version."""
-    return cache.stage("forwards", __name__)
-
-
-def load_forwards(cache: StageCache) -> tuple[tuple[Forward, ...], tuple[MetadataKernel, ...]]:
-    """The tables from the ``forwards`` stage, else found in workers (one after each that crashed) and stored."""
-    return stage(cache).get((), _find_forwards, tuple, cold="finding the kernels that forward to another overload, in workers (once)")
-
-
 def _find_forwards() -> tuple[tuple[Forward, ...], tuple[MetadataKernel, ...]]:
     found, metadata, after = [], [], ""
     while True:
@@ -225,6 +215,16 @@ def _find_forwards() -> tuple[tuple[Forward, ...], tuple[MetadataKernel, ...]]:
     forwards = tuple(Forward(overload, target, tuple((a, b) for a, b in slots)) for overload, target, slots in found)
     kernels = tuple(MetadataKernel(overload, slot, tuple(dtypes)) for overload, slot, dtypes in metadata)
     return forwards, kernels
+
+
+STAGE = WorkerStage(
+    "forwards",
+    (__name__,),  # keyed by this module's code and torch's version
+    lambda jobs: _find_forwards(),  # one worker at a time, one after each that crashed
+    "finding the kernels that forward to another overload, in workers (once)",
+    kind=tuple,
+)
+"""The tables: the overloads that forward to another, and the kernels that read only metadata."""
 
 
 def kernel_plans(native: NativeFunctions, kernels: Iterable[MetadataKernel]) -> dict[str, OverloadPlan]:

@@ -13,13 +13,14 @@ from typing import Any
 
 from migrate.model.dtypes import DType, canonical
 from migrate.runtime import torch_private
+from migrate.runtime.aten_call import PROBE_TIMEOUT
 from migrate.runtime.runs import CatalogueEntry, OpInfoId, interned_dtype
 from migrate.runtime.samples import call_samples, find_opinfo, samples_by_dtype
 
 
 def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
     """The catalogue job: check the recorders work on this torch, then describe every OpInfo."""
-    from migrate.runtime import recorders
+    from migrate.runtime import recorders  # imports torch: workers only (the --op fast path)
 
     recorders.check_recorders()
     entries = []
@@ -36,7 +37,7 @@ def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
 
 
 def _canonical(dtypes: Iterable[Any]) -> tuple[DType, ...]:
-    from migrate.runtime.recorders import dtype_name
+    from migrate.runtime.recorders import dtype_name  # imports torch: workers only
 
     return canonical(interned_dtype(dtype_name(d)) for d in dtypes)
 
@@ -47,8 +48,8 @@ def opinfo_reports(argument: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
 
     ``argument``: (OpInfo, record, probe, backward), and the device the samples are made on where it is not the CPU
     (``record --device cuda``; the probes cast the captured tensors where they are)."""
-    from migrate.evidence.probe import prober as probing
-    from migrate.runtime import recorders
+    from migrate.evidence.probe import prober as probing  # imports torch: workers only
+    from migrate.runtime import recorders  # as above
 
     opinfo, record, probe, backward, *device = argument
     op = find_opinfo(opinfo)
@@ -68,4 +69,4 @@ def opinfo_reports(argument: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
             "errors": [[kind, reason, count] for (kind, reason), count in sorted(errors.items())],
         }
     if capture is not None:
-        yield from probing.probe_reports(capture.chosen(), str(opinfo), probing.PROBE_TIMEOUT, probing.about(op))
+        yield from probing.probe_reports(capture.chosen(), str(opinfo), PROBE_TIMEOUT, probing.about(op))

@@ -16,17 +16,19 @@ name, so results do not depend on ``-j`` or the chunking.
 
 from __future__ import annotations
 
-import warnings
+import functools
 import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from migrate.cache import Stage, StageCache
+from migrate.cache import StageCache
 from migrate.evidence.probe import schema_calls
 from migrate.evidence.probe.catalogue import ARGUMENTS, RECIPES, SPARSE_LAYOUTS, Data, Fixed, Full, Ints, Made, Quantized, Storage, TorchName
 from migrate.runtime import torch_private
-from migrate.runtime.processes import DONE, Job, one_line, run_in_workers
-from migrate.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
+from migrate.runtime.aten_call import PROBE_TIMEOUT, call_aten
+from migrate.runtime.processes import one_line
+from migrate.runtime.runs import overload_key
+from migrate.runtime.worker_stage import WorkerStage, each_overload, listed_in_worker
 
 BASE_DTYPES = ("float32", "int64")  # the dtypes of a recipe's Data tensors, one call each
 UNIFORM = "uniform_lists"  # a report's list slots whose elements must share a dtype, with ATen's refusal of a mixed one
@@ -35,7 +37,7 @@ FREE_RETURNS = "free_returns"  # a report's returns say nothing of other calls: 
 
 def _value(spec: Any, base: Any, seed: int) -> Any:
     """The argument a spec stands for, its Data tensors of dtype ``base``."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     if isinstance(spec, list):
         return [_value(item, base, seed + 100 * i) for i, item in enumerate(spec)]
@@ -80,7 +82,7 @@ def _by_argument(schema: Any) -> dict[str, Any]:
 
 def recipe_calls(func: Any, recipe: dict[str, Any], timeout: float, refusals: list[str]) -> list[Any]:
     """Calls ATen accepts, as CapturedCalls: per base dtype the first that works, at most ``schema_calls.BASES``."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     seed = zlib.crc32(torch_private.overload_slots(func).name.encode())
     specs = {**_by_argument(func._schema), **recipe}
@@ -115,11 +117,9 @@ def _uniform_lists(call: Any, report: dict[str, Any], timeout: float) -> dict[st
     MIXED_TRIES such dtypes (``meshgrid``, ``lstm_cell``'s ``hx``). ``broadcast_tensors`` of such a list runs,
     and so does ``_foreach_powsum`` of float32 beside float64, though not beside int64: one that runs leaves the list
     free, since ``T[]``, every element of one dtype, would refuse it."""
-    import signal
+    import torch  # here, as the recorders: the parent imports this module without torch (the --op fast path)
 
-    import torch
-
-    from migrate.runtime.recorders import argument_of
+    from migrate.runtime.recorders import argument_of  # imports torch: workers only
 
     found = {}
     for position, name, keyword_only, _ in call.slots.arguments:
@@ -137,13 +137,9 @@ def _uniform_lists(call: Any, report: dict[str, Any], timeout: float) -> dict[st
                 kwargs[name] = mixed
             else:
                 args[position] = mixed
-            signal.setitimer(signal.ITIMER_REAL, timeout)
-            try:
-                call.func(*args, **kwargs)
-            except Exception as exc:
-                refusals.append(one_line(exc))
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+            outcome = call_aten(lambda: call.func(*args, **kwargs), timeout)
+            if outcome.refused:
+                refusals.append(outcome.refusal)
         if len(refusals) == len(others):
             found[name] = refusals[-1]
     return found
@@ -151,28 +147,28 @@ def _uniform_lists(call: Any, report: dict[str, Any], timeout: float) -> dict[st
 
 def is_quantized(dtypes: Any) -> bool:
     """Whether a return held a dtype no plain CPU tensor has (``quantize_per_tensor``'s quint8)."""
-    from migrate.evidence.probe.prober import dtype_universe
+    from migrate.evidence.probe.prober import dtype_universe  # imports torch: workers only (the --op fast path)
 
     return any(d is not None and d not in dtype_universe() for d in (dtypes if isinstance(dtypes, tuple) else (dtypes,)))
 
 
-def catalogue_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
-    """The job: for each overload named, announced, the probes of its recipe's calls, or ATen's last refusal."""
-    from migrate.evidence.probe.prober import PROBE_TIMEOUT, bounded, probe_call
+def _reports_of(name: str) -> Iterator[dict[str, Any]]:
+    """The probes of the recipe's calls of the overload, else ATen's last refusal."""
+    from migrate.evidence.probe.prober import probe_call  # imports torch: workers only (the --op fast path)
 
-    with warnings.catch_warnings(), bounded():
-        warnings.simplefilter("ignore")
-        for name in names:
-            yield {"trying": name}
-            refusals: list[str] = []
-            func = torch_private.aten_overload(name)
-            calls = recipe_calls(func, RECIPES[name], PROBE_TIMEOUT, refusals)
-            for number, call in enumerate(calls):
-                report = probe_call(call, f"{name}\0catalogue\0{number}", PROBE_TIMEOUT)
-                free = schema_calls.takes_a_dtype(func._schema) or any(is_quantized(d) for d in call.dtypes[len(call.slots.arguments) :])
-                yield {"probed": {**report, UNIFORM: _uniform_lists(call, report, PROBE_TIMEOUT), FREE_RETURNS: free}}
-            if not calls:
-                yield {"probed": {"overload": torch_private.overload_slots(func).name, schema_calls.REFUSED: refusals[-1] if refusals else "no call"}}
+    refusals: list[str] = []
+    func = torch_private.aten_overload(name)
+    calls = recipe_calls(func, RECIPES[name], PROBE_TIMEOUT, refusals)
+    for number, call in enumerate(calls):
+        report = probe_call(call, f"{name}\0catalogue\0{number}", PROBE_TIMEOUT)
+        free = schema_calls.takes_a_dtype(func._schema) or any(is_quantized(d) for d in call.dtypes[len(call.slots.arguments) :])
+        yield {**report, UNIFORM: _uniform_lists(call, report, PROBE_TIMEOUT), FREE_RETURNS: free}
+    if not calls:
+        yield {"overload": torch_private.overload_slots(func).name, schema_calls.REFUSED: refusals[-1] if refusals else "no call"}
+
+
+catalogue_reports = functools.partial(each_overload, _reports_of)
+"""The job: for each overload named, announced, the probes of its recipe's calls, or ATen's last refusal."""
 
 
 def _names_report(_: None) -> Iterator[list[str]]:
@@ -189,51 +185,39 @@ def _names_report(_: None) -> Iterator[list[str]]:
 
 def probe_catalogue_calls(jobs: int | None) -> list[dict[str, Any]]:
     """Reports for every recipe's overload this torch has, in name order; one whose probe ended its worker says so."""
-    (listed,) = run_in_workers([Job(_names_report, None, "catalogue targets")], jobs=1, progress=False)
-    if listed.status != DONE:
-        raise torch_private.TorchAPIChanged(f"listing the catalogue's overloads failed: {listed.reason}")
-    names = [name for report in listed.reports for name in report]
+    names = listed_in_worker(_names_report, "the catalogue's overloads")
     reports, lost = schema_calls.probe_built_calls(names, jobs, catalogue_reports, "catalogue calls")
     ended = [{"overload": f"aten::{name}", schema_calls.REFUSED: "a probe of its call ended its worker (a crash or a hang)"} for name in lost]
     return sorted(reports + ended, key=lambda report: report["overload"])
 
 
-def stage(cache: StageCache) -> Stage:
-    return cache.stage("catalogue-calls", __name__)
+STAGE = WorkerStage(
+    "catalogue-calls",
+    (__name__,),  # keyed by this code, the catalogue and torch's version: a recipe edited builds these calls again
+    probe_catalogue_calls,
+    "building calls from the argument catalogue, in workers (once)",
+    schema_calls.STAGE.load,
+)
+"""Each recipe's call report (or its last refusal); a run reads the probed calls."""
 
 
-def _probed(reports: list[dict[str, Any]]) -> tuple[ProbedCall, ...]:
-    return tuple(ProbedCall.from_report(SCHEMA_CALL, report) for report in reports if schema_calls.REFUSED not in report)
-
-
-def cached_catalogue_calls(cache: StageCache) -> tuple[ProbedCall, ...]:
-    """The probed catalogue calls a run stored (none before one did)."""
-    return _probed(stage(cache).read(kind=list) or [])
-
-
-def load_catalogue_calls(cache: StageCache, jobs: int | None) -> tuple[ProbedCall, ...]:
-    """The probed catalogue calls, from the cache, else made in workers and stored."""
-    return _probed(entry(cache, jobs))
-
-
-def entry(cache: StageCache, jobs: int | None) -> list[dict[str, Any]]:
-    """The stage's entry: each recipe's call report (or its last refusal), made in workers on a miss."""
-    return stage(cache).get((), lambda: probe_catalogue_calls(jobs), list, cold="building calls from the argument catalogue, in workers (once)")
+def _stored(cache: StageCache) -> list[dict[str, Any]]:
+    return STAGE.stored(cache) or []
 
 
 def uniform_lists(cache: StageCache) -> frozenset[tuple[str, str]]:
     """(overload, list slot) pairs whose mixed call ATen refused, from the stored reports."""
-    reports = stage(cache).read(kind=list) or []
+    reports = _stored(cache)
     return frozenset((key, slot) for r in reports for slot in r.get(UNIFORM, ()) if (key := overload_key(r["overload"])) is not None)
 
 
 def free_returns(cache: StageCache) -> frozenset[str]:
     """The overloads whose catalogue calls' returns stay free (a ScalarType argument or a quantized dtype set them)."""
-    reports = stage(cache).read(kind=list) or []
+    reports = _stored(cache)
     return frozenset(key for r in reports if r.get(FREE_RETURNS) and (key := overload_key(r["overload"])) is not None)
 
 
 def cached_catalogue_refusals(cache: StageCache) -> dict[str, str]:
     """Per recipe's overload no call could be made for, ATen's last refusal (empty before they were built)."""
-    reports = stage(cache).read(kind=list) or []
+    reports = _stored(cache)
     return {key: r[schema_calls.REFUSED] for r in reports if schema_calls.REFUSED in r and (key := overload_key(r["overload"])) is not None}

@@ -20,18 +20,20 @@ workers.
 
 from __future__ import annotations
 
-import warnings
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from migrate.cache import Stage, StageCache
+from migrate.evidence.probe.catalogue import RECIPES, TorchName
+from migrate.evidence.probe.catalogue_calls import is_quantized, recipe_calls
+from migrate.evidence.probe.schema_calls import built_calls, writes_out
 from migrate.model.dtypes import DType, canonical
 from migrate.runtime import torch_private
-from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.aten_call import PROBE_TIMEOUT, call_aten
 from migrate.runtime.runs import interned_dtype, overload_key
+from migrate.runtime.worker_stage import WorkerStage, each_overload, listed_in_worker, reports_by_chunk
 
-CHUNK = 40  # overloads per worker job
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,6 @@ def _dtype_argument(schema: Any) -> Any | None:
 
 def targets() -> list[Any]:
     """Overloads with a CPU kernel, a ScalarType argument and a tensor return; not out=."""
-    from migrate.evidence.probe.schema_calls import writes_out
-
     return [
         func
         for func in torch_private.cpu_overloads()
@@ -90,7 +90,7 @@ def targets() -> list[Any]:
 
 def _cast(value: Any, dtype: Any, base: Any) -> Any:
     """The value with every tensor of dtype ``base`` in it cast to ``dtype`` (lists of tensors too)."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     if isinstance(value, torch.Tensor):
         return value.to(dtype) if value.dtype == base else value
@@ -103,11 +103,7 @@ def _calls(func: Any, argument: Any, timeout: float) -> list[Any]:
     """Calls ATen accepts with the argument at float32: built from the catalogue's recipe for the overload if it has
     one (``sparse_bsr_tensor``'s blocks, ``randint``'s bounds; a recipe's own value of the argument stays), else
     from the schema."""
-    import torch
-
-    from migrate.evidence.probe.catalogue import RECIPES, TorchName
-    from migrate.evidence.probe.catalogue_calls import recipe_calls
-    from migrate.evidence.probe.schema_calls import built_calls
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     recipe = RECIPES.get(overload_key(torch_private.overload_slots(func).name) or "")
     if recipe is not None and (calls := recipe_calls(func, {argument.name: TorchName("float32"), **recipe}, timeout, [])):
@@ -121,14 +117,10 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
     to that dtype too: a return is the argument's value only if it is so beside inputs of other dtypes
     (``linalg_vector_norm`` of a complex tensor returns the real dtype ``dtype=`` names). Its index tensors stay:
     ``sparse_csr_tensor``'s values must have the dtype ``dtype=`` names, its indices an integer one."""
-    import signal
+    import torch  # here, as the modules below: the parent imports this module without torch (the --op fast path)
 
-    import torch
-
-    from migrate.evidence.probe.catalogue_calls import is_quantized
     from migrate.evidence.probe.prober import dtype_universe
     from migrate.runtime.dispatch import has_elements
-    from migrate.runtime.processes import one_line
     from migrate.runtime.recorders import dtype_name
 
     func = torch_private.aten_overload(name)
@@ -151,17 +143,12 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
                 kwargs[argument.name] = dtype
             else:
                 args[position] = dtype
-            torch.default_generator.manual_seed(0)
-            signal.setitimer(signal.ITIMER_REAL, timeout)
-            try:
-                out = func(*args, **kwargs)
-            except Exception as exc:
+            outcome = call_aten(lambda: func(*args, **kwargs), timeout, 0)
+            if outcome.refused:
                 if not cast:  # a refusal beside tensors cast too may be about the tensors
-                    refused.setdefault(dtype_name(dtype), one_line(exc))
+                    refused.setdefault(dtype_name(dtype), outcome.refusal)
                 continue
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            outs = out if slots.returns_tuple else (out,)
+            outs = outcome.returned if slots.returns_tuple else (outcome.returned,)
             values = [outs[at] for at, _, _ in slots.returns]
             if all(isinstance(v, torch.Tensor) and has_elements(v) for v in values):
                 accepted.append([dtype_name(dtype), [dtype_name(v.dtype) for v in values]])
@@ -171,17 +158,14 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
     return {"overload": slots.name, "argument": argument.name, "returns": names, "accepted": accepted, "refused": refusals}
 
 
-def dtype_argument_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
-    """The job: for each overload named, announced, its report (if a call could be built)."""
-    from migrate.evidence.probe.prober import PROBE_TIMEOUT, bounded
+def _reports_of(name: str) -> Iterator[dict[str, Any]]:
+    report = _report(name, PROBE_TIMEOUT)
+    if report is not None:
+        yield report
 
-    with warnings.catch_warnings(), bounded():
-        warnings.simplefilter("ignore")
-        for name in names:
-            yield {"trying": name}
-            report = _report(name, PROBE_TIMEOUT)
-            if report is not None:
-                yield {"called": report}
+
+dtype_argument_reports = functools.partial(each_overload, _reports_of)
+"""The job: for each overload named, announced, its report (if a call could be built)."""
 
 
 def _names_report(_: None) -> Iterator[list[str]]:
@@ -190,28 +174,9 @@ def _names_report(_: None) -> Iterator[list[str]]:
 
 def _called(jobs: int | None) -> list[dict[str, Any]]:
     """Reports for every target, in name order; an overload that ends its worker is left out and the rest go on."""
-    (outcome,) = run_in_workers([Job(_names_report, None, "dtype argument targets")], jobs=1, progress=False)
-    if outcome.status != DONE:
-        raise torch_private.TorchAPIChanged(f"listing the overloads with a dtype argument failed: {outcome.reason}")
-    names = sorted(name for report in outcome.reports for name in report)
-    chunks = [tuple(names[i : i + CHUNK]) for i in range(0, len(names), CHUNK)]
-    found: list[dict[str, Any]] = []
-    while chunks:
-        work = [Job(dtype_argument_reports, chunk, f"dtype arguments {chunk[0]}") for chunk in chunks]
-        chunks = []
-        for outcome in run_in_workers(work, jobs=jobs, progress=False, unit="chunk", desc="dtype arguments"):
-            tried = [r["trying"] for r in outcome.reports if "trying" in r]
-            found += [r["called"] for r in outcome.reports if "called" in r]
-            if outcome.status != DONE and tried:
-                chunk = outcome.job.argument
-                rest = chunk[chunk.index(tried[-1]) + 1 :]
-                if rest:
-                    chunks.append(rest)
+    names = sorted(listed_in_worker(_names_report, "the overloads with a dtype argument"))
+    found, _ = reports_by_chunk(names, dtype_argument_reports, "dtype arguments", jobs)
     return sorted(found, key=lambda r: r["overload"])
-
-
-def stage(cache: StageCache) -> Stage:
-    return cache.stage("dtype-arguments", __name__)
 
 
 def _facts(reports: list[dict[str, Any]]) -> dict[str, DtypeArgument]:
@@ -219,16 +184,13 @@ def _facts(reports: list[dict[str, Any]]) -> dict[str, DtypeArgument]:
     return {key: replace(fact, overload=key) for fact in found if (key := overload_key(fact.overload)) is not None}
 
 
-def load_dtype_arguments(cache: StageCache, jobs: int | None) -> dict[str, DtypeArgument]:
-    """Per overload ('to.dtype'), what its ScalarType argument did: from the cache, else called in workers and stored."""
-    return _facts(entry(cache, jobs))
-
-
-def entry(cache: StageCache, jobs: int | None) -> list[dict[str, Any]]:
-    """The stage's entry: each overload's report, made in workers on a miss."""
-    return stage(cache).get((), lambda: _called(jobs), list, cold="calling overloads with a dtype argument at each dtype, in workers (once)")
-
-
-def cached_dtype_arguments(cache: StageCache) -> dict[str, DtypeArgument]:
-    """What ``load_dtype_arguments`` gives, when this code has called them already; else empty."""
-    return _facts(stage(cache).read(kind=list) or [])
+STAGE = WorkerStage(
+    "dtype-arguments",
+    (__name__,),
+    _called,
+    "calling overloads with a dtype argument at each dtype, in workers (once)",
+    _facts,
+    after_sweep=True,
+    evidence="probe",
+)
+"""Each overload's report; a run reads, per overload ('to.dtype'), what its ScalarType argument did."""

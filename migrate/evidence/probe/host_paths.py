@@ -11,8 +11,8 @@ by this host's CPU flags as well as the code and torch's version: it is the one 
 
 from __future__ import annotations
 
+import functools
 import platform
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +22,8 @@ from migrate.cache import Stage, StageCache, digest
 from migrate.evidence.probe import catalogue_calls, schema_calls
 from migrate.evidence.probe.catalogue import RECIPES
 from migrate.runtime import torch_private
-from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.aten_call import PROBE_TIMEOUT
+from migrate.runtime.worker_stage import each_overload
 
 HOST_PATHS = "oneDNN on, at this host's CPU flags"
 
@@ -36,21 +37,21 @@ def host_fingerprint() -> str:
     return f"{platform.machine()} {digest(flags)[:16]}"
 
 
-def _host_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
-    """The job: each recipe's calls, built as the catalogue stage builds them, probed with oneDNN on."""
-    import torch
+def _host_reports_of(name: str) -> Iterator[dict[str, Any]]:
+    """Each recipe's call, built as the catalogue stage builds it, probed with oneDNN on."""
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
-    from migrate.evidence.probe.prober import PROBE_TIMEOUT, bounded, probe_call
+    from migrate.evidence.probe.prober import probe_call  # imports torch: workers only
 
-    with warnings.catch_warnings(), bounded():
-        warnings.simplefilter("ignore")
-        for name in names:
-            yield {"trying": name}
-            func = torch_private.aten_overload(name)
-            calls = catalogue_calls.recipe_calls(func, RECIPES[name], PROBE_TIMEOUT, [])
-            with torch.backends.mkldnn.flags(enabled=True):
-                for number, call in enumerate(calls):
-                    yield {"probed": probe_call(call, f"{name}\0catalogue\0{number}", PROBE_TIMEOUT)}
+    func = torch_private.aten_overload(name)
+    calls = catalogue_calls.recipe_calls(func, RECIPES[name], PROBE_TIMEOUT, [])
+    with torch.backends.mkldnn.flags(enabled=True):
+        for number, call in enumerate(calls):
+            yield probe_call(call, f"{name}\0catalogue\0{number}", PROBE_TIMEOUT)
+
+
+_host_reports = functools.partial(each_overload, _host_reports_of)
+"""The job: each recipe's calls, probed with oneDNN on."""
 
 
 @dataclass(frozen=True)
@@ -126,9 +127,9 @@ def host_paths(cache: StageCache, jobs: int | None) -> HostPathsSummary:
     fingerprint = host_fingerprint()
 
     def probe() -> list[dict[str, Any]]:
-        names = sorted(r["overload"].removeprefix("aten::") for r in catalogue_calls.entry(cache, jobs) if schema_calls.REFUSED not in r)
+        names = sorted(r["overload"].removeprefix("aten::") for r in catalogue_calls.STAGE.entry(cache, jobs) if schema_calls.REFUSED not in r)
         reports, _ = schema_calls.probe_built_calls(list(dict.fromkeys(names)), jobs, _host_reports, "host-path calls")
         return reports
 
     host = stage(cache).get((fingerprint,), probe, list, cold="probing the catalogue's calls on this host's CPU paths, in workers (once)")
-    return HostPathsSummary(fingerprint, differences(catalogue_calls.entry(cache, jobs), host))
+    return HostPathsSummary(fingerprint, differences(catalogue_calls.STAGE.entry(cache, jobs), host))

@@ -49,10 +49,7 @@ workers.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import resource
-import signal
 import time
 import warnings
 import zlib
@@ -64,14 +61,12 @@ import torch
 from migrate.runtime import torch_private
 from migrate.evidence.probe.contexts import context_reports
 from migrate.evidence.probe.siblings import sibling_calls, written_slots
+from migrate.runtime.aten_call import bounded, call_aten
 from migrate.runtime.recorders import CapturedCall, argument_of, dtype_name, dtypes_of
-from migrate.runtime.processes import one_line
 from migrate.model.dtypes import DType
 from migrate.model.verdict import names_a_dtype
 
 PROBE_CALLS = 3  # calls probed per overload and OpInfo, each with input dtypes no other one had
-PROBE_TIMEOUT = 30.0  # seconds per probe call; the slowest accepted probes take well under a second
-MEMORY_HEADROOM = 6 << 30  # bytes of address space a worker may add while probing
 CAST_KEPT_ELEMENTS = 1 << 16  # a probed call's slot with at most this many elements is cast once per dtype, then reused
 
 
@@ -327,28 +322,27 @@ class _Prober:
         return self.call.dtypes[: len(self.call.slots.arguments)]
 
     def _made(self, cast: dict[int, torch.dtype], gate: tuple[int, str, bool, Any] | None) -> tuple[tuple[Any, ...] | None, str]:
+        called = call_aten(lambda: self._cast_call(cast, gate), self.timeout, zlib.crc32(f"{self.label}\0{self.count}".encode()))
+        if called.refused:  # ATen refused these dtypes (or a tensor could not take one): the finding
+            return None, called.refusal
         slots = self.call.slots
-        torch.default_generator.manual_seed(zlib.crc32(f"{self.label}\0{self.count}".encode()))
-        signal.setitimer(signal.ITIMER_REAL, self.timeout)
-        try:
-            args, kwargs = self._arguments(cast)
-            if gate is not None:
-                position, name, keyword_only, value = gate
-                if value is ZERO_DIM:
-                    value = (kwargs[name] if keyword_only else args[position]).reshape(-1)[0].clone()
-                elif value is CAST_DTYPE:
-                    value = next(iter(cast.values()))
-                if keyword_only:
-                    kwargs[name] = value
-                else:
-                    args[position] = value
-            out = self.call.func(*args, **kwargs)
-        except Exception as exc:  # ATen refused these dtypes (or a tensor could not take one): the finding
-            return None, one_line(exc)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        outs = out if slots.returns_tuple else (out,)
+        outs = called.returned if slots.returns_tuple else (called.returned,)
         return tuple(_named(dtypes_of(outs[position], holds_list)) for position, _, holds_list in slots.returns), ""
+
+    def _cast_call(self, cast: dict[int, torch.dtype], gate: tuple[int, str, bool, Any] | None) -> Any:
+        """The call with the ``cast`` slots cast and the gating argument set."""
+        args, kwargs = self._arguments(cast)
+        if gate is not None:
+            position, name, keyword_only, value = gate
+            if value is ZERO_DIM:
+                value = (kwargs[name] if keyword_only else args[position]).reshape(-1)[0].clone()
+            elif value is CAST_DTYPE:
+                value = next(iter(cast.values()))
+            if keyword_only:
+                kwargs[name] = value
+            else:
+                args[position] = value
+        return self.call.func(*args, **kwargs)
 
     def _cast_once(self, index: int, value: Any, dtype: torch.dtype) -> Any:
         """A small slot of an overload that writes nothing, cast once per dtype for every probe (and gate) that casts it so."""
@@ -449,27 +443,6 @@ def _groups(original: dict[int, torch.dtype | None]) -> list[tuple[int, ...]]:
         if dtype is not None:
             by_dtype.setdefault(dtype, []).append(index)
     return sorted(tuple(indices) for indices in by_dtype.values() if len(indices) > 1)
-
-
-@contextlib.contextmanager
-def bounded() -> Iterator[None]:
-    """SIGALRM ends the worker (its default action), and the address space may grow by MEMORY_HEADROOM only."""
-    previous_alarm = signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    previous_limit = resource.getrlimit(resource.RLIMIT_AS)
-    try:
-        with open("/proc/self/statm") as statm:  # Linux; elsewhere the address space stays as it is
-            in_use = int(statm.read().split()[0]) * resource.getpagesize()
-    except OSError:
-        in_use = None
-    hard = previous_limit[1]
-    if in_use is not None:
-        wanted = in_use + MEMORY_HEADROOM
-        resource.setrlimit(resource.RLIMIT_AS, (wanted if hard == resource.RLIM_INFINITY else min(hard, wanted), hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, previous_limit)
-        signal.signal(signal.SIGALRM, previous_alarm)
 
 
 def probe_reports(

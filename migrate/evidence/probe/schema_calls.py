@@ -36,20 +36,20 @@ the chunking or on ``-j``.
 
 from __future__ import annotations
 
+import functools
 import itertools
-import warnings
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from migrate.runtime import torch_private
-from migrate.cache import Stage, StageCache
+from migrate.cache import StageCache
 from migrate.evidence.probe.merge import probe_plans
-from migrate.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
-from migrate.runtime.processes import DONE, Job, one_line, run_in_workers
 from migrate.model.plan import OverloadPlan
+from migrate.runtime import torch_private
+from migrate.runtime.aten_call import PROBE_TIMEOUT, call_aten
+from migrate.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
+from migrate.runtime.worker_stage import WorkerStage, each_overload, listed_in_worker, reports_by_chunk
 
-CHUNK = 40  # overloads per worker job
 BASES = 2  # calls probed per overload, each of another base dtype
 _SHAPES = ((2, 3), (4,), (1, 2, 4, 4), ())
 _BASE_DTYPES = ("float32", "int64", "bool", "complex64")
@@ -87,7 +87,7 @@ def targets() -> list[Any]:
 def seeded_tensor(shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
     """A small tensor of this shape and dtype, the same for the same seed: values in [0, 2) for floating and
     complex dtypes, 0 or 1 otherwise (valid indices into any dimension of 2 or more)."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     generator = torch.Generator().manual_seed(seed)
     if dtype.is_floating_point or dtype.is_complex:
@@ -162,34 +162,25 @@ def _assignments(slots: Any) -> Iterator[list[tuple[str, int | None, bool]]]:
 def called(func: Any, made: tuple[list[Any], dict[str, Any]], seed: int, timeout: float, sample: str, refusals: list[str] | None) -> Any:
     """The call made once (seeded, bounded by ``timeout``), as a CapturedCall of its arguments as they were before
     it; None when ATen refused it, its message appended to ``refusals``. ``sample``: the base dtype's name."""
-    import signal
-
-    import torch
-
-    from migrate.runtime.recorders import CapturedCall, call_has_elements, cloned, slot_dtypes
+    from migrate.runtime.recorders import CapturedCall, call_has_elements, cloned, slot_dtypes  # imports torch: workers only (the --op fast path)
 
     slots = torch_private.overload_slots(func)
     args, kwargs = made
     kept = cloned((args, kwargs))
-    torch.default_generator.manual_seed(seed)  # torch.manual_seed also seeds absent GPUs, recording a stack trace each time
-    signal.setitimer(signal.ITIMER_REAL, timeout)
-    try:
-        out = func(*args, **kwargs)
-    except Exception as exc:
+    outcome = call_aten(lambda: func(*args, **kwargs), timeout, seed)
+    if outcome.refused:
         if refusals is not None:
-            refusals.append(one_line(exc))
+            refusals.append(outcome.refusal)
         return None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    nonempty = call_has_elements(slots, args, kwargs, out)
+    nonempty = call_has_elements(slots, args, kwargs, outcome.returned)
     args, kwargs = kept
-    return CapturedCall(func, slots, tuple(args), kwargs, slot_dtypes(slots, args, kwargs, out), True, sample, nonempty)
+    return CapturedCall(func, slots, tuple(args), kwargs, slot_dtypes(slots, args, kwargs, outcome.returned), True, sample, nonempty)
 
 
 def built_calls(func: Any, timeout: float, given: dict[str, Any] | None = None, refusals: list[str] | None = None) -> list[Any]:
     """Calls ATen accepts, as CapturedCalls: per base dtype the first combination that works, at most BASES
     (``given``: values by argument name; ``refusals`` receives why each combination failed, in order)."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     slots = torch_private.overload_slots(func)
     seed = zlib.crc32(slots.name.encode())
@@ -211,91 +202,52 @@ def built_calls(func: Any, timeout: float, given: dict[str, Any] | None = None, 
     return calls
 
 
-def schema_call_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
-    """The job: for each overload named, announced, the probes of the call built for it (if one was)."""
-    from migrate.evidence.probe.prober import PROBE_TIMEOUT, bounded, probe_call
+def _reports_of(name: str) -> Iterator[dict[str, Any]]:
+    """The probes of each call built for the overload, else ATen's last refusal of one (``{"overload", REFUSED}``)."""
+    from migrate.evidence.probe.prober import probe_call  # imports torch: workers only (the --op fast path)
 
-    with warnings.catch_warnings(), bounded():
-        warnings.simplefilter("ignore")
-        for name in names:
-            yield {"trying": name}
-            refusals: list[str] = []
-            calls = built_calls(torch_private.aten_overload(name), PROBE_TIMEOUT, refusals=refusals)
-            for number, call in enumerate(calls):
-                yield {"probed": probe_call(call, f"{name}\0{number}", PROBE_TIMEOUT)}
-            if not calls and refusals:
-                yield {"probed": {"overload": name, REFUSED: refusals[-1]}}
+    refusals: list[str] = []
+    calls = built_calls(torch_private.aten_overload(name), PROBE_TIMEOUT, refusals=refusals)
+    for number, call in enumerate(calls):
+        yield probe_call(call, f"{name}\0{number}", PROBE_TIMEOUT)
+    if not calls and refusals:
+        yield {"overload": name, REFUSED: refusals[-1]}
 
 
-def probe_built_calls(
-    names: list[str], jobs: int | None, job: Callable[[tuple[str, ...]], Iterator[dict[str, Any]]] = schema_call_reports, what: str = "schema calls"
-) -> tuple[list[dict[str, Any]], list[str]]:
+schema_call_reports = functools.partial(each_overload, _reports_of)
+"""The job: for each overload named, announced, the probes of the call built for it (if one was)."""
+
+
+def probe_built_calls(names: list[str], jobs: int | None, job: Any = schema_call_reports, what: str = "schema calls") -> tuple[list[dict[str, Any]], list[str]]:
     """Reports for every overload named, in name order, and those that ended their worker. An overload no
     call could be built for reports ATen's last refusal instead (``{"overload": ..., REFUSED: message}``).
     ``job`` builds and probes the calls of a chunk of names (``catalogue_calls`` passes its own)."""
-    chunks = [tuple(names[i : i + CHUNK]) for i in range(0, len(names), CHUNK)]
-    reports: dict[str, list[dict[str, Any]]] = {}
-    lost: list[str] = []
-    while chunks:
-        work = [Job(job, chunk, f"{what} {chunk[0]}") for chunk in chunks]
-        chunks = []
-        for outcome in run_in_workers(work, jobs=jobs, progress=False, unit="chunk", desc=what):
-            tried = [r["trying"] for r in outcome.reports if "trying" in r]
-            for report in outcome.reports:
-                if "probed" in report:
-                    reports.setdefault(report["probed"]["overload"], []).append(report["probed"])
-            if outcome.status != DONE:
-                chunk = outcome.job.argument
-                if not tried:
-                    raise torch_private.TorchAPIChanged(f"{what} failed: {outcome.reason}")
-                lost.append(tried[-1])
-                rest = chunk[chunk.index(tried[-1]) + 1 :]
-                if rest:
-                    chunks.append(rest)
-    return [report for name in sorted(reports) for report in reports[name]], sorted(lost)
-
-
-def stage(cache: StageCache) -> Stage:
-    """Keyed by this module's code (calls built by other code are built again) and torch's version."""
-    return cache.stage("schema-calls", __name__)
+    reports, lost = reports_by_chunk(names, job, what, jobs)
+    return sorted(reports, key=lambda report: report["overload"]), lost
 
 
 def _probed(reports: list[dict[str, Any]]) -> tuple[ProbedCall, ...]:
     return tuple(ProbedCall.from_report(SCHEMA_CALL, report) for report in reports if REFUSED not in report)
 
 
-def cached_schema_calls(cache: StageCache) -> tuple[ProbedCall, ...] | None:
-    """The probed calls built from schemas, or None when this code has not built them yet."""
-    reports = stage(cache).read(kind=list)
-    return None if reports is None else _probed(reports)
+def _names_report(_: None) -> Iterator[list[str]]:
+    yield [torch_private.overload_slots(f).name for f in targets()]
+
+
+STAGE = WorkerStage(
+    "schema-calls",
+    (__name__,),  # keyed by this module's code (calls built by other code are built again) and torch's version
+    lambda jobs: probe_built_calls(listed_in_worker(_names_report, "the overloads a CPU call reaches"), jobs)[0],
+    "building calls from schemas, in workers (once)",
+    _probed,
+)
+"""Each built call's report (or the overload's last refusal); a run reads the probed calls."""
 
 
 def cached_refusals(cache: StageCache) -> dict[str, str]:
     """Per overload no call could be built for ('affine_grid_generator'), ATen's last refusal (empty before they were built)."""
-    reports = stage(cache).read(kind=list) or []
+    reports = STAGE.stored(cache) or []
     return {key: r[REFUSED] for r in reports if REFUSED in r and (key := overload_key(r["overload"])) is not None}
-
-
-def load_schema_calls(cache: StageCache, jobs: int | None) -> tuple[ProbedCall, ...]:
-    """The probed calls built from schemas, from the cache, else made in workers and stored."""
-    return _probed(entry(cache, jobs))
-
-
-def entry(cache: StageCache, jobs: int | None) -> list[dict[str, Any]]:
-    """The stage's entry: each built call's report (or the overload's last refusal), made in workers on a miss."""
-    return stage(cache).get((), lambda: probe_built_calls(_target_names(), jobs)[0], list, cold="building calls from schemas, in workers (once)")
-
-
-def _target_names() -> list[str]:
-    """The targets' names, found in a worker (the parent need not import torch)."""
-    (outcome,) = run_in_workers([Job(_names_report, None, "schema call targets")], jobs=1, progress=False)
-    if outcome.status != DONE:
-        raise torch_private.TorchAPIChanged(f"listing the overloads a CPU call reaches failed: {outcome.reason}")
-    return [name for report in outcome.reports for name in report]
-
-
-def _names_report(_: None) -> Iterator[list[str]]:
-    yield [torch_private.overload_slots(f).name for f in targets()]
 
 
 def schema_call_plans(

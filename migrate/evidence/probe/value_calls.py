@@ -16,16 +16,16 @@ a set is the union over the values (``migrate.evidence.derived``); which value r
 
 from __future__ import annotations
 
-import warnings
+import functools
 from collections.abc import Iterator
 from typing import Any
 
-from migrate.cache import Stage, StageCache
 from migrate.evidence.probe import catalogue_calls, schema_calls
 from migrate.evidence.probe.catalogue import RECIPES
 from migrate.runtime import torch_private
-from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.aten_call import PROBE_TIMEOUT
 from migrate.runtime.runs import SCHEMA_CALL, ProbedCall
+from migrate.runtime.worker_stage import WorkerStage, each_overload, listed_in_worker
 
 VALUES: dict[tuple[str, str], tuple[str | None, ...]] = {
     ("rounding_mode", "Optional[str]"): (None, "trunc", "floor"),
@@ -51,23 +51,23 @@ def _value_domain(schema: Any, name: str) -> tuple[str | None, ...]:
     return VALUES[name, str(getattr(argument, "real_type", argument.type))]
 
 
-def value_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
-    """The job: for each overload named, announced, the probes of one call per value it takes."""
-    from migrate.evidence.probe.prober import PROBE_TIMEOUT, bounded, probe_call
+def _reports_of(name: str) -> Iterator[dict[str, Any]]:
+    """The probes of one call per value the overload takes, each naming its argument and value."""
+    from migrate.evidence.probe.prober import probe_call  # imports torch: workers only (the --op fast path)
 
-    with warnings.catch_warnings(), bounded():
-        warnings.simplefilter("ignore")
-        for name in names:
-            yield {"trying": name}
-            func = torch_private.aten_overload(name)
-            argument = valued_argument(func._schema)
-            for value in _value_domain(func._schema, argument):
-                if name in RECIPES:
-                    calls = catalogue_calls.recipe_calls(func, {**RECIPES[name], argument: value}, PROBE_TIMEOUT, [])
-                else:
-                    calls = schema_calls.built_calls(func, PROBE_TIMEOUT, given={argument: value})
-                for call in calls[:1]:
-                    yield {"probed": {**probe_call(call, f"{name}\0{argument}={value}", PROBE_TIMEOUT), ARGUMENT: argument, VALUE: value}}
+    func = torch_private.aten_overload(name)
+    argument = valued_argument(func._schema)
+    for value in _value_domain(func._schema, argument):
+        if name in RECIPES:
+            calls = catalogue_calls.recipe_calls(func, {**RECIPES[name], argument: value}, PROBE_TIMEOUT, [])
+        else:
+            calls = schema_calls.built_calls(func, PROBE_TIMEOUT, given={argument: value})
+        for call in calls[:1]:
+            yield {**probe_call(call, f"{name}\0{argument}={value}", PROBE_TIMEOUT), ARGUMENT: argument, VALUE: value}
+
+
+value_reports = functools.partial(each_overload, _reports_of)
+"""The job: for each overload named, announced, the probes of one call per value it takes."""
 
 
 def _names_report(_: None) -> Iterator[list[str]]:
@@ -76,28 +76,16 @@ def _names_report(_: None) -> Iterator[list[str]]:
 
 def probe_value_calls(jobs: int | None) -> list[dict[str, Any]]:
     """Reports for every overload with a valued argument, in name order (one whose probe ended its worker: none)."""
-    (listed,) = run_in_workers([Job(_names_report, None, "value call targets")], jobs=1, progress=False)
-    if listed.status != DONE:
-        raise torch_private.TorchAPIChanged(f"listing the overloads with a valued argument failed: {listed.reason}")
-    names = [name for report in listed.reports for name in report]
+    names = listed_in_worker(_names_report, "the overloads with a valued argument")
     reports, _ = schema_calls.probe_built_calls(names, jobs, value_reports, "value calls")
     return reports
 
 
-def stage(cache: StageCache) -> Stage:
-    return cache.stage("value-calls", __name__)
-
-
-def entry(cache: StageCache, jobs: int | None) -> list[dict[str, Any]]:
-    """The stage's entry: each value's probed call, made in workers on a miss."""
-    return stage(cache).get((), lambda: probe_value_calls(jobs), list, cold="building calls at each value of string arguments, in workers (once)")
-
-
-def load_value_calls(cache: StageCache, jobs: int | None) -> tuple[ProbedCall, ...]:
-    """The probed calls of every value, as built calls (their union is the set)."""
-    return tuple(ProbedCall.from_report(SCHEMA_CALL, report) for report in entry(cache, jobs))
-
-
-def cached_value_reports(cache: StageCache) -> list[dict[str, Any]]:
-    """The reports a run stored (none before one did)."""
-    return stage(cache).read(kind=list) or []
+STAGE = WorkerStage(
+    "value-calls",
+    (__name__,),  # keyed by this code, the values and torch's version
+    probe_value_calls,
+    "building calls at each value of string arguments, in workers (once)",
+    lambda reports: tuple(ProbedCall.from_report(SCHEMA_CALL, report) for report in reports),
+)
+"""Each value's probed call report; a run reads the probed calls (their union is the set), inference the reports."""

@@ -16,4 +16,4 @@ from migrate.runtime.runs import overload_key
 
 def promotion_reports(cache: StageCache, jobs: int | None) -> dict[str, dict[str, Any]]:
     """Per overload ('add.Tensor'), its report of the calls built for promotion (``calls.promotion_reports``)."""
-    return {overload_key(report["overload"]): report for report in calls.entry(cache, jobs)}
+    return {overload_key(report["overload"]): report for report in calls.STAGE.entry(cache, jobs)}

@@ -30,18 +30,16 @@ overloads are left out (a promoted result must also cast back to ``self``); so a
 from __future__ import annotations
 
 import functools
-import signal
-import warnings
 import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from migrate.runtime import torch_private
-from migrate.cache import Stage, StageCache
-from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.evidence.probe import schema_calls
 from migrate.model.promotion import KINDS
+from migrate.runtime import torch_private
+from migrate.runtime.aten_call import PROBE_TIMEOUT, call_aten
+from migrate.runtime.worker_stage import WorkerStage, each_overload, listed_in_worker, reports_by_chunk
 
-CHUNK = 40  # overloads per worker job
 _PROMOTING_TYPES = {"Tensor": "tensor", "Optional[Tensor]": "tensor", "List[Tensor]": "list", "number": "scalar", "Optional[number]": "scalar"}
 """Schema types of inputs that may promote (a ``Scalar`` is a ``number`` to the JIT)."""
 _REDUCTION = "reduction"  # a loss's reduction: 0 (none) lets integer losses run, as a dtype= argument would
@@ -57,6 +55,7 @@ def candidates(schema: Any) -> list[tuple[str, str]]:
     ]
 
 
+@functools.cache
 def declared_rules() -> dict[str, tuple[tuple[int, ...], str]]:
     """torch's declared promotions by ATen operator name: (positions, kind). The refs' first; torch.onnx's generated
     table for an operator the refs do not wrap (``logit``: int_to_float of ``self``)."""
@@ -91,8 +90,6 @@ def _argument_sets(schema: Any, declared: dict[str, Any] | None) -> list[list[st
 def targets(rules: dict[str, tuple[tuple[int, ...], str]]) -> list[str]:
     """Overloads (``aten::add.Tensor``) to make calls for: a schema call target, not in-place, with two or more
     candidate inputs or a ref's promotion."""
-    from migrate.evidence.probe import schema_calls
-
     names = []
     for func in schema_calls.targets():
         schema = func._schema
@@ -107,7 +104,7 @@ class _Caller:
     """Calls one overload with its promoted inputs replaced, from a call built from its schema."""
 
     def __init__(self, func: Any, args: list[Any], kwargs: dict[str, Any], timeout: float):
-        import torch
+        import torch  # here: the parent imports this module without torch (the --op fast path)
 
         self.torch = torch
         self.func, self.timeout = func, timeout
@@ -132,20 +129,14 @@ class _Caller:
         values = dict(self.values, **replaced)
         last = max((self.positional.index(n) for n in values), default=-1)
         args = [values[n] if n in values else self._default(n) for n in self.positional[: last + 1]]
-        torch.default_generator.manual_seed(self.seed)  # torch.manual_seed also seeds absent GPUs, recording a stack trace each time
-        signal.setitimer(signal.ITIMER_REAL, self.timeout)
-        try:
-            out = self.func(*args, **self.kwargs)
-        except Exception as exc:
-            from migrate.runtime.processes import one_line
-
+        outcome = call_aten(lambda: self.func(*args, **self.kwargs), self.timeout, self.seed)
+        if outcome.refused:
             if _REDUCTION in self.positional and _REDUCTION not in replaced:  # a loss's mean of integers has no dtype
                 returned, _, _ = self.call(dict(replaced, **{_REDUCTION: 0}))
                 if returned is not None:
                     return returned, "", []
-            return None, one_line(exc), []
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            return None, outcome.refusal, []
+        out = outcome.returned
         first = out[0] if isinstance(out, (tuple, list)) else out
         if not isinstance(first, torch.Tensor) or first.numel() == 0:
             return None, "" if isinstance(first, torch.Tensor) else "returns no tensor", []
@@ -175,7 +166,7 @@ def _promotion_signature(value: Any) -> tuple[Any, ...]:
 def _predicted_for(signatures: tuple[tuple[Any, ...], ...]) -> dict[str, tuple[str, str] | None]:
     """``_predicted`` of values with these signatures, once per signature: the rules run in Python, and a
     diagonal call's values repeat across the overloads."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     values = [torch.empty(() if signature[1] else (1,), dtype=signature[0]) if len(signature) == 2 else signature[0](1) for signature in signatures]
     found = {}
@@ -230,7 +221,7 @@ def _own_kind(number: Any, dtype: Any) -> Any:
     """The Scalar as a Python number of no higher kind than ``dtype`` (bool, int, float, complex), so that a
     diagonal call computes in ``dtype``: a complex's real part, a float's integer part (1 where that is 0, as the
     promoted tensors hold 1 to 3), an integer's truth."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     if isinstance(number, complex) and not dtype.is_complex:
         number = number.real
@@ -254,7 +245,7 @@ def _promoted_values(names: list[str], replaced: dict[str, Any]) -> list[Any]:
 
 def _mixed(units, has_scalar: bool) -> Iterator[tuple[str, list[tuple[Any, bool]], Any]]:
     """(description naming the promoted argument, each unit's (dtype, 0-dim), the promoting Scalars' value) of each mixed call."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     n = len(units)
     if n >= 2:
@@ -299,32 +290,30 @@ def _tried(caller: _Caller, names: list[str], kinds: dict[str, str], universe) -
     return {"args": names, "tensors": [n for n in names if kinds[n] != "scalar"], "mixed": mixed, "diagonal": diagonal}
 
 
-def promotion_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
-    """The job: for each overload named, announced, its report (``{"overload", "declared", "tried": [...]}``)."""
-    from migrate.evidence.probe.prober import PROBE_TIMEOUT, bounded, dtype_universe
-    from migrate.evidence.probe.schema_calls import built_calls
+def _reports_of(name: str) -> Iterator[dict[str, Any]]:
+    """The overload's report: ``{"overload", "declared", "tried": [...]}``."""
+    from migrate.evidence.probe.prober import dtype_universe  # imports torch: workers only (the --op fast path)
 
-    rules = declared_rules()
-    with warnings.catch_warnings(), bounded():
-        warnings.simplefilter("ignore")
-        for name in names:
-            yield {"trying": name}
-            func = torch_private.aten_overload(name)
-            built = built_calls(func, PROBE_TIMEOUT)
-            declared = _declared(func._schema, rules)
-            report = {"overload": name, "declared": declared, "tried": []}
-            if built:
-                caller = _Caller(func, list(built[0].args), dict(built[0].kwargs), PROBE_TIMEOUT)
-                kinds = dict(candidates(func._schema))
-                for names_ in _argument_sets(func._schema, declared):
-                    if not set(names_) <= set(kinds):
-                        continue
-                    tried = _tried(caller, names_, kinds, dtype_universe())
-                    if tried is not None:
-                        report["tried"].append(tried)
-                        if tried["diagonal"] and consistent_kinds(tried):
-                            break
-            yield {"report": report}
+    func = torch_private.aten_overload(name)
+    built = schema_calls.built_calls(func, PROBE_TIMEOUT)
+    declared = _declared(func._schema, declared_rules())
+    report = {"overload": name, "declared": declared, "tried": []}
+    if built:
+        caller = _Caller(func, list(built[0].args), dict(built[0].kwargs), PROBE_TIMEOUT)
+        kinds = dict(candidates(func._schema))
+        for names_ in _argument_sets(func._schema, declared):
+            if not set(names_) <= set(kinds):
+                continue
+            tried = _tried(caller, names_, kinds, dtype_universe())
+            if tried is not None:
+                report["tried"].append(tried)
+                if tried["diagonal"] and consistent_kinds(tried):
+                    break
+    yield report
+
+
+promotion_reports = functools.partial(each_overload, _reports_of)
+"""The job: for each overload named, announced, its report."""
 
 
 def consistent_kinds(tried: dict[str, Any]) -> list[str]:
@@ -375,39 +364,21 @@ def _lower(text: str) -> list[str]:
 
 def make_reports(names: list[str], jobs: int | None) -> list[dict[str, Any]]:
     """Reports for every overload named, in name order; an overload that ends its worker is left out."""
-    chunks = [tuple(names[i : i + CHUNK]) for i in range(0, len(names), CHUNK)]
-    reports: dict[str, dict[str, Any]] = {}
-    while chunks:
-        work = [Job(promotion_reports, chunk, f"promotion calls {chunk[0]}") for chunk in chunks]
-        chunks = []
-        for outcome in run_in_workers(work, jobs=jobs, progress=False, unit="chunk", desc="promotion calls"):
-            tried = [r["trying"] for r in outcome.reports if "trying" in r]
-            reports.update((r["report"]["overload"], r["report"]) for r in outcome.reports if "report" in r)
-            if outcome.status != DONE:
-                if not tried:
-                    raise torch_private.TorchAPIChanged(f"promotion calls failed: {outcome.reason}")
-                rest = outcome.job.argument[outcome.job.argument.index(tried[-1]) + 1 :]
-                if rest:
-                    chunks.append(rest)
+    found, _ = reports_by_chunk(names, promotion_reports, "promotion calls", jobs)
+    reports = {report["overload"]: report for report in found}
     return [reports[name] for name in sorted(reports)]
-
-
-def stage(cache: StageCache) -> Stage:
-    """Keyed by this module's code and torch's version."""
-    return cache.stage("promotion-calls", __name__)
-
-
-def entry(cache: StageCache, jobs: int | None) -> list[dict[str, Any]]:
-    """The reports, from the cache, else made in workers and stored."""
-    return stage(cache).get((), lambda: make_reports(_target_names(), jobs), list, cold="calling overloads with mixed dtypes, in workers (once)")
-
-
-def _target_names() -> list[str]:
-    (outcome,) = run_in_workers([Job(_names_report, None, "promotion targets")], jobs=1, progress=False)
-    if outcome.status != DONE:
-        raise torch_private.TorchAPIChanged(f"listing the overloads to call with mixed dtypes failed: {outcome.reason}")
-    return [name for report in outcome.reports for name in report]
 
 
 def _names_report(_: None) -> Iterator[list[str]]:
     yield targets(declared_rules())
+
+
+STAGE = WorkerStage(
+    "promotion-calls",
+    (__name__,),  # keyed by this module's code and torch's version
+    lambda jobs: make_reports(listed_in_worker(_names_report, "the overloads to call with mixed dtypes"), jobs),
+    "calling overloads with mixed dtypes, in workers (once)",
+    after_sweep=True,
+    evidence="probe",
+)
+"""The reports (``decide`` reads them)."""

@@ -1,0 +1,125 @@
+"""One recipe for the stages made in workers once per torch release and code: their key, their make, their load.
+
+Each source that calls ATen itself (the calls built from schemas and from the argument catalogue, the ``dtype=``
+and promotion calls, the forwarding kernels, the autocast observations) keeps its workers' reports as one stage
+entry, keyed by the code of the module that makes it (and every module it imports) and torch's version
+(``migrate.cache``). A ``WorkerStage`` says that once: the stage's name and code, how its entry is made in workers
+on a miss, and how a run reads it. ``migrate.evidence.torch_stages`` makes those a run will read beside the
+sweep; every reader reads them through the same recipe.
+
+Most are made per overload, a chunk of names per worker job (``reports_by_chunk``): a call that ends its worker
+(a crash, a hang past the probe timeout) loses that overload, and a new worker goes on after it. The names come
+from a worker too (``listed_in_worker``): the parent need not import torch.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from migrate.cache import Stage, StageCache
+from migrate.runtime.aten_call import bounded
+from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.torch_private import TorchAPIChanged
+
+CHUNK = 40  # overloads per worker job
+TRYING = "trying"  # a job's report that announces the overload it calls next
+REPORT = "report"  # a job's report of what it found
+
+E = TypeVar("E")  # a stage's entry, as stored
+P = TypeVar("P")  # what a run reads of it
+
+
+def _as_stored(entry: Any) -> Any:
+    return entry
+
+
+@dataclass(frozen=True)
+class WorkerStage(Generic[E, P]):
+    """A stage made in workers: ``name`` its folder in the cache, keyed by the code of ``code`` (modules); ``make``
+    its entry, in workers (``-j``), on a miss, saying ``cold`` on the progress line; ``load`` what a run reads of
+    the entry. ``after_sweep``: the run reads it only after the sweep's plans (``migrate.evidence.torch_stages``
+    makes it then); ``evidence``: the ``--evidence`` word whose run reads it ('': every run with runtime evidence)."""
+
+    name: str
+    code: tuple[str, ...]
+    make: Callable[[int | None], E]
+    cold: str
+    load: Callable[[E], P] = _as_stored
+    kind: type = list
+    after_sweep: bool = False
+    evidence: str = ""
+
+    def stage(self, cache: StageCache) -> Stage:
+        return cache.stage(self.name, *self.code)
+
+    def entry(self, cache: StageCache, jobs: int | None = None, refresh: bool = False) -> E:
+        """The stored entry, else made in workers and stored (``refresh``: made again whatever is stored)."""
+        stage = self.stage(cache)
+        if not refresh:
+            return stage.get((), lambda: self.make(jobs), self.kind, cold=self.cold)
+        if stage.progress is not None:
+            stage.progress(self.cold)
+        found = self.make(jobs)
+        stage.write(found)
+        return found
+
+    def stored(self, cache: StageCache) -> E | None:
+        """The entry a run stored, or None before one did (nothing is made)."""
+        return self.stage(cache).read(kind=self.kind)
+
+    def loaded(self, cache: StageCache, jobs: int | None = None) -> P:
+        """What a run reads of the entry, made first where the cache lacks it."""
+        return self.load(self.entry(cache, jobs))
+
+    def cached(self, cache: StageCache, default: E) -> P:
+        """What a run reads of the stored entry, or of ``default`` before a run stored one (nothing is made)."""
+        found = self.stored(cache)
+        return self.load(default if found is None else found)
+
+
+def listed_in_worker(names_report: Callable[[None], Iterator[list[str]]], what: str) -> list[str]:
+    """The names one job lists in a worker (``names_report(None)`` yields lists of them): ``what`` they are."""
+    (outcome,) = run_in_workers([Job(names_report, None, what)], jobs=1, progress=False)
+    if outcome.status != DONE:
+        raise TorchAPIChanged(f"listing {what} failed: {outcome.reason}")
+    return [name for report in outcome.reports for name in report]
+
+
+def reports_by_chunk(
+    names: Sequence[str], job: Callable[[tuple[str, ...]], Iterator[dict[str, Any]]], what: str, jobs: int | None
+) -> tuple[list[Any], list[str]]:
+    """What ``job`` reported (``{REPORT: ...}``) of every name, in the order the workers ended, and the names that
+    ended their worker, in name order: ``job`` takes a chunk of names and announces each (``{TRYING: name}``)
+    before it calls it; after a worker that ended early, a new one goes on after the name it announced last."""
+    chunks = [tuple(names[i : i + CHUNK]) for i in range(0, len(names), CHUNK)]
+    found: list[Any] = []
+    lost: list[str] = []
+    while chunks:
+        work = [Job(job, chunk, f"{what} {chunk[0]}") for chunk in chunks]
+        chunks = []
+        for outcome in run_in_workers(work, jobs=jobs, progress=False, unit="chunk", desc=what):
+            tried = [r[TRYING] for r in outcome.reports if TRYING in r]
+            found += [r[REPORT] for r in outcome.reports if REPORT in r]
+            if outcome.status != DONE:
+                if not tried:
+                    raise TorchAPIChanged(f"{what} failed: {outcome.reason}")
+                lost.append(tried[-1])
+                chunk = outcome.job.argument
+                rest = chunk[chunk.index(tried[-1]) + 1 :]
+                if rest:
+                    chunks.append(rest)
+    return found, sorted(lost)
+
+
+def each_overload(report: Callable[[str], Iterable[Any]], names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    """A job's body for ``reports_by_chunk`` (as ``functools.partial(each_overload, report)``): for each overload
+    named, announced, what ``report`` finds of it; warnings off, the calls bounded (``aten_call.bounded``)."""
+    with warnings.catch_warnings(), bounded():
+        warnings.simplefilter("ignore")
+        for name in names:
+            yield {TRYING: name}
+            for found in report(name):
+                yield {REPORT: found}
