@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # loaded only by the sources asked for, and only when they ar
     from migrate.runtime.runs import CatalogueEntry, Observation, OpInfoId, OpInfoRun, ProbedCall
     from migrate.torchlib_source.resolve import TorchlibEvidence
 
-EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel", "autocast")
+EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel", "autocast", "models")  # models: joined to opinfo and probe
 RUNTIME_EVIDENCE = frozenset({"opinfo", "probe", "aliases", "kernel"})
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from migrate.evidence.probe.host_paths import HostPathsSummary
     from migrate.evidence.probe.merge import ProbeSummary
     from migrate.evidence.recording import RecordingsSummary
+    from migrate.evidence.models.source import ModelsSummary
     from migrate.evidence.verdicts import VerdictSummary
     from migrate.write.torchlib.rewrite import TorchlibSummary
 
@@ -311,9 +312,10 @@ class RunSummary:
     host_paths: HostPathsSummary | None = None  # --report alone: where this host's CPU paths differ
     backends: BackendsSummary | None = None
     recordings: RecordingsSummary | None = None  # where each backend's evidence came from (--recording)
+    models: ModelsSummary | None = None  # the tiny models' calls (migrate.evidence.models)
 
-    _REPORTED = ("overloads", "by_source", "conflicts", "coverage", "spelling", "promotion", "validation", "opinfo", "runtime_evidence", "autocast", "probe", "verdicts", "torchlib", "host_paths", "backends", "recordings")
-    _PRINTED = ("overloads", "by_source", "coverage", "spelling", "promotion", "backends", "recordings", "validation", "probe", "verdicts", "opinfo", "runtime_evidence", "autocast", "torchlib", "host_paths", "conflicts")
+    _REPORTED = ("overloads", "by_source", "conflicts", "coverage", "spelling", "promotion", "validation", "opinfo", "runtime_evidence", "autocast", "probe", "verdicts", "torchlib", "host_paths", "backends", "recordings", "models")
+    _PRINTED = ("overloads", "by_source", "coverage", "spelling", "promotion", "backends", "recordings", "validation", "probe", "verdicts", "opinfo", "models", "runtime_evidence", "autocast", "torchlib", "host_paths", "conflicts")
 
     def to_json(self) -> dict[str, Any]:
         return {name: section.to_json() for name in self._REPORTED if (section := getattr(self, name)) is not None}
