@@ -15,7 +15,8 @@ import transformers  # noqa: F401  (a missing transformers fails the module: no 
 
 import migrate
 from migrate.cache import StageCache
-from migrate.evidence.models import jobs, zoo
+from migrate.evidence.models import jobs, passes, zoo
+from migrate.evidence.models.recorder import ModelRecording
 from migrate.evidence.models.records import BACKEND, ModelCall
 from migrate.evidence.models.source import MODEL, load_models
 from migrate.model.dtypes import DType
@@ -26,8 +27,7 @@ CHECKED_MODES = ("autocast-bfloat16", "float16")  # under the checker: a trainin
 
 def recorded(calls) -> list[ModelCall]:
     """What a ModelRecording makes of ``calls()``, as the parent reads it."""
-    recording_class, _ = jobs._recording_classes()
-    with recording_class(None) as recording:
+    with ModelRecording() as recording:
         with recording.active():
             calls()
     return [ModelCall.from_report(report, "m", "bfloat16", "inference") for report in recording.call_reports()]
@@ -123,10 +123,11 @@ def test_the_models_run_under_the_checker_against_the_runs_yaml(full_run, arch):
     assert stored is not None and any(run.opinfo.name == MODEL and run.opinfo.variant == arch for run in stored.runs)
     lines = []
     for mode in (m for m in zoo.MODES if m.name in CHECKED_MODES):
-        model = zoo.build(architecture).to(getattr(torch, mode.weights))
+        model = passes.build(architecture).to(getattr(torch, mode.weights))
         for phase in zoo.PASSES:
+            given = passes.inputs(architecture, mode)
             with migrate.checking(full_run / "native_functions.yaml", collect=True) as checker:
-                zoo.run_pass(model, architecture, mode, phase == "training")
+                passes.run_pass(model, mode, given, phase == "training")
             distinct = {c.signature for c in stored.calls if (c.model, c.mode, c.phase) == (arch, mode.name, phase)}
             lines.append(f"{arch} {mode.name} {phase}: {len(distinct)} distinct calls, {sum(checker.judged.values())} judged, {len(checker.violations)} violations")
             assert checker.violations == (), "\n".join(map(str, checker.violations[:10]))
