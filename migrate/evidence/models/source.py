@@ -12,9 +12,11 @@ source is skipped, and the run says so on one line (``unavailable``).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
+import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from migrate.cache import Stage, StageCache
@@ -48,11 +50,16 @@ class ModelsEvidence:
     transformers: str
     runs: tuple[OpInfoRun, ...]
     calls: tuple[ModelCall, ...]
+    digest: str = ""  # of the runs' content (``of``): the sweep's key grows by it, so the derived plans change with it
+
+    @classmethod
+    def of(cls, transformers: str, runs: tuple[OpInfoRun, ...], calls: tuple[ModelCall, ...]) -> ModelsEvidence:
+        content = json.dumps([replace(run, seconds=0.0, cpu_seconds=0.0, probe_seconds=0.0).to_json() for run in runs], sort_keys=True)
+        return cls(transformers, runs, calls, hashlib.sha256(content.encode()).hexdigest())
 
     @property
     def key(self) -> str:
-        """A content key of the runs (the sweep's key grows by it: the derived plans change with it)."""
-        return f"models transformers {self.transformers}: " + ",".join(f"{run.opinfo}:{len(run.observations)}:{len(run.probes)}" for run in self.runs)
+        return f"models transformers {self.transformers} {self.digest}"
 
     @property
     def failures(self) -> tuple[Failure, ...]:
@@ -82,7 +89,7 @@ def run_models(version: str, jobs: int | None, names: Iterable[str] | None = Non
         runs[run.opinfo] = run
         calls.extend(made)
     order = {name: i for i, name in enumerate(wanted)}
-    return ModelsEvidence(version, tuple(sorted(runs.values(), key=lambda r: order[r.opinfo.variant])), tuple(calls))
+    return ModelsEvidence.of(version, tuple(sorted(runs.values(), key=lambda r: order[r.opinfo.variant])), tuple(calls))
 
 
 def _run(name: str, reports: list[dict[str, Any]], status: str, reason: str) -> tuple[OpInfoRun, list[ModelCall]]:
