@@ -135,6 +135,8 @@ class SweepSummary:
     observed: frozenset[str]
     failures: tuple[str, ...]
     samples: int
+    by_opinfo: frozenset[str] = frozenset()  # OpInfoEvidence.by_opinfo
+    models_changed: tuple[str, ...] = ()  # OpInfoEvidence.models_changed
 
 
 def sweep_state(cache: StageCache, jobs: int | None, refresh: bool, only: set[str] | None) -> SweepState:
@@ -168,7 +170,7 @@ def sweep_summary(state: SweepState) -> SweepSummary:
     summary = _derived(state)[1].read(state.key, kind=SweepSummary)
     if summary is None:
         evidence = evidence_of(state)
-        summary = SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples)
+        summary = SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples, evidence.by_opinfo, evidence.models_changed)
     return summary
 
 
@@ -185,7 +187,7 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
         evidence = _derive(SweepResult(runs, catalogue, stats), built_calls, state.models.runs if state.models is not None else ())
         derived.write(evidence, state.key)
     if summaries.read(state.key, kind=SweepSummary) is None:
-        summaries.write(SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples), state.key)
+        summaries.write(SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples, evidence.by_opinfo, evidence.models_changed), state.key)
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
     aliases = tuple(sorted({pair for e in state.sweep.catalogue() for pair in e.aliases}))
     forwards, kernels = load_forwards(state.cache)

@@ -113,7 +113,8 @@ def gather(
 
         swept = sweep_summary(sweep)
         observed = swept.observed
-        summary = OpInfoSummary(sweep.opinfos, sweep.ran, sweep.present - sweep.ran, len(observed & native.by_name.keys()), swept.failures)
+        by_opinfo = swept.by_opinfo or observed  # the models' overloads are counted on their own line
+        summary = OpInfoSummary(sweep.opinfos, sweep.ran, sweep.present - sweep.ran, len(by_opinfo & native.by_name.keys()), swept.failures)
     autocast = None
     if "autocast" in evidence:
         from migrate.evidence.autocast.policies import autocast_policies

@@ -502,13 +502,13 @@ class Session:
 
     def _models_summary(self) -> ModelsSummary:
         """The summary's ``models`` section: the calls recorded, the overloads OpInfo's samples did not reach, what changed."""
-        from migrate.evidence.derived import evidence_of
+        from migrate.evidence.derived import sweep_summary
         from migrate.evidence.models.source import models_summary
 
         if self.models is None:
             return models_summary(None, (), frozenset())
-        derived = evidence_of(self.sweep)
-        return models_summary(self.models, self.native.by_name, derived.by_opinfo, derived.models_changed)
+        swept = sweep_summary(self.sweep)  # the small summary beside the derived plans
+        return models_summary(self.models, self.native.by_name, swept.by_opinfo, swept.models_changed)
 
     def _recordings_summary(self, inference: Inference) -> RecordingsSummary:
         """Where each backend's evidence came from: this host's workers, OpInfo's claims, or the recordings merged."""
