@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Creates .venv (once) and installs the project into it; sourced by the two quick-start scripts.
-# VENV_EXTRAS names the optional dependencies to install beside it (test.sh: "test"; migrate.sh: none).
+# VENV_EXTRAS names the optional dependencies to install beside it (test.sh: "test,models"; migrate.sh: "models").
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"

@@ -4,7 +4,8 @@ The runtime sources share the worker processes, recorders and runs of ``migrate.
 ``opinfo`` (OpInfo samples run under the recorders; its sample runner hands the calls its samples made to
 ``probe.prober``), ``probe`` (those calls made again at other dtypes, and calls built from the schema, the
 argument catalogue and ``ScalarType`` arguments), ``promotion`` (mixed calls built for type promotion) and
-``autocast`` (torch's registrations, observed). ``derived`` joins the runtime ones into one run's plans;
+``autocast`` (torch's registrations, observed), ``models`` (tiny transformers models' calls, recorded and probed as
+OpInfo's are, joined to theirs). ``derived`` joins the runtime ones into one run's plans;
 ``gather`` collects every source (torchlib's annotations come from ``migrate.torchlib_source``) into
 ``Sources``, ``align`` maps them onto another release's file. ``torch_stages`` lists the stages made in
 workers (each a ``migrate.runtime.worker_stage.WorkerStage``) and makes those a run reads beside the sweep on a

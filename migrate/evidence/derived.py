@@ -8,16 +8,20 @@ warm run reads one file, or only the small summary beside it when the plan infer
 them is cached too (``sweep_state`` gives the key, ``sweep_summary`` and ``evidence_of`` read).
 ``--op`` runs use the same full plans, restricted: each overload's plan depends only
 on its own observations, so they decide as a full run does.
+
+The tiny models' runs (``migrate.evidence.models``), when the run has them, join the sweep's runs here: their
+calls are observations and probed calls like any OpInfo's, and the key grows by their content.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from migrate.cache import Stage, StageCache
 from migrate.evidence.opinfo import observations as observations_module
 from migrate.evidence.opinfo import forwards as forwards_module
 from migrate.evidence.opinfo.forwards import Forward, MetadataKernel
+from migrate.evidence.models.source import ModelsEvidence
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.probe import follows as follows_module
 from migrate.evidence.probe import merge as probe_module
@@ -45,6 +49,8 @@ class OpInfoEvidence:
     schema_calls: dict[str, OverloadPlan] = field(default_factory=dict)  # calls built from schemas or the catalogue, of every overload
     follows: dict[str, tuple[Follows, ...]] = field(default_factory=dict)  # slots whose dtypes follow another variable's
     claims: dict[str, observations_module.Claims] = field(default_factory=dict)  # what each overload's own OpInfos claim for CUDA, per slot
+    models_changed: tuple[str, ...] = ()  # overloads whose observed or probed variables the tiny models changed
+    by_opinfo: frozenset[str] = frozenset()  # overloads some OpInfo sample reached (``observed`` less the models' alone)
 
 
 def probed_calls(
@@ -59,10 +65,43 @@ def probed_calls(
     return probes + tuple(call for call in built if runs_module.overload_key(call.overload) in observed)
 
 
-def _derive(sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...]) -> OpInfoEvidence:
-    """The plans, from the observations, the probed calls and the calls built for overloads only observed."""
+def _derive(sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...], models: tuple[runs_module.OpInfoRun, ...] = ()) -> OpInfoEvidence:
+    """The plans, from the observations, the probed calls and the calls built for overloads only observed; the
+    models' runs joined to the sweep's, with what they changed."""
+    by_opinfo = frozenset(k for o in sweep.observations if (k := observations_module.overload_key(o.overload)) is not None)
+    changed: tuple[str, ...] = ()
+    if models:
+        changed = _changed_by(sweep, built, models)
+        sweep = SweepResult(sweep.runs + models, sweep.catalogue, sweep.stats)
     observations = sweep.observations
     observed = frozenset(k for o in observations if (k := observations_module.overload_key(o.overload)) is not None)
+    return replace(_plans(sweep, built, observed), models_changed=changed, by_opinfo=by_opinfo)
+
+
+def _variables(plan: OverloadPlan | None) -> frozenset[tuple[tuple[str, ...], frozenset[object]]]:
+    return frozenset((v.binds, frozenset(v.dtypes)) for v in plan.variables) if plan is not None else frozenset()
+
+
+def _changed_by(sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...], models: tuple[runs_module.OpInfoRun, ...]) -> tuple[str, ...]:
+    """The overloads the models reached whose observed or probed variables (slots and dtypes) differ with them."""
+    reached = {k for run in models for o in (*run.observations, *run.probes) if (k := runs_module.overload_key(o.overload)) is not None}
+    keep = lambda found: tuple(o for o in found if runs_module.overload_key(o.overload) in reached)  # noqa: E731
+    alone = SweepResult(tuple(replace(run, observations=keep(run.observations), probes=keep(run.probes)) for run in sweep.runs), sweep.catalogue, sweep.stats)
+    joined = SweepResult(alone.runs + models, sweep.catalogue, sweep.stats)
+    built = keep(built)
+    before, after = (
+        _plans(result, built, frozenset(k for o in result.observations if (k := runs_module.overload_key(o.overload)) is not None))
+        for result in (alone, joined)
+    )
+    return tuple(
+        name
+        for name in sorted(reached)
+        if (_variables(before.opinfo.get(name)), _variables(before.probe.get(name))) != (_variables(after.opinfo.get(name)), _variables(after.probe.get(name)))
+    )
+
+
+def _plans(sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...], observed: frozenset[str]) -> OpInfoEvidence:
+    observations = sweep.observations
     return OpInfoEvidence(
         opinfo=observations_module.plans_from_observations(observations, sweep.catalogue),
         probe=probe_module.probe_plans(probed_calls(sweep.probes, built, observed), observations),
@@ -84,6 +123,7 @@ class SweepState:
     key: str  # of the cached runs' contents (SweepCache.key)
     cache: StageCache
     jobs: int | None = None  # workers for what the cache still lacks (the calls built from schemas)
+    models: ModelsEvidence | None = None  # the tiny models' runs, joined to the sweep's (``with_models``)
 
     @property
     def sweep(self) -> SweepCache:
@@ -97,6 +137,8 @@ class SweepSummary:
     observed: frozenset[str]
     failures: tuple[str, ...]
     samples: int
+    by_opinfo: frozenset[str] = frozenset()  # OpInfoEvidence.by_opinfo
+    models_changed: tuple[str, ...] = ()  # OpInfoEvidence.models_changed
 
 
 def sweep_state(cache: StageCache, jobs: int | None, refresh: bool, only: set[str] | None, run: bool = True) -> SweepState:
@@ -116,6 +158,11 @@ def sweep_state(cache: StageCache, jobs: int | None, refresh: bool, only: set[st
     return SweepState(len(catalogue), ran, len(present), sweep.key(present), cache, jobs)
 
 
+def with_models(state: SweepState, models: ModelsEvidence | None) -> SweepState:
+    """The state with the models' runs joined, its key grown by their content (None: as it was)."""
+    return state if models is None else replace(state, models=models, key=f"{state.key}\n{models.key}")
+
+
 def _derived(state: SweepState) -> tuple[Stage, Stage]:
     """The derived plans, and their summary apart, keyed by the runs' contents and the deriving code."""
     return state.cache.stage("derived", __name__), state.cache.stage("derived-summary", __name__)
@@ -126,7 +173,7 @@ def sweep_summary(state: SweepState) -> SweepSummary:
     summary = _derived(state)[1].read(state.key, kind=SweepSummary)
     if summary is None:
         evidence = evidence_of(state)
-        summary = SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples)
+        summary = SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples, evidence.by_opinfo, evidence.models_changed)
     return summary
 
 
@@ -141,18 +188,16 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
         catalogue = sweep.catalogue()
         runs = tuple(sweep.runs(catalogue).values())
         stats = SweepStats(len(catalogue), state.ran, len(runs) - state.ran, sum(r.samples for r in runs), 0.0)
-        evidence = _derive(SweepResult(runs, catalogue, stats), built_calls)
+        evidence = _derive(SweepResult(runs, catalogue, stats), built_calls, state.models.runs if state.models is not None else ())
         derived.write(evidence, state.key)
     if summaries.read(state.key, kind=SweepSummary) is None:
-        summaries.write(SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples), state.key)
+        summaries.write(SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples, evidence.by_opinfo, evidence.models_changed), state.key)
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
     aliases = tuple(sorted({pair for e in state.sweep.catalogue() for pair in e.aliases}))
     forwards, kernels = forwards_module.STAGE.loaded(state.cache)
     uniform, free = catalogue_calls_module.uniform_lists(state.cache), catalogue_calls_module.free_returns(state.cache)
     schema_calls = schema_calls_module.schema_call_plans(built_calls, uniform, free)  # of every overload: samples speak for those observed
-    return OpInfoEvidence(
-        evidence.opinfo, evidence.probe, evidence.observed, evidence.failures, stats, aliases, forwards, kernels, schema_calls, evidence.follows, evidence.claims
-    )
+    return replace(evidence, stats=stats, aliases=aliases, forwards=forwards, kernels=kernels, schema_calls=schema_calls)
 
 
 def recorded_evidence(

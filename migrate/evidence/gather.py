@@ -31,7 +31,7 @@ from migrate.model.native import NativeFunctions, installed_native_functions, re
 from migrate.model.plan import Evidence, GlobalSet, OverloadPlan
 from migrate.torchlib_source.resolve import TorchlibEvidence
 
-EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel", "autocast")
+EVIDENCE = ("torchlib", "opinfo", "probe", "groups", "aliases", "kernel", "autocast", "models")  # models: joined to opinfo and probe
 RUNTIME_EVIDENCE = frozenset({"opinfo", "probe", "aliases", "kernel"})
 
 
@@ -114,7 +114,8 @@ def gather(
     if sweep is not None:
         swept = sweep_summary(sweep)
         observed = swept.observed
-        summary = OpInfoSummary(sweep.opinfos, sweep.ran, sweep.present - sweep.ran, len(observed & native.by_name.keys()), swept.failures)
+        by_opinfo = swept.by_opinfo or observed  # the models' overloads are counted on their own line
+        summary = OpInfoSummary(sweep.opinfos, sweep.ran, sweep.present - sweep.ran, len(by_opinfo & native.by_name.keys()), swept.failures)
     autocast = None
     if "autocast" in evidence:
         autocast = autocast_policies(native.by_name, cache, autocast_source, refresh)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 
 from migrate.cache import Stage, StageCache
 from migrate.evidence.autocast.policies import OBSERVATIONS
+from migrate.evidence.models import source as models_source
 from migrate.evidence.opinfo import forwards
 from migrate.evidence.probe import catalogue_calls, dtype_arguments, schema_calls, value_calls
 from migrate.evidence.promotion import calls as promotion_calls
@@ -47,26 +48,32 @@ and for which ``--evidence``)."""
 Make = Callable[[], object]
 
 
-def _stages(cache: StageCache, jobs: int, probe: bool, autocast: bool) -> tuple[list[tuple[Stage, Make]], list[tuple[Stage, Make]]]:
+def _stages(cache: StageCache, jobs: int, probe: bool, autocast: bool, models: bool = False) -> tuple[list[tuple[Stage, Make]], list[tuple[Stage, Make]]]:
     """Each stage the run will read, with what makes its entry, in the order the run reads them: those the sweep's
     derived plans read, and those read after them."""
     evidence = {""} | ({"probe"} if probe else set()) | ({"autocast"} if autocast else set())
     wanted = [stage for stage in WORKER_STAGES if stage.evidence in evidence]
     made = [(stage.after_sweep, (stage.stage(cache), functools.partial(stage.entry, cache, jobs))) for stage in wanted]
-    return [pair for after, pair in made if not after], [pair for after, pair in made if after]
+    beside, after = [pair for later, pair in made if not later], [pair for later, pair in made if later]
+    if models and models_source.transformers_version() is not None:  # the tiny models' runs, read with the sweep's
+        beside.append((models_source.stage(cache), lambda: models_source.load_models(cache, jobs)))
+    return beside, after
 
 
 @contextlib.contextmanager
-def torch_stages_beside(cache: StageCache, jobs: int | None, probe: bool, autocast: bool, swept: threading.Event) -> Iterator[None]:
+def torch_stages_beside(
+    cache: StageCache, jobs: int | None, probe: bool, autocast: bool, swept: threading.Event, models: bool = False
+) -> Iterator[None]:
     """Within it, the torch stages the cache lacks are made in a thread of their own (see the module's docstring).
     ``probe``: the run reads the probe's stages (``dtype=`` and promotion calls); ``autocast``: the observations (not
-    with ``--refresh``, which makes them again); ``swept``: set by the run once its sweep is done."""
+    with ``--refresh``, which makes them again); ``swept``: set by the run once its sweep is done; ``models``: the tiny
+    models' runs (``migrate.evidence.models``), when transformers is installed."""
     jobs = jobs or os.cpu_count() or 1
     if jobs < 2:  # nothing runs beside the sweep: the stages' keys need not be digested
         yield
         return
     beside_sweep, after_sweep = (
-        [make for stage, make in stages if not stage.holds()] for stages in _stages(cache, jobs, probe, autocast)
+        [make for stage, make in stages if not stage.holds()] for stages in _stages(cache, jobs, probe, autocast, models)
     )
     if not (beside_sweep or after_sweep):
         yield

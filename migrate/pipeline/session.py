@@ -25,7 +25,8 @@ from migrate.check.torchgen import validate_with_tree_torchgen
 from migrate.errors import InputError
 from migrate.evidence.align import RuntimeEvidenceSummary
 from migrate.evidence.autocast.policies import autocast_dtypes
-from migrate.evidence.derived import SweepState, sweep_state
+from migrate.evidence.derived import SweepState, sweep_state, with_models
+from migrate.evidence.models.source import ModelsEvidence, ModelsSummary
 from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, overload_evidence
 from migrate.evidence.opinfo.sweep import SweepCache
 from migrate.evidence.probe import dtype_arguments
@@ -269,7 +270,20 @@ class Session:
             return None
         state = sweep_state(self.cache, self.options.jobs, self.options.refresh, self.selected)
         self._swept.set()
-        return state
+        return with_models(state, self.models)
+
+    @functools.cached_property
+    def models(self) -> ModelsEvidence | None:
+        """The tiny models' runs (``migrate.evidence.models``) when asked for and transformers is installed; without it,
+        the run says so on one line."""
+        if "models" not in self.options.evidence:
+            return None
+        from migrate.evidence.models.source import load_models, transformers_version, unavailable
+
+        if transformers_version() is None:
+            sys.stderr.write(unavailable() + "\n")
+            return None
+        return load_models(self.cache, self.options.jobs)
 
     def cached_runs(self) -> tuple[tuple[CatalogueEntry, ...], dict[OpInfoId, OpInfoRun]]:
         """The OpInfo catalogue and the runs the sweep's cache holds (nothing is run)."""
@@ -352,7 +366,8 @@ class Session:
         evidence = set(self.options.evidence)
         if not RUNTIME_EVIDENCE & evidence:
             return contextlib.nullcontext()
-        return torch_stages_beside(self.cache, self.options.jobs, "probe" in evidence, "autocast" in evidence and not self.options.refresh, self._swept)
+        autocast = "autocast" in evidence and not self.options.refresh
+        return torch_stages_beside(self.cache, self.options.jobs, "probe" in evidence, autocast, self._swept, "models" in evidence)
 
     def migrate(self, request: RunRequest = RunRequest()) -> Migration:
         """The outputs of applying the plan (the request's, else the inferred one) to the yaml and torchlib, with
@@ -476,7 +491,19 @@ class Session:
         if self.sweep is not None:
             summary["recordings"] = self._recordings_summary(inference)
             summary["values"] = ValuesSummary(inference.value_refusals)
+        if "models" in self.options.evidence and self.sweep is not None:
+            summary["models"] = self._models_summary()
         return summary
+
+    def _models_summary(self) -> ModelsSummary:
+        """The summary's ``models`` section: the calls recorded, the overloads OpInfo's samples did not reach, what changed."""
+        from migrate.evidence.derived import sweep_summary
+        from migrate.evidence.models.source import models_summary
+
+        if self.models is None:
+            return models_summary(None, (), frozenset())
+        swept = sweep_summary(self.sweep)  # the small summary beside the derived plans
+        return models_summary(self.models, self.native.by_name, swept.by_opinfo, swept.models_changed)
 
     def _recordings_summary(self, inference: Inference) -> RecordingsSummary:
         """Where each backend's evidence came from: this host's workers, OpInfo's claims, or the recordings merged."""

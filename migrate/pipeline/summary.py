@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from migrate.evidence.gather import OpInfoSummary
     from migrate.evidence.probe.host_paths import HostPathsSummary
     from migrate.evidence.recording import RecordingsSummary
+    from migrate.evidence.models.source import ModelsSummary
     from migrate.pipeline.plan_summary import ProbeSummary, ValuesSummary, VerdictSummary
     from migrate.write.torchlib.rewrite import TorchlibSummary
 
@@ -378,9 +379,10 @@ class RunSummary:
     backends: BackendsSummary | None = None
     recordings: RecordingsSummary | None = None  # where each backend's evidence came from (--recording)
     values: ValuesSummary | None = None  # dtypes some value of a string argument refuses and another takes
+    models: ModelsSummary | None = None  # the tiny models' calls (migrate.evidence.models)
 
-    _REPORTED = ("overloads", "by_source", "conflicts", "coverage", "spelling", "promotion", "validation", "opinfo", "runtime_evidence", "autocast", "probe", "verdicts", "torchlib", "host_paths", "backends", "recordings", "values")
-    _PRINTED = ("overloads", "by_source", "coverage", "spelling", "promotion", "backends", "recordings", "validation", "probe", "verdicts", "values", "opinfo", "runtime_evidence", "autocast", "torchlib", "host_paths", "conflicts")
+    _REPORTED = ("overloads", "by_source", "conflicts", "coverage", "spelling", "promotion", "validation", "opinfo", "runtime_evidence", "autocast", "probe", "verdicts", "torchlib", "host_paths", "backends", "recordings", "values", "models")
+    _PRINTED = ("overloads", "by_source", "coverage", "spelling", "promotion", "backends", "recordings", "validation", "probe", "verdicts", "values", "opinfo", "models", "runtime_evidence", "autocast", "torchlib", "host_paths", "conflicts")
 
     def to_json(self) -> dict[str, Any]:
         return {name: section.to_json() for name in self._REPORTED if (section := getattr(self, name)) is not None}

@@ -1,0 +1,164 @@
+"""The ``models`` evidence source in the parent: its runs made in workers, cached as a stage, and counted.
+
+Each architecture of ``zoo.ARCHITECTURES`` is one job (``migrate.evidence.models.jobs``) whose reports become an
+``OpInfoRun`` named ``model.<architecture>``, its observations and probes joined to the OpInfo sweep's where the
+plans are derived (``migrate.evidence.derived``): a model's mixed-precision call is one more call of the overload,
+which splits the variables its dtypes tell apart as any OpInfo sample's would. Beside the runs, every distinct
+call is kept as a ``ModelCall`` (0-dim slots, Python numbers, model, mode and pass), for the summary and the tests.
+
+The stage is keyed by this package's code, torch's and transformers' versions; without transformers installed the
+source is skipped, and the run says so on one line (``unavailable``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from migrate.cache import Stage, StageCache
+from migrate.evidence.models import jobs as model_jobs
+from migrate.evidence.models.records import ModelCall
+from migrate.evidence.models.zoo import ARCHITECTURES
+from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.runs import Failure, Observation, OpInfoId, OpInfoRun, ProbedCall, interned_dtype, load, overload_key
+
+MODEL = "model"  # the OpInfoId name of a model's run: OpInfoId('model', 'llama'), 'model.llama' in evidence
+TIMEOUT = 300.0  # seconds per architecture: each takes a few seconds on one core
+
+
+def transformers_version() -> str | None:
+    """The installed transformers' version; None when it is not installed (the source is skipped)."""
+    try:
+        return importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def unavailable() -> str:
+    """The one line a run prints when the source was asked for (or is a default) and cannot run."""
+    return "dtype-migrate: models evidence skipped: transformers is not installed (pip install 'dtype-migrate[models]')"
+
+
+@dataclass(frozen=True)
+class ModelsEvidence:
+    """What the tiny models did: a run per architecture (as an OpInfo's), and every distinct call with its context."""
+
+    transformers: str
+    runs: tuple[OpInfoRun, ...]
+    calls: tuple[ModelCall, ...]
+    digest: str = ""  # of the runs' content (``of``): the sweep's key grows by it, so the derived plans change with it
+
+    @classmethod
+    def of(cls, transformers: str, runs: tuple[OpInfoRun, ...], calls: tuple[ModelCall, ...]) -> ModelsEvidence:
+        content = json.dumps([replace(run, seconds=0.0, cpu_seconds=0.0, probe_seconds=0.0).to_json() for run in runs], sort_keys=True)
+        return cls(transformers, runs, calls, hashlib.sha256(content.encode()).hexdigest())
+
+    @property
+    def key(self) -> str:
+        return f"models transformers {self.transformers} {self.digest}"
+
+    @property
+    def failures(self) -> tuple[Failure, ...]:
+        return tuple(f for run in self.runs for f in run.failures)
+
+
+def stage(cache: StageCache) -> Stage:
+    """Keyed by this package's code and torch's version (the stage's code digest) and transformers' (its name)."""
+    return cache.stage(f"models-transformers-{transformers_version() or 'none'}", __name__)
+
+
+def load_models(cache: StageCache, jobs: int | None) -> ModelsEvidence | None:
+    """The models' evidence from the cache, else run in workers and stored; None without transformers."""
+    version = transformers_version()
+    if version is None:
+        return None
+    return stage(cache).get((), lambda: run_models(version, jobs), ModelsEvidence, cold="running the tiny models, in workers (once)")
+
+
+def run_models(version: str, jobs: int | None, names: Iterable[str] | None = None) -> ModelsEvidence:
+    """Every architecture (or those named) run and probed in workers."""
+    wanted = [a.name for a in ARCHITECTURES if names is None or a.name in names]
+    work = [Job(model_jobs.model_reports, name, f"model {name}") for name in wanted]
+    runs, calls = {}, []
+    for outcome in run_in_workers(work, jobs, TIMEOUT, progress=False, unit="model", desc="models"):
+        run, made = _run(outcome.job.argument, outcome.reports, outcome.status, outcome.reason)
+        runs[run.opinfo] = run
+        calls.extend(made)
+    order = {name: i for i, name in enumerate(wanted)}
+    return ModelsEvidence.of(version, tuple(sorted(runs.values(), key=lambda r: order[r.opinfo.variant])), tuple(calls))
+
+
+def _run(name: str, reports: list[dict[str, Any]], status: str, reason: str) -> tuple[OpInfoRun, list[ModelCall]]:
+    """One architecture's reports as a run (observations and probes) and its calls; a worker that ended early a failure."""
+    opinfo = OpInfoId(MODEL, name)
+    observations, probed, failures, calls = [], [], [], []
+    for report in reports:
+        if "probed" in report:
+            probed.append(ProbedCall.from_report(opinfo, report["probed"]))
+        elif "calls" in report:
+            sample = interned_dtype(report["dtype"])
+            for overload, direct, count, slots, nonempty in report["observations"]:
+                observations.append(Observation(overload, tuple((n, load(d)) for n, d in slots), opinfo, sample, direct, count, nonempty))
+            calls += [ModelCall.from_report(call, name, report["mode"], report["pass"]) for call in report["calls"]]
+            failures += [Failure(opinfo, kind, f"{report['mode']} {report['pass']}: {why}", (sample,), n) for kind, why, n in report["errors"]]
+    if status != DONE:
+        failures.append(Failure(opinfo, status, reason))
+    run = OpInfoRun(opinfo, tuple(observations), tuple(failures), len(calls), status == DONE, probes=tuple(probed))
+    return run, sorted(calls, key=lambda c: (c.mode, c.phase, c.overload, repr(c.signature)))
+
+
+@dataclass(frozen=True)
+class ModelsSummary:
+    """What the summary says of the models (its ``models`` section): calls recorded, the overloads they reached that no
+    OpInfo sample did, the verdicts they changed; or why the source did not run."""
+
+    transformers: str | None
+    architectures: tuple[str, ...] = ()
+    calls: int = 0  # ATen calls recorded (every call counted)
+    distinct: int = 0  # distinct calls (overload, dtypes, 0-dim slots, Python numbers)
+    overloads: int = 0  # of the file's overloads the models reached
+    beyond_opinfo: tuple[str, ...] = ()  # of those, the ones no OpInfo sample reached
+    changed: tuple[str, ...] = ()  # overloads whose declared sets or variables the models changed
+    failures: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "transformers": self.transformers,
+            "architectures": list(self.architectures),
+            "calls": self.calls,
+            "distinct_calls": self.distinct,
+            "overloads_reached": self.overloads,
+            "overloads_beyond_opinfo": list(self.beyond_opinfo),
+            "verdicts_changed": list(self.changed),
+            "failures": list(self.failures),
+        }
+
+    def lines(self) -> list[str]:
+        if self.transformers is None:
+            return ["models: skipped, transformers is not installed"]
+        return [
+            f"models: {len(self.architectures)} tiny models (transformers {self.transformers}), {self.calls} ATen calls recorded "
+            f"({self.distinct} distinct), {self.overloads} overloads of the yaml reached, {len(self.beyond_opinfo)} that no OpInfo "
+            f"sample reached; {len(self.changed)} overloads' verdicts changed by them; {len(self.failures)} failures (listed in --report)"
+        ]
+
+
+def models_summary(models: ModelsEvidence | None, file_overloads: Iterable[str], opinfo_observed: frozenset[str], changed: Iterable[str] = ()) -> ModelsSummary:
+    """The summary's section: ``opinfo_observed``, the overloads OpInfo's samples alone reached."""
+    if models is None:
+        return ModelsSummary(None)
+    reached = {key for call in models.calls if (key := overload_key(call.overload)) is not None} & set(file_overloads)
+    return ModelsSummary(
+        models.transformers,
+        tuple(run.opinfo.variant for run in models.runs),
+        sum(call.count for call in models.calls),
+        len({call.signature for call in models.calls}),
+        len(reached),
+        tuple(sorted(reached - opinfo_observed)),
+        tuple(sorted(changed)),
+        tuple(f"{f.opinfo}: {f.kind}: {f.reason}" for f in models.failures),
+    )
