@@ -370,8 +370,10 @@ def value_arguments(func: Any) -> list[tuple[int, Any, str]]:
     ``rounding_mode``; an int ``reduction``), ``presence`` by what is given (an optional Tensor: ``None`` or a
     ``tensor``; an optional Scalar: ``None``, an ``int``, a ``float``, a ``bool``, ... by the number's type: a
     float bound makes an integer tensor's result float)."""
+    from migrate.runtime import torch_private
+
     found = []
-    for position, argument in enumerate(func._schema.arguments):
+    for position, argument in enumerate(torch_private.overload_schema(func).arguments):
         kind = argument.type.kind()
         optional = kind == "OptionalType"
         inner = argument.type.getElementType().kind() if optional else kind
