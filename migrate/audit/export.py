@@ -95,9 +95,10 @@ class CallResult:
 @dataclass(frozen=True)
 class CaseResult:
     """A checked case at one value (the calls' arguments that change the graph): the request, the torchlib function
-    registered first for the overload (the one the exporter dispatches it to), the value, the first call's input dtypes, the status and message of all its calls together (of those
-    that reached the function: ``decomposed`` when none did), each call's own, what the user's export did
-    (``export``: status and message, whether or not the function ran), and which judge settled it."""
+    registered first for the overload (the one the exporter dispatches it to), the first call's input dtypes, the
+    status and message of the value's calls together (of those that reached the function: ``decomposed`` when none
+    did), each call's own, what the user's export did (``export``: status and message, whether or not the function
+    ran), which judge settled it, and the value."""
 
     overload: str
     cast: tuple[str, ...]
@@ -109,7 +110,7 @@ class CaseResult:
     calls: tuple[CallResult, ...] = ()
     export: tuple[str, str] = ("", "")  # the user's export of the op: its status and message
     judge: str = EXPORT_JUDGE
-    value: str = ""  # the calls' arguments that change the graph: "reduce='amax'", 'min=number, max=None' ('' for none)
+    value: str = ""  # the calls' arguments that change the graph: "reduce='amax'", 'min=int, max=None' ('' for none)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -345,9 +346,9 @@ def unreached_functions(
     """Per (overload, real function registered for it), the overload's cases with a sampled call none of whose calls
     ran that function (the exporter decomposed the overload for that call, sent it to another function, or failed
     before dispatch), complex ones aside (the exporter gives complex inputs to a ``complex=True`` function): the
-    function-level judge's work. A case is about a function only when the function ran for that case, so an
-    overload some of whose cases reach its function and some decompose (``eq.Scalar``) is judged directly on the
-    decomposed ones only."""
+    function-level judge's work, judged there at every value (none of its calls, at any value, ran the function).
+    A case is about a function only when the function ran for that case, so an overload some of whose cases reach
+    its function and some decompose (``eq.Scalar``) is judged directly on the decomposed ones only."""
     wanted = {}
     for overload, results in found.items():
         registered = functions.get(overload, ()) if functions is not None else {r.function for r in results if r.function}
