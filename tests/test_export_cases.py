@@ -64,4 +64,4 @@ def test_each_case_runs_distinct_sampled_calls(cases):
     calls = Counter()
     for (overload, cast, dtype, _), case in cases.items():
         calls[overload, cast, dtype] += len(case["calls"])
-    assert calls["bincount", ("self",), "torch.uint8"] == 2
+    assert calls["bincount", ("self",), "torch.uint8"] >= 2

@@ -150,10 +150,16 @@ def _capture(wanted: set[str]) -> Any:
         def before(self, key, slots, args, kwargs, direct):
             return (recorders.cloned(args), recorders.cloned(kwargs)) if self._open(key, slots, direct) else None
 
+        def wants(self, key, slots, direct):
+            """Whether calls of this overload are kept at all, and there is room for one more."""
+            return self._open(key, slots, direct)
+
         def keep(self, func, key, slots, call, values, direct, nonempty):
             args, kwargs = call
+            if not self._open(key, slots, direct) or all(v is None for v in values[: len(slots.arguments)]):
+                return
             signature = (key, _signature(args, kwargs))
-            if not self._open(key, slots, direct) or signature in self._signatures or all(v is None for v in values[: len(slots.arguments)]):
+            if signature in self._signatures:
                 return
             if not slots.mutates:
                 try:
@@ -176,6 +182,24 @@ def _capture(wanted: set[str]) -> Any:
             return picked
 
     return VariedCapture(lambda overload, direct: CALLS_CAPTURED if overload in wanted else 0)
+
+
+def _recording(capture: Any) -> Any:
+    """A Recording that offers the capture every call, not only the first of each input dtypes (as the sweep's
+    recorders do): calls of the same dtypes may differ in shape or value (gelu's ``approximate``)."""
+    from migrate.runtime import recorders
+
+    class EveryCall(recorders.Recording):
+        def add(self, func, args, kwargs, out, direct, before=None):
+            super().add(func, args, kwargs, out, direct, before)  # the first call of its dtypes is offered here
+            slots = self._slots_of(func)
+            call = before if slots.mutates else (args, kwargs)
+            if call is not None and capture.wants(id(func), slots, direct):
+                values = recorders.slot_dtypes(slots, args, kwargs, out)
+                nonempty = recorders.call_has_elements(slots, args, kwargs, out)
+                capture.keep(func, id(func), slots, call, values, direct, nonempty)  # kept once: the capture tells calls apart
+
+    return EveryCall(capture)
 
 
 def _signature(args: Any, kwargs: Any) -> str:
@@ -252,7 +276,7 @@ def sampled_calls(group: dict[str, Any]) -> Iterator[tuple[dict[str, Any], list[
         op = find_opinfo(opinfo)
         for name, samples, errors in samples_by_dtype(op, opinfo, only=group["sample_dtype"]):
             capture.sample_dtype = name
-            with recorders.Recording(capture) as recording, recording.active():
+            with _recording(capture) as recording, recording.active():
                 call_samples(op, samples, errors)
     except Exception as exc:
         problem = f"the samples of {opinfo} failed: {one_line(exc)}"
