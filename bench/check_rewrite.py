@@ -1,7 +1,7 @@
 """The rewritten torch_lib of a run, checked against export-check's verdicts: every dtype of every rewritten
 annotation exports ok or partial there, over every overload its function serves, as the rewrite reads them
 (or is a dtype the original annotation had that no case checks),
-and no case ok on the original torch_lib is worse on the rewritten one. Dtypes the original had whose export
+and no case ok on the original torch_lib is worse on the rewritten one (cases per value: ``reduce='amax'``, ``min=number``). Dtypes the original had whose export
 says nothing of the function are counted apart, as the rewrite keeps them: complex ones (the exporter sends
 them to another function) and failures every dtype of the variable shares (bincount's ``weights``).
 A return torchlib annotates alone is judged by the parameters the written yaml ties to it.
@@ -53,15 +53,24 @@ NOTE = re.compile(r"^(?P<kind>dtype-added|dtype-removed): \S+ (?P<function>\S+) 
 
 
 def verdicts(report: Path) -> dict[str, tuple[ExportStatus, ...]]:
-    """Both judges' cases of an export-check report, per overload, each call with the functions that ran."""
+    """Both judges' cases of an export-check report (one per value), per overload, each call with the functions that ran."""
     found: dict[str, list[ExportStatus]] = {}
     obj = json.loads(report.read_text())
     for case in obj["cases"] + obj.get("judged", []):
         calls = tuple((tuple(c["dtypes"]), c["status"], c["message"], tuple(c.get("ran", ()))) for c in case["calls"])
         judge = case.get("judge", "export")
-        verdict = ExportStatus(tuple(case["cast"]), DType.parse(case["dtype"]), case["status"], case["message"], calls, judge)
+        verdict = ExportStatus(tuple(case["cast"]), DType.parse(case["dtype"]), case["status"], case["message"], calls, judge, case.get("value", ""))
         found.setdefault(case["overload"], []).append(verdict)
     return {o: tuple(v) for o, v in found.items()}
+
+
+def case_key(case: dict) -> tuple:
+    """A report's case as both reports name it: overload, function, slots, dtype and value (a case per value)."""
+    return case["overload"], case["function"], tuple(case["cast"]), case["dtype"], case.get("value", "")
+
+
+def value_said(case: dict) -> str:
+    return f" [{case['value']}]" if case.get("value") else ""
 
 
 def unreached_changes(
@@ -195,11 +204,11 @@ def main() -> None:
     )
     print(*bad[:20], sep="\n")
     for key, judge in (("cases", "export"), ("judged", JUDGE_NAMES[FUNCTION_JUDGE])):
-        was = {(c["overload"], c["function"], tuple(c["cast"]), c["dtype"]): c["status"] for c in first.get(key, [])}
+        was = {case_key(c): c["status"] for c in first.get(key, [])}
         worse = [
-            f"{c['overload']} {c['function']} {','.join(c['cast'])} {c['dtype']}: ok -> {c['status']} {c['message'][:100]}"
+            f"{c['overload']} {c['function']} {','.join(c['cast'])} {c['dtype']}{value_said(c)}: ok -> {c['status']} {c['message'][:100]}"
             for c in second.get(key, [])
-            if was.get((c["overload"], c["function"], tuple(c["cast"]), c["dtype"])) == OK and c["status"] != OK
+            if was.get(case_key(c)) == OK and c["status"] != OK
         ]
         print(f"{judge}: cases ok on the original and worse on the rewritten torch_lib: {len(worse)} (of {len(second.get(key, []))} checked)")
         print(*worse[:20], sep="\n")

@@ -290,13 +290,14 @@ def schema_call_section(context: ShowContext, overload: str) -> list[str]:
 
 
 def export_section(context: ShowContext, overload: str) -> list[str]:
-    """Each checked dtype's export status (from ``export-check`` results cached for this torch_lib), per cast slots."""
+    """Each checked dtype's export status (from ``export-check`` results cached for this torch_lib), per cast slots and value."""
     results = ResultStore.of(context.session.torchlib_root, context.session.cache).get(overload)
     if results is None:
         return ["export: not checked (run 'dtype-migrate export-check')"]
     lines = ["export:" + (f" {results[0].function}" if results and results[0].function else "")]
     for case in results:
-        lines.append(f"  {', '.join(case.cast)} {case.dtype}: {case.status}" + (f": {case.message}" if case.message else ""))
+        value = f" [{case.value}]" if case.value else ""  # a case per value of the arguments that change the graph
+        lines.append(f"  {', '.join(case.cast)} {case.dtype}{value}: {case.status}" + (f": {case.message}" if case.message else ""))
     return lines
 
 

@@ -52,6 +52,7 @@ from migrate.model.names import OverloadName
 from migrate.model.plan import Conflict, OverloadPlan, Variable
 from migrate.write.torchlib.narrowing import EXPORT_JUDGE, FUNCTION_JUDGE, ExportStatus, by_dtype
 
+SOURCES = 6  # OpInfos whose samples give an overload's calls (several variants take other values of its arguments)
 JOB_OVERLOADS = 20  # overloads per worker: each worker pays ~3 s to load torch_lib and the exporter; a job that ends keeps its results
 JOB_TIMEOUT = 3600.0  # seconds per worker (a machine others share gives a worker a small part of a core)
 FAILING = (EXPORT_ERROR, INVALID_MODEL, RUNTIME_ERROR, MISMATCH)  # a coverage gap is confirmed by these
@@ -93,10 +94,11 @@ class CallResult:
 
 @dataclass(frozen=True)
 class CaseResult:
-    """A checked case: the request, the torchlib function registered first for the overload (the one the exporter
-    dispatches it to), the first call's input dtypes, the status and message of all its calls together (of those
-    that reached the function: ``decomposed`` when none did), each call's own, what the user's export did
-    (``export``: status and message, whether or not the function ran), and which judge settled it."""
+    """A checked case at one value (the calls' arguments that change the graph): the request, the torchlib function
+    registered first for the overload (the one the exporter dispatches it to), the first call's input dtypes, the
+    status and message of the value's calls together (of those that reached the function: ``decomposed`` when none
+    did), each call's own, what the user's export did (``export``: status and message, whether or not the function
+    ran), which judge settled it, and the value."""
 
     overload: str
     cast: tuple[str, ...]
@@ -108,6 +110,7 @@ class CaseResult:
     calls: tuple[CallResult, ...] = ()
     export: tuple[str, str] = ("", "")  # the user's export of the op: its status and message
     judge: str = EXPORT_JUDGE
+    value: str = ""  # the calls' arguments that change the graph: "reduce='amax'", 'min=int, max=None' ('' for none)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -116,6 +119,7 @@ class CaseResult:
             "judge": self.judge,
             "cast": list(self.cast),
             "dtype": str(self.dtype),
+            "value": self.value,
             "dtypes": dict(self.dtypes),
             "status": self.status,
             "message": self.message,
@@ -138,13 +142,14 @@ class CaseResult:
             if (export := obj.get("export"))
             else (obj["status"], stable_message(obj["message"])),
             obj.get("judge", EXPORT_JUDGE),
+            obj.get("value", ""),
         )
 
     def export_status(self) -> ExportStatus:
         """The case as the rewrite and the provisioning list read it: each call with the slots it passed a tensor
         to and the functions that ran for the overload (a call proves or refutes only those)."""
         calls = tuple((tuple(slot for slot, _ in call.dtypes), call.status, call.message, call.ran) for call in self.calls)
-        return ExportStatus(self.cast, self.dtype, self.status, self.message, calls, self.judge)
+        return ExportStatus(self.cast, self.dtype, self.status, self.message, calls, self.judge, self.value)
 
     @classmethod
     def from_report(cls, report: dict[str, Any]) -> CaseResult:
@@ -179,7 +184,8 @@ class ExportCheck:
         return {
             "torchlib": str(self.torchlib),
             "overloads": self.overloads,
-            "cases": len(self.cases),
+            "cases": len(self.cases),  # one per requested case and value its calls take
+            "requested": len({(case.overload, case.cast, case.dtype) for case in self.cases}),
             "by_status": {status: statuses[status] for status in STATUSES},
             "function_judge": {
                 "functions": len({(case.overload, case.function) for case in self.judged}),
@@ -340,15 +346,16 @@ def unreached_functions(
     """Per (overload, real function registered for it), the overload's cases with a sampled call none of whose calls
     ran that function (the exporter decomposed the overload for that call, sent it to another function, or failed
     before dispatch), complex ones aside (the exporter gives complex inputs to a ``complex=True`` function): the
-    function-level judge's work. A case is about a function only when the function ran for that case, so an
-    overload some of whose cases reach its function and some decompose (``eq.Scalar``) is judged directly on the
-    decomposed ones only."""
+    function-level judge's work, judged there at every value (none of its calls, at any value, ran the function).
+    A case is about a function only when the function ran for that case, so an overload some of whose cases reach
+    its function and some decompose (``eq.Scalar``) is judged directly on the decomposed ones only."""
     wanted = {}
     for overload, results in found.items():
         registered = functions.get(overload, ()) if functions is not None else {r.function for r in results if r.function}
         sampled = [r for r in results if r.calls and not r.dtype.name.startswith("complex")]
         for function in sorted(set(registered)):
-            cases = tuple(CaseRequest(overload, r.cast, r.dtype) for r in sampled if not any(function in call.ran for call in r.calls))
+            ran = {(r.cast, r.dtype) for r in sampled if any(function in call.ran for call in r.calls)}  # at some value
+            cases = tuple(dict.fromkeys(CaseRequest(overload, r.cast, r.dtype) for r in sampled if (r.cast, r.dtype) not in ran))
             if cases:
                 wanted[overload, function] = cases
     return wanted
@@ -396,19 +403,28 @@ def _recorded_calls(overloads: Iterable[str], cache: StageCache) -> Iterator[tup
             yield entry, overload, sample, direct, count
 
 
-def _sources(overloads: Iterable[str], cache: StageCache) -> dict[str, tuple[tuple[str, str], str]]:
-    """Per overload, the OpInfo (name, variant) and sample dtype whose samples best reach it, from the sweep's cache.
+def _sources(overloads: Iterable[str], cache: StageCache) -> dict[str, tuple[tuple[tuple[str, str], str], ...]]:
+    """Per overload, the OpInfos (name, variant) and sample dtypes whose samples reach it, from the sweep's cache: the
+    best first, then every other OpInfo about the operator whose own code calls it (at its best sample dtype; up to
+    ``SOURCES`` in all), whose samples may take other values of its arguments (scatter_reduce's ``amax`` variant).
 
-    Calls made by the sample's own code first, then an OpInfo about the operator, then
+    Best: calls made by the sample's own code first, then an OpInfo about the operator, then
     float32 samples, then the most calls; ties by name (the same choice every run).
     """
-    best: dict[str, tuple] = {}
+    best: dict[str, dict[tuple[str, str], tuple]] = {}
     for entry, overload, sample, direct, count in _recorded_calls(overloads, cache):
         about = overload.split(".", 1)[0] in entry.operator_names
         rank = (not direct, not about, sample.name != "float32", -count, sample.sort_key, entry.opinfo.name, entry.opinfo.variant)
-        if overload not in best or rank < best[overload][0]:
-            best[overload] = (rank, (entry.opinfo.name, entry.opinfo.variant), sample.name)
-    return {overload: (opinfo, sample) for overload, (_, opinfo, sample) in best.items()}
+        opinfo = (entry.opinfo.name, entry.opinfo.variant)
+        mine = best.setdefault(overload, {})
+        if opinfo not in mine or rank < mine[opinfo][0]:
+            mine[opinfo] = (rank, sample.name)
+    found = {}
+    for overload, by_opinfo in best.items():
+        (opinfo, (_, sample)), *rest = sorted(by_opinfo.items(), key=lambda item: item[1][0])
+        others = [(other, dtype) for other, ((indirect, elsewhere, *_), dtype) in rest if not indirect and not elsewhere]
+        found[overload] = ((opinfo, sample), *others[: SOURCES - 1])
+    return found
 
 
 def _run(
@@ -455,7 +471,8 @@ def _in_workers(
         chunk = reached[start : start + JOB_OVERLOADS]
         groups: dict[tuple, list[dict[str, Any]]] = {}
         for overload in chunk:
-            groups.setdefault(sources[overload], []).append({"overload": overload, **items[overload]})
+            for source in sources[overload]:
+                groups.setdefault(source, []).append({"overload": overload, **items[overload]})
         argument = {
             "torchlib": str(torchlib),
             "groups": [{"opinfo": list(opinfo), "sample_dtype": sample, "overloads": o} for (opinfo, sample), o in groups.items()],
@@ -470,18 +487,17 @@ def _in_workers(
                 continue
             result = CaseResult.from_report(report)
             by_overload.setdefault(result.overload, []).append(result)
-        for group in outcome.job.argument["groups"]:
-            for item in group["overloads"]:
-                overload = item["overload"]
-                results = list(by_overload.get(overload, []))
-                done = {(r.function if r.judge == FUNCTION_JUDGE else "", r.cast, r.dtype) for r in results}
-                for function, case in expected[overload]:
-                    if (function, case.cast, case.dtype) not in done:
-                        why = f"{phase}: {outcome.reason}" if phase else outcome.reason
-                        results.append(_result(case, function, (), EXPORT_ERROR, why, FUNCTION_JUDGE if function else EXPORT_JUDGE))
-                order = {(function, case.cast, case.dtype): i for i, (function, case) in enumerate(expected[overload])}
-                results.sort(key=lambda r: order[r.function if r.judge == FUNCTION_JUDGE else "", r.cast, r.dtype])
-                yield overload, tuple(results), outcome.status == DONE
+        asked = dict.fromkeys(item["overload"] for group in outcome.job.argument["groups"] for item in group["overloads"])
+        for overload in asked:
+            results = list(by_overload.get(overload, []))
+            done = {(r.function if r.judge == FUNCTION_JUDGE else "", r.cast, r.dtype) for r in results}
+            for function, case in expected[overload]:
+                if (function, case.cast, case.dtype) not in done:
+                    why = f"{phase}: {outcome.reason}" if phase else outcome.reason
+                    results.append(_result(case, function, (), EXPORT_ERROR, why, FUNCTION_JUDGE if function else EXPORT_JUDGE))
+            order = {(function, case.cast, case.dtype): i for i, (function, case) in enumerate(expected[overload])}
+            results.sort(key=lambda r: order[r.function if r.judge == FUNCTION_JUDGE else "", r.cast, r.dtype])
+            yield overload, tuple(results), outcome.status == DONE
 
 
 def _result(case: CaseRequest, function: str, dtypes: tuple, status: str, message: str, judge: str = EXPORT_JUDGE) -> CaseResult:
@@ -558,12 +574,13 @@ KINDS = (*GAP_KINDS.values(), DECOMPOSED)  # decomposed apart: the user's export
 
 @dataclass(frozen=True)
 class Gap:
-    """Declared dtypes of one variable that do not export for one reason, and the first case's message."""
+    """Declared dtypes of one variable that do not export for one reason at one value, and the first case's message."""
 
     kind: str  # a value of GAP_KINDS
     slots: tuple[str, ...]
     dtypes: tuple[DType, ...]
     message: str
+    value: str = ""  # the arguments that change the graph ("reduce='amax'"); '' for an overload without such arguments
 
 
 @dataclass(frozen=True)
@@ -580,13 +597,17 @@ class Missing:
             "overload": self.overload,
             "function": self.function,
             "reached": self.reached,
-            "gaps": [{"kind": g.kind, "slots": list(g.slots), "dtypes": [str(d) for d in g.dtypes], "message": g.message} for g in self.gaps],
+            "gaps": [
+                {"kind": g.kind, "slots": list(g.slots), "value": g.value, "dtypes": [str(d) for d in g.dtypes], "message": g.message}
+                for g in self.gaps
+            ],
         }
 
 
 def missing(check: ExportCheck, declared: Mapping[str, tuple[Variable, ...]], reached: Mapping[str, int]) -> tuple[Missing, ...]:
-    """Per overload, the declared dtypes no case of a variable exports (its own case and the diagonal holding it
-    combined, as the rewrite reads them), grouped by what failed; the overloads most sampled calls reach first."""
+    """Per overload, the declared dtypes no case of a variable exports at some value (its own case and the diagonal
+    holding it combined, as the rewrite reads them, value by value: a value that fails blocks the dtype), grouped by
+    what failed and the value; the overloads most sampled calls reach first."""
     cases: dict[str, list[CaseResult]] = {}
     for case in check.cases + check.judged:
         cases.setdefault(case.overload, []).append(case)
@@ -594,21 +615,23 @@ def missing(check: ExportCheck, declared: Mapping[str, tuple[Variable, ...]], re
     for overload, results in cases.items():
         statuses = tuple(r.export_status() for r in results)
         function = next((r.function for r in results if r.function), "")
-        gaps: dict[tuple[str, tuple[str, ...]], dict[DType, str]] = {}
+        values = list(dict.fromkeys(s.value for s in statuses))
+        gaps: dict[tuple[str, tuple[str, ...], str], dict[DType, str]] = {}
         for variable in declared.get(overload, ()):
             cast = _input_slots(variable)
-            for dtype, outcomes in by_dtype(statuses, cast, function).items():
-                status, message = combined(o[:2] for o in outcomes)
-                if status in GAP_KINDS:
-                    gaps.setdefault((GAP_KINDS[status], cast), {})[dtype] = message
-            decomposed = [r.dtype for r in results if r.status == DECOMPOSED and set(cast) <= set(r.cast)]
-            if decomposed:
-                gaps.setdefault((DECOMPOSED, cast), {}).update({dtype: "the exporter decomposes it before dispatch" for dtype in decomposed})
+            for value in values:
+                for dtype, outcomes in by_dtype((s for s in statuses if s.value == value), cast, function).items():
+                    status, message = combined(o[:2] for o in outcomes)
+                    if status in GAP_KINDS:
+                        gaps.setdefault((GAP_KINDS[status], cast, value), {})[dtype] = message
+            decomposed = [r for r in results if r.status == DECOMPOSED and set(cast) <= set(r.cast)]
+            for r in decomposed:
+                gaps.setdefault((DECOMPOSED, cast, r.value), {})[r.dtype] = "the exporter decomposes it before dispatch"
         if gaps:
             order = list(KINDS)
             listed = tuple(
-                Gap(kind, cast, canonical(by), by[canonical(by)[0]])
-                for (kind, cast), by in sorted(gaps.items(), key=lambda item: (order.index(item[0][0]), item[0][1]))
+                Gap(kind, cast, canonical(by), by[canonical(by)[0]], value)
+                for (kind, cast, value), by in sorted(gaps.items(), key=lambda item: (order.index(item[0][0]), item[0][1], values.index(item[0][2])))
             )
             found.append(Missing(overload, function, reached.get(overload, 0), listed))
     return tuple(sorted(found, key=lambda m: (-m.reached, m.overload)))
@@ -633,7 +656,9 @@ def missing_text(rows: tuple[Missing, ...], top: int | None = None) -> str:
         f"decomposed before dispatch (the function judged directly): {pairs[DECOMPOSED]}"
     ]
     for rank, row in enumerate(rows[:top] if top else rows, 1):
-        gaps = "; ".join(f"{g.kind} {','.join(g.slots)} {' '.join(d.name for d in g.dtypes)} ({g.message[:120]})" for g in row.gaps)
+        gaps = "; ".join(
+            f"{g.kind} {','.join(g.slots)}{f' [{g.value}]' if g.value else ''} {' '.join(d.name for d in g.dtypes)} ({g.message[:120]})" for g in row.gaps
+        )
         lines.append(f"{rank:4}  {row.overload}  {row.reached} calls  {row.function or '?'}: {gaps}")
     return "\n".join(lines) + "\n"
 
@@ -645,15 +670,15 @@ SHORT = {OK: "ok", PARTIAL: "part", EXPORT_ERROR: "EXP", INVALID_MODEL: "INV", N
 
 
 def table(check: ExportCheck) -> str:
-    """One row per overload and cast slots, one column per dtype (then a row per function the function-level
-    judge called directly, its name after the slots); a legend and the totals of each judge below."""
+    """One row per overload, cast slots and value, one column per dtype (then a row per function the function-level
+    judge called directly, its name after the slots); a legend and the totals of each judge below (cases counted per value)."""
     dtypes = canonical(case.dtype for case in check.cases + check.judged)
-    header = ["overload", "slots", *(d.name for d in dtypes)]
-    rows: dict[tuple[str, str], dict[DType, str]] = {}
+    header = ["overload", "slots", "value", *(d.name for d in dtypes)]
+    rows: dict[tuple[str, str, str], dict[DType, str]] = {}
     for case in check.cases + check.judged:
         slots = ",".join(case.cast) + (f" ({case.function} called directly)" if case.judge == FUNCTION_JUDGE else "")
-        rows.setdefault((case.overload, slots), {})[case.dtype] = SHORT[case.status]
-    lines = [[overload, slots, *(cells.get(d, "") for d in dtypes)] for (overload, slots), cells in rows.items()]
+        rows.setdefault((case.overload, slots, case.value), {})[case.dtype] = SHORT[case.status]
+    lines = [[overload, slots, value, *(cells.get(d, "") for d in dtypes)] for (overload, slots, value), cells in rows.items()]
     widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
     text = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [header, *lines]]
     legend = ", ".join(f"{short} {status}" for status, short in SHORT.items())
@@ -661,7 +686,7 @@ def table(check: ExportCheck) -> str:
     totals = ", ".join(f"{status} {n}" for status, n in summary["by_status"].items())
     text.append(f"\n{legend}")
     text.append(
-        f"{summary['cases']} cases of {summary['overloads']} overloads: {totals} "
+        f"{summary['cases']} cases (per value; {summary['requested']} overload, slots and dtype) of {summary['overloads']} overloads: {totals} "
         f"({summary['overloads_run']} overloads run, {summary['overloads_from_cache']} from the cache; {summary['seconds']} s)"
     )
     judged = summary["function_judge"]

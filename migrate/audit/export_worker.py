@@ -4,19 +4,24 @@ A job gets a torch_lib folder and groups of overloads, each group with the OpInf
 sample dtype) whose samples reach them. The worker loads that folder as
 ``onnxscript.function_libs.torch_lib`` (a fresh process per job: the exporter reads
 whatever that package registers), captures a few distinct calls of each overload while
-the samples run, and gives each case up to ``CALLS_PER_CASE`` of them: sampled calls with
-the case's slots cast to its dtype that eager PyTorch runs (its outputs are the expected
-ones). Many calls go into one module (one submodule per call) and one export; a batch
-that fails is split: when the error names an ONNX node, its metadata (the submodule
-``case_N`` it came from) says which call failed, else the batch is halved. A case is
-``ok`` when all its calls are, ``partial`` when some are. Reports go to the parent one
-case at a time.
+the samples of every OpInfo the job names for it run, and gives each case up to
+``CALLS_PER_CASE`` of them per value (``call_value``: the arguments that change the graph a
+torchlib function builds, such as ``reduce='amax'`` or ``min=None``): sampled calls with the
+case's slots cast to its dtype that eager PyTorch runs (its outputs are the expected ones),
+and, for a value no sampled call reaches that the schema does (an argument's default, a
+Scalar's number of the other kind), the sampled calls with that value. Many calls go into
+one module (one submodule per call) and one export; a batch that fails is split: when the
+error names an ONNX node, its metadata (the submodule ``case_N`` it came from) says which
+call failed, else the batch is halved. A case reports one result per value: ``ok`` when
+all the value's calls are, ``partial`` when some are. Reports go to the parent one result
+at a time.
 
 Importing this module imports neither torch nor onnxscript; running a job does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import re
 import sys
@@ -40,8 +45,8 @@ from migrate.model.export_status import (
     load_failure_status,
 )
 
-CALLS_PER_CASE = 3  # distinct sampled calls a case runs (with and without optional tensors, other shapes)
-CALLS_CAPTURED = 8  # sampled calls kept per overload: eager PyTorch may refuse some of them cast
+CALLS_PER_CASE = 3  # distinct sampled calls a case runs per value (with and without optional tensors, other shapes)
+CALLS_CAPTURED = 8  # sampled calls kept per overload and OpInfo, and one more for each other value: eager PyTorch may refuse some of them cast
 BATCH = 64  # calls per exported graph
 
 
@@ -75,6 +80,7 @@ class Run:
     dtypes: dict = field(default_factory=dict)  # every tensor input slot's dtype in the call
     expected: list = field(default_factory=list)  # eager outputs (tensors only, flattened)
     values: bool = True  # compare values (not for random or uninitialised outputs)
+    value: str = ""  # the call's arguments that change the graph (``call_value``): "reduce='amax'", 'min=int, max=None'
     status: str = ""
     message: str = ""
     ran: set = field(default_factory=set)  # the torchlib functions the exporter dispatched the call's overload to
@@ -103,28 +109,35 @@ class Case:
     status: str = ""  # set when no call could be run (no-sample)
     message: str = ""
 
-    def report(self, function: str) -> dict[str, Any]:
-        """The case's status: its calls' together, of those that reached the overload's function (``decomposed``
-        when none did: the function never ran), and apart, what the user's export did (``export``)."""
-        status, message = (self.status, self.message) if self.status else combined((r.status, r.message) for r in self.runs)
+    def reports(self, function: str) -> list[dict[str, Any]]:
+        """One report per value the case's calls take (in the order of its calls; one for a case without calls)."""
+        values = list(dict.fromkeys(run.value for run in self.runs)) or [""]
+        return [self.report(function, value) for value in values]
+
+    def report(self, function: str, value: str = "") -> dict[str, Any]:
+        """The case's status at one value: its calls' of that value together, of those that reached the overload's
+        function (``decomposed`` when none did: the function never ran), and apart, what the user's export did (``export``)."""
+        runs = [r for r in self.runs if r.value == value]
+        status, message = (self.status, self.message) if self.status else combined((r.status, r.message) for r in runs)
         export = {"status": status, "message": message}
-        dispatched = [r for r in self.runs if not r.decomposed]
-        if self.runs and not dispatched:
-            used = sorted({f for r in self.runs for f in r.used})
+        dispatched = [r for r in runs if not r.decomposed]
+        if runs and not dispatched:
+            used = sorted({f for r in runs for f in r.used})
             outcome = f"{status}: {message}" if message else status
             status, message = DECOMPOSED, f"the exporter decomposed it before dispatch (ran {', '.join(used) or 'no torchlib function'}); the export: {outcome}"
-        elif len(dispatched) < len(self.runs):
+        elif len(dispatched) < len(runs):
             status, message = combined((r.status, r.message) for r in dispatched)
         return {
             "overload": self.overload,
             "cast": list(self.cast),
             "dtype": self.dtype,
-            "dtypes": self.runs[0].dtypes if self.runs else {},
+            "value": value,
+            "dtypes": runs[0].dtypes if runs else {},
             "function": function,
             "status": status,
             "message": message,
             "export": export,
-            "calls": [run.report() for run in self.runs],
+            "calls": [run.report() for run in runs],
         }
 
 
@@ -137,10 +150,16 @@ def _capture(wanted: set[str]) -> Any:
         def before(self, key, slots, args, kwargs, direct):
             return (recorders.cloned(args), recorders.cloned(kwargs)) if self._open(key, slots, direct) else None
 
+        def wants(self, key, slots, direct):
+            """Whether calls of this overload are kept at all, and there is room for one more."""
+            return self._open(key, slots, direct)
+
         def keep(self, func, key, slots, call, values, direct, nonempty):
             args, kwargs = call
+            if not self._open(key, slots, direct) or all(v is None for v in values[: len(slots.arguments)]):
+                return
             signature = (key, _signature(args, kwargs))
-            if not self._open(key, slots, direct) or signature in self._signatures or all(v is None for v in values[: len(slots.arguments)]):
+            if signature in self._signatures:
                 return
             if not slots.mutates:
                 try:
@@ -150,7 +169,37 @@ def _capture(wanted: set[str]) -> Any:
             self._signatures.add(signature)
             self._kept.setdefault(key, []).append(recorders.CapturedCall(func, slots, args, kwargs, values, direct, self.sample_dtype, nonempty))
 
+        def chosen(self):
+            """The calls the capture picks (varied by absent slots and sample dtypes), then the first kept call of every
+            value none of them takes: each value the samples reach gets a case."""
+            picked = super().chosen()
+            taken = {(call.slots.name, call_value(call.func, call.args, call.kwargs)) for call in picked}
+            for call in (call for calls in self._kept.values() for call in calls):
+                value = (call.slots.name, call_value(call.func, call.args, call.kwargs))
+                if value not in taken:
+                    taken.add(value)
+                    picked.append(call)
+            return picked
+
     return VariedCapture(lambda overload, direct: CALLS_CAPTURED if overload in wanted else 0)
+
+
+def _recording(capture: Any) -> Any:
+    """A Recording that offers the capture every call, not only the first of each input dtypes (as the sweep's
+    recorders do): calls of the same dtypes may differ in shape or value (gelu's ``approximate``)."""
+    from migrate.runtime import recorders
+
+    class EveryCall(recorders.Recording):
+        def add(self, func, args, kwargs, out, direct, before=None):
+            super().add(func, args, kwargs, out, direct, before)  # the first call of its dtypes is offered here
+            slots = self._slots_of(func)
+            call = before if slots.mutates else (args, kwargs)
+            if call is not None and capture.wants(id(func), slots, direct):
+                values = recorders.slot_dtypes(slots, args, kwargs, out)
+                nonempty = recorders.call_has_elements(slots, args, kwargs, out)
+                capture.keep(func, id(func), slots, call, values, direct, nonempty)  # kept once: the capture tells calls apart
+
+    return EveryCall(capture)
 
 
 def _signature(args: Any, kwargs: Any) -> str:
@@ -164,7 +213,7 @@ def _signature(args: Any, kwargs: Any) -> str:
 
 
 def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """The job: a report per case, and a ``{"phase": ...}`` report before each batch (what a crash was doing)."""
+    """The job: a report per case and value, and a ``{"phase": ...}`` report before each batch (what a crash was doing)."""
     use_torchlib(argument["torchlib"])
     import torch
 
@@ -173,31 +222,44 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     functions = _dispatched_functions()
     torch_private.memoise_export_tables()
     torch_private.record_onnx_lowering(_LOWERED)
-    for group in argument["groups"]:
-        cases = []
-        for request, found, why_none in sampled_calls(group):
-            for cast, dtype in request["cases"]:
-                case = Case(request["overload"], tuple(cast), dtype)
-                _prepare(case, found, torch, why_none)
-                cases.append(case)
-        for case in cases:
-            if case.status:
-                yield case.report(functions.get(case.overload, ""))
-        ready = [case for case in cases if not case.status]
-        for start in _batches(ready):
-            batch = ready[start[0] : start[1]]
-            runs = [run for case in batch for run in case.runs]
-            yield {"phase": "exporting and running " + ", ".join(sorted({c.overload for c in batch}))}
-            try:
-                _check(runs)
-            except Exception:  # the check itself failed: each call left alone, so that only its own failure is said
-                for run in runs:
-                    try:
-                        _check([run])
-                    except Exception as exc:
-                        run.status, run.message = EXPORT_ERROR, f"checking the call failed: {_first_line(exc)}"
-            for case in batch:
-                yield case.report(functions.get(case.overload, ""))
+    cases = []
+    for request, found, why_none in gathered_calls(argument["groups"]):
+        for cast, dtype in request["cases"]:
+            case = Case(request["overload"], tuple(cast), dtype)
+            _prepare(case, found, torch, why_none)
+            cases.append(case)
+    for case in cases:
+        if case.status:
+            yield from case.reports(functions.get(case.overload, ""))
+    ready = [case for case in cases if not case.status]
+    for start in _batches(ready):
+        batch = ready[start[0] : start[1]]
+        runs = [run for case in batch for run in case.runs]
+        yield {"phase": "exporting and running " + ", ".join(sorted({c.overload for c in batch}))}
+        try:
+            _check(runs)
+        except Exception:  # the check itself failed: each call left alone, so that only its own failure is said
+            for run in runs:
+                try:
+                    _check([run])
+                except Exception as exc:
+                    run.status, run.message = EXPORT_ERROR, f"checking the call failed: {_first_line(exc)}"
+        for case in batch:
+            yield from case.reports(functions.get(case.overload, ""))
+
+
+def gathered_calls(groups: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[Any], str]]:
+    """Per overload the groups ask for (an overload may be in several: one per OpInfo whose samples reach it, such as
+    scatter_reduce's ``sum`` and ``amax`` variants), its request, the calls of it all their samples made, and why there
+    are none when there are none (the first group's reason)."""
+    found: dict[str, tuple[dict[str, Any], list[Any], str]] = {}
+    for group in groups:
+        for request, calls, why_none in sampled_calls(group):
+            if request["overload"] in found:
+                found[request["overload"]][1].extend(calls)
+            else:
+                found[request["overload"]] = (request, list(calls), why_none)
+    return list(found.values())
 
 
 def sampled_calls(group: dict[str, Any]) -> Iterator[tuple[dict[str, Any], list[Any], str]]:
@@ -214,7 +276,7 @@ def sampled_calls(group: dict[str, Any]) -> Iterator[tuple[dict[str, Any], list[
         op = find_opinfo(opinfo)
         for name, samples, errors in samples_by_dtype(op, opinfo, only=group["sample_dtype"]):
             capture.sample_dtype = name
-            with recorders.Recording(capture) as recording, recording.active():
+            with _recording(capture) as recording, recording.active():
                 call_samples(op, samples, errors)
     except Exception as exc:
         problem = f"the samples of {opinfo} failed: {one_line(exc)}"
@@ -278,17 +340,25 @@ def _record_lowering(cases: list[Run], exports: list[Any]) -> None:
 
 
 def _prepare(case: Case, calls: list[Any], torch: Any, why_none: str) -> None:
-    """Give the case up to ``CALLS_PER_CASE`` distinct sampled calls eager PyTorch runs with its slots cast, or the status no-sample."""
+    """Give the case, for each value its calls reach, up to ``CALLS_PER_CASE`` distinct sampled calls eager PyTorch runs
+    with its slots cast (then, for each value the schema reaches from them and no sampled call does, the sampled calls
+    with that value: ``derived_calls``), or the status no-sample."""
     dtype = getattr(torch, case.dtype)
     first_error = ""
     usable = [call for call in calls if any(_holds_tensor(call, slot) for slot in case.cast)]
     if calls and not usable:
         why_none = f"no sampled call passes a tensor at {', '.join(case.cast)}"
-    seen = set()
     # The calls with the most tensor inputs first (a mask passed, every optional tensor given), then the others.
-    for call in sorted(usable, key=lambda call: sum(d is None for d in call.dtypes[: len(call.slots.arguments)])):
-        if len(case.runs) == CALLS_PER_CASE:
-            break
+    ordered = sorted(usable, key=lambda call: sum(d is None for d in call.dtypes[: len(call.slots.arguments)]))
+    sampled = {call_value(call.func, call.args, call.kwargs) for call in ordered}
+    defaults = [d for call in ordered for d in derived_calls(call) if call_value(d.func, d.args, d.kwargs) not in sampled]
+    defaults = [d for d in defaults if any(_holds_tensor(d, slot) for slot in case.cast)]
+    seen = set()
+    taken: dict[str, int] = {}
+    for call in ordered + defaults:
+        value = call_value(call.func, call.args, call.kwargs)
+        if taken.get(value, 0) == CALLS_PER_CASE:
+            continue
         args, kwargs = _cast_arguments(call, case.cast, dtype, torch)
         signature = _signature(args, kwargs)
         if signature in seen:
@@ -303,13 +373,96 @@ def _prepare(case: Case, calls: list[Any], torch: Any, why_none: str) -> None:
             first_error = first_error or "the call returns no tensor"
             continue
         seen.add(signature)
+        taken[value] = taken.get(value, 0) + 1
         tags = set(getattr(call.func, "tags", ()))
         values = torch.Tag.nondeterministic_seeded not in tags and "empty" not in case.overload
         dtypes = _input_dtypes(call.slots, args, kwargs, torch)
-        case.runs.append(Run(case.overload, call.func, args, kwargs, dtypes, expected, values))
+        case.runs.append(Run(case.overload, call.func, args, kwargs, dtypes, expected, values, value))
+    order = list(taken)
+    case.runs.sort(key=lambda run: order.index(run.value))  # stable: a value's calls together, values as first reached
     if not case.runs:
         case.status = NO_SAMPLE
         case.message = f"eager PyTorch refused it in every sampled call: {first_error}" if first_error else why_none
+
+
+# --- the argument values that change the graph --------------------------------------------------
+
+
+def value_arguments(func: Any) -> list[tuple[int, Any, str]]:
+    """The schema arguments whose value changes the graph a torchlib function builds, each with its position and
+    how its value is told: ``option`` by the value itself (a ``str`` such as ``reduce``, ``approximate``,
+    ``rounding_mode``; an int ``reduction``), ``presence`` by what is given (an optional Tensor: ``None`` or a
+    ``tensor``; an optional Scalar: ``None``, an ``int``, a ``float``, a ``bool``, ... by the number's type: a
+    float bound makes an integer tensor's result float)."""
+    from migrate.runtime import torch_private
+
+    found = []
+    for position, argument in enumerate(torch_private.overload_schema(func).arguments):
+        kind = argument.type.kind()
+        optional = kind == "OptionalType"
+        inner = argument.type.getElementType().kind() if optional else kind
+        if inner == "StringType" or (argument.name == "reduction" and inner == "IntType"):
+            found.append((position, argument, "option"))
+        elif optional and inner in ("TensorType", "NumberType"):
+            found.append((position, argument, "presence"))
+    return found
+
+
+def call_value(func: Any, args: Any, kwargs: Any) -> str:
+    """A call's value: its arguments that change the graph (``value_arguments``) as text, in schema order
+    ("reduce='amax'", 'min=int, max=None'); '' for an overload without such arguments."""
+    import torch
+
+    parts = []
+    for position, argument, how in value_arguments(func):
+        given = _argument(argument, position, args, kwargs)
+        if how == "option":
+            parts.append(f"{argument.name}={given!r}")
+        else:
+            said = "None" if given is None else "tensor" if isinstance(given, torch.Tensor) else type(given).__name__
+            parts.append(f"{argument.name}={said}")
+    return ", ".join(parts)
+
+
+def _argument(argument: Any, position: int, args: Any, kwargs: Any) -> Any:
+    """The value a call passed for a schema argument: positional, by keyword, else its default."""
+    if not argument.kwarg_only and position < len(args):
+        return args[position]
+    if argument.name in kwargs:
+        return kwargs[argument.name]
+    return argument.default_value if argument.has_default_value() else None
+
+
+def derived_calls(call: Any) -> list[Any]:
+    """Other values the schema reaches from a sampled call, one argument at a time: a value argument set to its
+    default where the call gives another (``clamp(x, -1, 1)``: ``clamp(x, None, 1)``), and an optional Scalar's number
+    of the other kind (an int as a float, an integral float as an int: ``clamp(x, -1.0, 1)``). A slot a default
+    leaves without a tensor records no dtype."""
+    import torch
+
+    found = []
+    names = [name for _, name, _, _ in call.slots.arguments]
+    for position, argument, how in value_arguments(call.func):
+        given = _argument(argument, position, call.args, call.kwargs)
+        others = []
+        if argument.has_default_value():
+            default = argument.default_value
+            if not (given is default or (type(given) is type(default) and given == default)):
+                others.append(default)
+        if how == "presence" and type(given) is int:
+            others.append(float(given))
+        elif how == "presence" and type(given) is float and given.is_integer():
+            others.append(int(given))
+        for other in others:
+            args, kwargs = list(call.args), dict(call.kwargs)
+            if not argument.kwarg_only and position < len(args):
+                args[position] = other
+            else:
+                kwargs[argument.name] = other
+            gone = other is None and isinstance(given, torch.Tensor)
+            dtypes = tuple(None if gone and index < len(names) and names[index] == argument.name else d for index, d in enumerate(call.dtypes))
+            found.append(dataclasses.replace(call, args=tuple(args), kwargs=kwargs, dtypes=dtypes))
+    return found
 
 
 def _holds_tensor(call: Any, slot: str) -> bool:

@@ -10,7 +10,8 @@ ATen. The statuses are the export's: the function raises (``export-error``), the
 objects to a type (``invalid-model``), onnxruntime has no kernel (``no-kernel``) or fails
 (``runtime-error``), a dtype, shape or value differs (``mismatch``), else ``ok``.
 
-The job's calls are captured and cast as the export check's (``export_worker``).
+The job's calls are captured, cast and split by value as the export check's (``export_worker``); a report per
+case and value.
 Importing this module imports neither torch nor onnxscript; running a job does.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from migrate.audit.export_worker import _TYPE_OBJECTION, Case, Run, _compare, _first_line, _ort_value, _prepare, _run, sampled_calls, use_torchlib
+from migrate.audit.export_worker import _TYPE_OBJECTION, Case, Run, _compare, _first_line, _ort_value, _prepare, _run, gathered_calls, use_torchlib
 from migrate.model.export_status import EXPORT_ERROR, INVALID_MODEL, NO_SAMPLE, combined
 
 TORCHLIB_DOMAINS = ("pkg.onnxscript.torch_lib", "pkg.onnxscript.torch_lib.common")
@@ -33,43 +34,47 @@ def function_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     from migrate.runtime import torch_private
 
     registry = torch_private.memoise_onnx_registry()
-    for group in argument["groups"]:
-        for request, found, why_none in sampled_calls(group):
-            overload = request["overload"]
-            yield {"phase": f"judging the functions of {overload}"}
-            registered = {
-                torch_private.onnx_function_name(meta.onnx_function): meta.onnx_function
-                for meta in registry.functions.get(f"aten::{overload}", ())
-                if not meta.is_complex
-            }
-            for function in request["functions"]:
-                for cast, dtype in request["cases"]:
-                    case = Case(overload, tuple(cast), dtype)
-                    if function not in registered:
-                        case.status, case.message = EXPORT_ERROR, f"the exporter's registry has no {function} for aten::{overload}"
-                    else:
-                        _prepare(case, found, torch, why_none)
-                        for run in case.runs:
-                            try:
-                                run.status, run.message = _judge(registered[function], run, registry.opset_version)
-                            except Exception as exc:  # as the exporter fails on it (a dtype ONNX cannot name: float8_e8m0fnu)
-                                run.status, run.message = EXPORT_ERROR, f"calling the function failed: {_first_line(exc)}"
-                            run.ran.add(function)
-                    yield _report(case, function)
+    for request, found, why_none in gathered_calls(argument["groups"]):
+        overload = request["overload"]
+        yield {"phase": f"judging the functions of {overload}"}
+        registered = {
+            torch_private.onnx_function_name(meta.onnx_function): meta.onnx_function
+            for meta in registry.functions.get(f"aten::{overload}", ())
+            if not meta.is_complex
+        }
+        for function in request["functions"]:
+            for cast, dtype in request["cases"]:
+                case = Case(overload, tuple(cast), dtype)
+                if function not in registered:
+                    case.status, case.message = EXPORT_ERROR, f"the exporter's registry has no {function} for aten::{overload}"
+                else:
+                    _prepare(case, found, torch, why_none)
+                    for run in case.runs:
+                        try:
+                            run.status, run.message = _judge(registered[function], run, registry.opset_version)
+                        except Exception as exc:  # as the exporter fails on it (a dtype ONNX cannot name: float8_e8m0fnu)
+                            run.status, run.message = EXPORT_ERROR, f"calling the function failed: {_first_line(exc)}"
+                        run.ran.add(function)
+                values = list(dict.fromkeys(run.value for run in case.runs)) or [""]
+                for value in values:
+                    yield _report(case, function, value)
 
 
-def _report(case: Case, function: str) -> dict[str, Any]:
-    status, message = (case.status, case.message) if case.status else combined((r.status, r.message) for r in case.runs)
+def _report(case: Case, function: str, value: str) -> dict[str, Any]:
+    """The case's result at one value (as the export's, ``Case.report``)."""
+    runs = [r for r in case.runs if r.value == value]
+    status, message = (case.status, case.message) if case.status else combined((r.status, r.message) for r in runs)
     return {
         "overload": case.overload,
         "cast": list(case.cast),
         "dtype": case.dtype,
-        "dtypes": case.runs[0].dtypes if case.runs else {},
+        "value": value,
+        "dtypes": runs[0].dtypes if runs else {},
         "function": function,
         "judge": "function",
         "status": status,
         "message": message,
-        "calls": [run.report() for run in case.runs],
+        "calls": [run.report() for run in runs],
     }
 
 

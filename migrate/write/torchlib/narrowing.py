@@ -3,9 +3,11 @@
 An annotation claims the dtypes its ONNX function handles; onnxscript's tests skip every
 dtype it lacks. So a dtype leaves an annotation only on proof: ATen refused it (a probe's
 rejection message), or its export failed (``export-error``, ``invalid-model``,
-``mismatch``). A dtype joins only when its export is ``ok`` or ``partial``;
-a ``no-kernel`` dtype stays (the ONNX function is valid for it, onnxruntime's CPU provider
-lacks a kernel). A variable's verdict for a dtype combines its own case and the diagonal
+``mismatch``). A dtype joins only when its export is ``ok``: every call of every value
+(the arguments that change the graph: ``reduce='amax'``, ``min=number``) exports and matches,
+since a user's model at any of them would otherwise fail (a ``partial`` or ``no-kernel`` value
+blocks it); a ``no-kernel`` or ``partial`` dtype of the original stays (some call exports;
+for ``no-kernel`` the ONNX function is valid, onnxruntime's CPU provider lacks a kernel). A variable's verdict for a dtype combines its own case and the diagonal
 holding it (``partial`` when they disagree). A failure every dtype shares is the function's
 or the calls', not a dtype's: it removes nothing. A complex dtype's export settles nothing either
 way: the exporter sends complex inputs to a ``complex=True`` function or a decomposition,
@@ -27,7 +29,8 @@ ANY_TENSOR = named(
     *("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float16", "bfloat16", "float32", "float64"),
     *("complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"),
 )  # what an annotation of any tensor (``TensorType``) claims: the dtypes a declaration can name
-JOINING = (OK, PARTIAL)  # a dtype the original annotation lacks joins only on a call that really exports and matches
+JOINING = (OK, PARTIAL)  # some call really exports and matches: a failure of another dtype then tells of that dtype
+ADDING = (OK,)  # a dtype the original annotation lacks joins only when every call, of every value, exports and matches
 EXPORT_JUDGE = "export"  # a case exported with torch.onnx.export, about the functions the exporter ran for the overload
 FUNCTION_JUDGE = "function"  # a case of the function called directly (a one-function model): for functions the exporter does not reach
 JUDGE_NAMES = {EXPORT_JUDGE: "export", FUNCTION_JUDGE: "function-level judge"}  # as a note says which judge settled a dtype
@@ -52,7 +55,7 @@ def rejected_dtypes(variable: Variable) -> dict[DType, str]:
 
 @dataclass(frozen=True)
 class ExportStatus:
-    """What export-check found for one overload's slots cast to one dtype: the case's status and message,
+    """What export-check found for one overload's slots cast to one dtype at one value: the case's status and message,
     each call's (the slots it passed a tensor to, its status and message, the torchlib functions that ran for
     the overload), and the judge (``export``, or ``function``: the function called directly)."""
 
@@ -62,6 +65,7 @@ class ExportStatus:
     message: str
     calls: tuple[tuple[tuple[str, ...], str, str, tuple[str, ...]], ...] = ()
     judge: str = EXPORT_JUDGE
+    value: str = ""  # the calls' arguments that change the graph ("reduce='amax'"); a case per value
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,7 @@ def settle(
         status, message, *judge = exported.get(dtype, ("", ""))
         said = " and ".join(JUDGE_NAMES[j] for j in (judge[0] if judge else EXPORT_JUDGE).split("+"))
         why = f"{said} {status}: {message}" if message else f"{said} {status}"
-        if status in JOINING or (status in HANDLED and dtype in original):
+        if status in ADDING or (status in HANDLED and dtype in original):
             kept.append(dtype)
             if dtype not in original:
                 added.append(Change(dtype, why))
