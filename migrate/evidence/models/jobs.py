@@ -19,6 +19,7 @@ from typing import Any
 
 from migrate.evidence.models import zoo
 from migrate.runtime.aten_call import PROBE_TIMEOUT
+from migrate.runtime import torch_private
 from migrate.runtime.runs import CALL_RAISED
 
 PROBE_CALLS = 5  # calls probed per overload and model: float32, then the half ones, mixed calls first
@@ -38,6 +39,7 @@ def model_reports(name: str) -> Iterator[dict[str, Any]]:
 
     arch = zoo.architecture(name)
     capture = ModelCapture(_budget)
+    cast_by_autocast = frozenset(torch_private.dispatch_key_registrations("AutocastCPU"))
     for mode in zoo.MODES:
         capture.sample_dtype = mode.compute
         try:
@@ -48,7 +50,7 @@ def model_reports(name: str) -> Iterator[dict[str, Any]]:
         for phase in zoo.PASSES:
             errors: collections.Counter[tuple[str, str]] = collections.Counter()
             given = passes.inputs(arch, mode)
-            with ModelRecording(capture) as recording:
+            with ModelRecording(capture, cast_by_autocast if mode.autocast else frozenset()) as recording:
                 try:
                     with recording.active():
                         passes.run_pass(model, mode, given, phase == "training")
