@@ -8,7 +8,7 @@ from migrate.cache import StageCache
 from migrate.evidence.derived import opinfo_evidence, probed_calls
 from migrate.evidence.opinfo.observations import plans_from_sweep
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
-from migrate.evidence.probe import catalogue_calls, schema_calls
+from migrate.evidence.probe import catalogue_calls, schema_calls, value_calls
 from migrate.evidence.probe.merge import built_from_schema, probe_plans
 from migrate.runtime.runs import OpInfoId, OpInfoRun, overload_key
 
@@ -19,7 +19,7 @@ def test_cached_plans_equal_fresh_ones():
     sweep = run_sweep(SweepCache.of(cache), progress=False)  # fills the cache if it is cold
     evidence = opinfo_evidence(cache, None, False, None)
     assert evidence.opinfo == plans_from_sweep(sweep)
-    built = schema_calls.STAGE.cached(cache, []) + catalogue_calls.STAGE.cached(cache, [])  # opinfo_evidence made both if the cache lacked them
+    built = schema_calls.STAGE.cached(cache, []) + catalogue_calls.STAGE.cached(cache, []) + value_calls.STAGE.cached(cache, [])  # opinfo_evidence made them if the cache lacked them
     assert evidence.probe == probe_plans(probed_calls(sweep.probes, built, evidence.observed), sweep.observations)
     # remainder.Scalar is seen only inside take_along_dim, never probed there: the calls built from its schema probe it
     assert not any(overload_key(call.overload) == "remainder.Scalar" for call in sweep.probes)
