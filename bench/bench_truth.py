@@ -49,35 +49,34 @@ ISSUE_ROWS: tuple[tuple[str, str], ...] = (
 """The table of issue 23: (case, dtype) pairs a reader checks first."""
 
 
-def truth_verdicts(cache: StageCache) -> dict[str, dict[str, Verdict]]:
-    """Every case's verdicts, from the ``truth`` stage when torch and the suite's code are unchanged."""
-    return cache.stage("truth", "tests.truth.cases", "tests.truth.runner").get((), run_cases, dict, cold="running the truth suite's calls (once)")
-
-
-def mixed_verdicts(cache: StageCache) -> dict[str, Verdict]:
-    """Every mixed call's verdict, from the ``truth-mixed`` stage when torch and the suite's code are unchanged."""
-    return cache.stage("truth-mixed", "tests.truth.cases", "tests.truth.runner").get((), run_mixed, dict, cold="running the truth suite's mixed calls (once)")
-
-
-def autocast_verdicts(cache: StageCache) -> dict[str, Verdict]:
-    """Every autocast call's verdict, from the ``truth-autocast`` stage when torch and the suite's code are unchanged."""
-    return cache.stage("truth-autocast", "tests.truth.cases", "tests.truth.runner").get(
-        (), run_autocast, dict, cold="running the truth suite's autocast calls (once)"
-    )
-
-
-def _single_call_verdicts(cache: StageCache, stage: str, run: Callable[[], dict[str, Verdict]], what: str) -> dict[str, Verdict]:
+def _suite_verdicts(cache: StageCache, stage: str, run: Callable[[], dict], what: str) -> dict:
+    """What ``run`` gives, from the ``stage`` stage when torch and the suite's code are unchanged."""
     return cache.stage(stage, "tests.truth.cases", "tests.truth.runner").get((), run, dict, cold=f"running the truth suite's {what} (once)")
 
 
+def truth_verdicts(cache: StageCache) -> dict[str, dict[str, Verdict]]:
+    """Every case's verdicts (the ``truth`` stage)."""
+    return _suite_verdicts(cache, "truth", run_cases, "calls")
+
+
+def mixed_verdicts(cache: StageCache) -> dict[str, Verdict]:
+    """Every mixed call's verdict (the ``truth-mixed`` stage)."""
+    return _suite_verdicts(cache, "truth-mixed", run_mixed, "mixed calls")
+
+
+def autocast_verdicts(cache: StageCache) -> dict[str, Verdict]:
+    """Every autocast call's verdict (the ``truth-autocast`` stage)."""
+    return _suite_verdicts(cache, "truth-autocast", run_autocast, "autocast calls")
+
+
 def backward_verdicts(cache: StageCache) -> dict[str, Verdict]:
-    """Every training-step call's verdict, from the ``truth-backward`` stage when torch and the suite's code are unchanged."""
-    return _single_call_verdicts(cache, "truth-backward", run_backward, "training-step calls")
+    """Every training-step call's verdict (the ``truth-backward`` stage)."""
+    return _suite_verdicts(cache, "truth-backward", run_backward, "training-step calls")
 
 
 def value_verdicts(cache: StageCache) -> dict[str, Verdict]:
-    """Every value-dependent call's verdict, from the ``truth-values`` stage when torch and the suite's code are unchanged."""
-    return _single_call_verdicts(cache, "truth-values", run_values, "value-dependent calls")
+    """Every value-dependent call's verdict (the ``truth-values`` stage)."""
+    return _suite_verdicts(cache, "truth-values", run_values, "value-dependent calls")
 
 
 @dataclass(frozen=True)

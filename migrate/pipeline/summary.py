@@ -274,19 +274,17 @@ class BackendsSummary:
         return lines
 
 
-def _where_observed(variable: Variable, dtype: DType, outcome: str) -> str:
-    """The most direct kind of call (``WHERE_OBSERVED``) of the variable's evidence showing ``outcome`` for ``dtype``."""
-    found = set()
+def _where_observed(variable: Variable) -> dict[tuple[str, DType], str]:
+    """Per (outcome, dtype) the variable's evidence shows, the most direct kind of call (``WHERE_OBSERVED``) showing it."""
+    found: dict[tuple[str, DType], set[str]] = {}
     for evidence in variable.evidence:
-        if evidence.outcome != outcome or dtype not in evidence.dtypes:
-            continue
         if evidence.verdict is not None:
-            found.add(evidence.verdict.site.kind)
-        elif evidence.source == OPINFO:
-            found.add(OPINFO_SAMPLE)
-        elif evidence.source == KERNEL:
-            found.add(KERNEL_ON_META)
-    return next((where for where in WHERE_OBSERVED if where in found), DERIVED)
+            where = evidence.verdict.site.kind
+        else:
+            where = {OPINFO: OPINFO_SAMPLE, KERNEL: KERNEL_ON_META}.get(evidence.source, "")
+        for dtype in evidence.dtypes if where else ():
+            found.setdefault((evidence.outcome, dtype), set()).add(where)
+    return {key: next((w for w in WHERE_OBSERVED if w in kinds), DERIVED) for key, kinds in found.items()}
 
 
 def backends_summary(plan: Plan, native_functions: bytes) -> BackendsSummary:
@@ -307,13 +305,13 @@ def backends_summary(plan: Plan, native_functions: bytes) -> BackendsSummary:
     cuda_verdicts: Counter[str] = Counter()
     observed_at = {outcome: Counter[str]() for outcome in (ACCEPTED, REJECTED)}
     for variable in (v for o in plan.overloads for v in o.variables if v.verdicts is not None):
-        stated = {b.key: b for b in variable.backends}
+        cuda = next((b for b in variable.backends if b.key == "CUDA"), None)
+        where = _where_observed(variable)
         for dtype in TENSOR_DTYPES:
             verdict = variable.verdicts.of(dtype)
             cpu_verdicts[verdict] += 1
             if verdict in observed_at:
-                observed_at[verdict][_where_observed(variable, dtype, verdict)] += 1
-            cuda = stated.get("CUDA")
+                observed_at[verdict][where.get((verdict, dtype), DERIVED)] += 1
             if cuda is None:
                 cuda_verdicts[AS_THE_UNION if dtype in variable.dtypes else OUTSIDE] += 1
             else:
