@@ -15,6 +15,7 @@ import transformers  # noqa: F401  (a missing transformers fails the module: no 
 
 import migrate
 from migrate.cache import StageCache
+from migrate.cli import main as cli
 from migrate.evidence.models import jobs, passes, zoo
 from migrate.evidence.models.recorder import ModelRecording
 from migrate.evidence.models.records import BACKEND, ModelCall
@@ -141,3 +142,12 @@ def test_a_run_without_transformers_says_so_on_one_line(monkeypatch, capsys):
     assert Session(Options(evidence=("opinfo", "models"))).models is None
     err = capsys.readouterr().err
     assert err == source.unavailable() + "\n" and "transformers is not installed" in err
+
+
+@pytest.mark.slow
+def test_show_v_reads_the_models_runs_the_run_inferred_from(full_run, capsys):
+    name = "_scaled_dot_product_flash_attention_for_cpu_backward"
+    assert cli(["show", "-v", name, "--native-functions", str(full_run / "native_functions.yaml")]) == 0
+    shown = capsys.readouterr().out
+    assert "model.llama (float16, bfloat16, float32)" in shown, shown
+    assert "out bfloat16, logsumexp float32, OpInfo model.llama" in shown  # the mixed call the models made, probed

@@ -45,8 +45,9 @@ def test_a_job_announces_each_overload_before_its_reports():
 
 def test_the_stages_a_run_reads_come_from_the_one_list(tmp_path):
     cache = StageCache(tmp_path)
-    beside, after = _stages(cache, 2, probe=True, autocast=True)
+    beside, after = _stages(cache, 2, probe=True, autocast=True, models=True)  # the test set-up installs transformers
     assert len(beside) + len(after) == len(WORKER_STAGES)
+    assert beside[-1][0].folder.parent.name.startswith("models-transformers-")
     assert [s.folder.parent.name for s, _ in after] == ["dtype-arguments", "promotion-calls"]
     beside, after = _stages(cache, 2, probe=False, autocast=False)
     assert [s.folder.parent.name for s, _ in beside] == ["schema-calls", "catalogue-calls", "value-calls", "forwards"] and after == []

@@ -41,6 +41,7 @@ WORKER_STAGES: tuple[WorkerStage, ...] = (
     forwards.STAGE,
     dtype_arguments.STAGE,
     promotion_calls.STAGE,
+    models_source.STAGE,
 )
 """Every stage made in workers, in the order a run reads them (each says whether it is read after the sweep's plans,
 and for which ``--evidence``)."""
@@ -52,12 +53,10 @@ def _stages(cache: StageCache, jobs: int, probe: bool, autocast: bool, models: b
     """Each stage the run will read, with what makes its entry, in the order the run reads them: those the sweep's
     derived plans read, and those read after them."""
     evidence = {""} | ({"probe"} if probe else set()) | ({"autocast"} if autocast else set())
+    evidence |= {"models"} if models and models_source.transformers_version() is not None else set()
     wanted = [stage for stage in WORKER_STAGES if stage.evidence in evidence]
     made = [(stage.after_sweep, (stage.stage(cache), functools.partial(stage.entry, cache, jobs))) for stage in wanted]
-    beside, after = [pair for later, pair in made if not later], [pair for later, pair in made if later]
-    if models and models_source.transformers_version() is not None:  # the tiny models' runs, read with the sweep's
-        beside.append((models_source.stage(cache), lambda: models_source.load_models(cache, jobs)))
-    return beside, after
+    return [pair for later, pair in made if not later], [pair for later, pair in made if later]
 
 
 @contextlib.contextmanager

@@ -25,9 +25,10 @@ from migrate.check.torchgen import validate_with_tree_torchgen
 from migrate.errors import InputError
 from migrate.evidence.align import RuntimeEvidenceSummary
 from migrate.evidence.autocast.policies import autocast_dtypes
-from migrate.evidence.derived import SweepState, sweep_state, with_models
-from migrate.evidence.models.source import ModelsEvidence, ModelsSummary
+from migrate.evidence.derived import SweepState, sweep_state, sweep_summary, with_models
 from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, overload_evidence
+from migrate.evidence.models import source as models_source
+from migrate.evidence.models.source import ModelsEvidence, ModelsSummary
 from migrate.evidence.opinfo.sweep import SweepCache
 from migrate.evidence.probe import dtype_arguments
 from migrate.evidence.probe.host_paths import host_paths
@@ -278,12 +279,10 @@ class Session:
         the run says so on one line."""
         if "models" not in self.options.evidence:
             return None
-        from migrate.evidence.models.source import load_models, transformers_version, unavailable
-
-        if transformers_version() is None:
-            sys.stderr.write(unavailable() + "\n")
+        if models_source.transformers_version() is None:
+            sys.stderr.write(models_source.unavailable() + "\n")
             return None
-        return load_models(self.cache, self.options.jobs)
+        return models_source.load_models(self.cache, self.options.jobs)
 
     def cached_runs(self) -> tuple[tuple[CatalogueEntry, ...], dict[OpInfoId, OpInfoRun]]:
         """The OpInfo catalogue and the runs the sweep's cache holds (nothing is run)."""
@@ -329,8 +328,11 @@ class Session:
 
     def evidence_of(self, overloads: list[str]) -> dict[str, OverloadEvidence]:
         """What each source a run infers from says about each of these overloads (``show``): gathered as a run gathers
-        them, over the OpInfo runs the cache holds (none is run here)."""
-        sweep = sweep_state(self.cache, self.options.jobs, refresh=False, only=None, run=False) if RUNTIME_EVIDENCE & set(self.options.evidence) else None
+        them, over the OpInfo and model runs the cache holds (none is run here)."""
+        sweep = None
+        if RUNTIME_EVIDENCE & set(self.options.evidence):
+            models = models_source.stored_models(self.cache) if "models" in self.options.evidence else None
+            sweep = with_models(sweep_state(self.cache, self.options.jobs, refresh=False, only=None, run=False), models)
         return overload_evidence(self._gathered(sweep).complete(), overloads, sweep.present if sweep is not None else 0, self.native.by_name)
 
     @functools.cached_property
@@ -497,13 +499,10 @@ class Session:
 
     def _models_summary(self) -> ModelsSummary:
         """The summary's ``models`` section: the calls recorded, the overloads OpInfo's samples did not reach, what changed."""
-        from migrate.evidence.derived import sweep_summary
-        from migrate.evidence.models.source import models_summary
-
         if self.models is None:
-            return models_summary(None, (), frozenset())
+            return models_source.models_summary(None, (), frozenset())
         swept = sweep_summary(self.sweep)  # the small summary beside the derived plans
-        return models_summary(self.models, self.native.by_name, swept.by_opinfo, swept.models_changed)
+        return models_source.models_summary(self.models, self.native.by_name, swept.by_opinfo, swept.models_changed)
 
     def _recordings_summary(self, inference: Inference) -> RecordingsSummary:
         """Where each backend's evidence came from: this host's workers, OpInfo's claims, or the recordings merged."""

@@ -1,9 +1,9 @@
 """One recipe for the stages made in workers once per torch release and code: their key, their make, their load.
 
 Each source that calls ATen itself (the calls built from schemas and from the argument catalogue, the ``dtype=``
-and promotion calls, the forwarding kernels, the autocast observations) keeps its workers' reports as one stage
-entry, keyed by the code of the module that makes it (and every module it imports) and torch's version
-(``migrate.cache``). A ``WorkerStage`` says that once: the stage's name and code, how its entry is made in workers
+and promotion calls, the forwarding kernels, the autocast observations, the tiny models' runs) keeps its workers'
+reports as one stage entry, keyed by the code of the module that makes it (and every module it imports) and
+torch's version (``migrate.cache``). A ``WorkerStage`` says that once: the stage's name and code, how its entry is made in workers
 on a miss, and how a run reads it. ``migrate.evidence.torch_stages`` makes those a run will read beside the
 sweep; every reader reads them through the same recipe.
 

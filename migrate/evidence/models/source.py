@@ -19,12 +19,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from migrate.cache import Stage, StageCache
+from migrate.cache import StageCache
 from migrate.evidence.models import jobs as model_jobs
 from migrate.evidence.models.records import ModelCall
 from migrate.evidence.models.zoo import ARCHITECTURES
 from migrate.runtime.processes import DONE, Job, run_in_workers
 from migrate.runtime.runs import Failure, Observation, OpInfoId, OpInfoRun, ProbedCall, interned_dtype, load, overload_key
+from migrate.runtime.worker_stage import WorkerStage
 
 MODEL = "model"  # the OpInfoId name of a model's run: OpInfoId('model', 'llama'), 'model.llama' in evidence
 TIMEOUT = 300.0  # seconds per architecture: each takes a few seconds on one core
@@ -66,17 +67,29 @@ class ModelsEvidence:
         return tuple(f for run in self.runs for f in run.failures)
 
 
-def stage(cache: StageCache) -> Stage:
-    """Keyed by this package's code and torch's version (the stage's code digest) and transformers' (its name)."""
-    return cache.stage(f"models-transformers-{transformers_version() or 'none'}", __name__)
+def _made_in_workers(jobs: int | None) -> ModelsEvidence:
+    return run_models(transformers_version() or "none", jobs)
+
+
+STAGE: WorkerStage[ModelsEvidence, ModelsEvidence] = WorkerStage(
+    f"models-transformers-{transformers_version() or 'none'}",
+    (__name__,),
+    _made_in_workers,
+    cold="running the tiny models, in workers (once)",
+    kind=ModelsEvidence,
+    evidence="models",
+)
+"""Keyed by this package's code and torch's version (the stage's code digest) and transformers' (its name)."""
 
 
 def load_models(cache: StageCache, jobs: int | None) -> ModelsEvidence | None:
     """The models' evidence from the cache, else run in workers and stored; None without transformers."""
-    version = transformers_version()
-    if version is None:
-        return None
-    return stage(cache).get((), lambda: run_models(version, jobs), ModelsEvidence, cold="running the tiny models, in workers (once)")
+    return None if transformers_version() is None else STAGE.entry(cache, jobs)
+
+
+def stored_models(cache: StageCache) -> ModelsEvidence | None:
+    """The models' evidence a run stored (nothing is run); None before one did, or without transformers."""
+    return None if transformers_version() is None else STAGE.stored(cache)
 
 
 def run_models(version: str, jobs: int | None, names: Iterable[str] | None = None) -> ModelsEvidence:
