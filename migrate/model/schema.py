@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from torchgen.model import BaseTy, FunctionSchema
+
 TENSOR = "Tensor"
 SCALAR_TYPE = "ScalarType"
 
@@ -24,8 +26,6 @@ _HISTORICAL_TYPE_WORDS = frozenset({"Dimname", "DimVector", "ConstQuantizerPtr",
 @functools.cache
 def type_words() -> frozenset[str]:
     """Every word that names a schema type (so cannot be a type variable)."""
-    from torchgen.model import BaseTy
-
     return frozenset(b.name for b in BaseTy) | _HISTORICAL_TYPE_WORDS
 
 
@@ -235,8 +235,6 @@ class TypedSchema:
 
 @functools.lru_cache(maxsize=None)
 def _torchgen_parse(lowered: str):
-    from torchgen.model import FunctionSchema
-
     try:
         return FunctionSchema.parse(lowered)
     except Exception as exc:  # torchgen raises AssertionError and friends

@@ -29,6 +29,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from torchgen.model import BaseOperatorName, OperatorName, SchemaKind
+from torchgen.native_function_generation import functional_to_out_signature, mutable_to_out_signature, self_to_out_signature
+
 from migrate.cache import Stage, StageCache
 from migrate.errors import InputError
 from migrate.torchlib_source.facts import (
@@ -280,13 +283,6 @@ class OverloadIndex:
 
 def _autogen_schema(declaring: TypedSchema, overload: str) -> TypedSchema | None:
     """The schema torchgen generates for an autogen overload (its functional or out= variant)."""
-    from torchgen.model import BaseOperatorName, OperatorName, SchemaKind
-    from torchgen.native_function_generation import (
-        functional_to_out_signature,
-        mutable_to_out_signature,
-        self_to_out_signature,
-    )
-
     func = declaring.torchgen()
     kind = func.kind()
     candidates = []
@@ -493,8 +489,7 @@ def _modules(
 ) -> tuple[dict[str, tuple[str, ModuleFacts]], frozenset[str], int, list[InputError]]:
     """Each module's facts by dotted name (with its path under ``root``), the packages, how many facts the cache
     held, and the problems the scan found."""
-    # libcst loads only here, when the whole evidence is not cached
-    from migrate.torchlib_source.scan import module_facts
+    from migrate.torchlib_source.scan import module_facts  # here: libcst loads only when the whole evidence is not cached
 
     modules: dict[str, tuple[str, ModuleFacts]] = {}
     packages, cached, errors = set(), 0, []
