@@ -346,7 +346,7 @@ def _finish(worker: _Running, status: str, reason: str) -> JobOutcome:
 
 def _worker_main(connection: Any, job: Job, log: str) -> None:
     """A worker's body: output to a log (read only if it crashes), no warnings, one thread."""
-    import torch  # here: in the worker, which the fork server gave torch
+    import torch  # here: the parent imports this module without torch; the worker has it from the fork server
 
     with open(log, "wb") as output:
         os.dup2(output.fileno(), 1)
