@@ -17,7 +17,6 @@ from typing import Any
 
 import torchgen
 import yaml
-from torchgen.model import FunctionSchema
 
 from migrate.cache import StageCache
 from migrate.errors import InputError
@@ -335,6 +334,8 @@ def _grouping_schema(entry: Entry, error: SchemaError):
     Used only to group overloads (signature and kind); the schema itself was read by the tool's own model.
     None when torchgen refuses the schema for another reason.
     """
+    from torchgen.model import FunctionSchema  # here: torchgen.model (40 ms) loads only when a schema is parsed, never on a warm --op run
+
     text, unknown = entry.schema.lowered(), set()
     for _ in range(8):
         match = _UNKNOWN_TYPE.search(str(error))
