@@ -20,7 +20,6 @@ from migrate.evidence.models.recorder import ModelRecording
 from migrate.evidence.models.records import BACKEND, ModelCall
 from migrate.evidence.models.source import MODEL, load_models
 from migrate.model.dtypes import DType
-import migrate.pipeline.session as session_module
 from migrate.pipeline.session import Options, Session
 
 CHECKED_MODES = ("autocast-bfloat16", "float16")  # under the checker: a training step under autocast, and half weights
@@ -138,7 +137,7 @@ def test_the_models_run_under_the_checker_against_the_runs_yaml(full_run, arch):
 def test_a_run_without_transformers_says_so_on_one_line(monkeypatch, capsys):
     from migrate.evidence.models import source
 
-    monkeypatch.setattr(session_module, "transformers_version", lambda: None)  # the session imports it at its top
+    monkeypatch.setattr(source, "transformers_version", lambda: None)
     assert Session(Options(evidence=("opinfo", "models"))).models is None
     err = capsys.readouterr().err
     assert err == source.unavailable() + "\n" and "transformers is not installed" in err

@@ -25,8 +25,8 @@ from migrate.check.torchgen import validate_with_tree_torchgen
 from migrate.errors import InputError
 from migrate.evidence.align import RuntimeEvidenceSummary
 from migrate.evidence.autocast.policies import autocast_dtypes
-from migrate.evidence.derived import SweepState, sweep_state, sweep_summary, with_models
-from migrate.evidence.models.source import ModelsEvidence, ModelsSummary, load_models, models_summary, transformers_version, unavailable
+from migrate.evidence.derived import SweepState, sweep_state, with_models
+from migrate.evidence.models.source import ModelsEvidence, ModelsSummary
 from migrate.evidence.gather import EVIDENCE, RUNTIME_EVIDENCE, OverloadEvidence, Sources, gather, overload_evidence
 from migrate.evidence.opinfo.sweep import SweepCache
 from migrate.evidence.probe import dtype_arguments
@@ -278,6 +278,8 @@ class Session:
         the run says so on one line."""
         if "models" not in self.options.evidence:
             return None
+        from migrate.evidence.models.source import load_models, transformers_version, unavailable
+
         if transformers_version() is None:
             sys.stderr.write(unavailable() + "\n")
             return None
@@ -495,6 +497,9 @@ class Session:
 
     def _models_summary(self) -> ModelsSummary:
         """The summary's ``models`` section: the calls recorded, the overloads OpInfo's samples did not reach, what changed."""
+        from migrate.evidence.derived import sweep_summary
+        from migrate.evidence.models.source import models_summary
+
         if self.models is None:
             return models_summary(None, (), frozenset())
         swept = sweep_summary(self.sweep)  # the small summary beside the derived plans
