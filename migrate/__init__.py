@@ -8,6 +8,6 @@ def checking(declared, *, collect: bool = False):
 
     Imported on use: torch is heavy, and the command line should not pay for it.
     """
-    from migrate.check.checker import checking as checker
+    from migrate.check.checker import checking as checker  # here: imports torch, which `import migrate` must not
 
     return checker(declared, collect=collect)

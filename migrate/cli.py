@@ -33,6 +33,7 @@ from migrate.pipeline import (
     promotion_rules,
     reference,
 )
+from migrate.show import native_functions_to_show, show
 from migrate.write.outputs import commit, print_diff, replacing, unified_diff
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT, EXIT_VIOLATIONS = 0, 1, 2, 3
@@ -182,8 +183,6 @@ def _show_parser() -> argparse.ArgumentParser:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from migrate.show import native_functions_to_show, show
-
     args.native_functions = native_functions_to_show(args.native_functions)
     return show(Session(_options(args)), args.name, args.verbose)
 

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate.audit import export_worker, function_worker
 from migrate.audit.export_key import TorchlibKeys, torchlib_keys, worker_digest
 from migrate.cache import StageCache, store
 from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.run_files import RunFiles
 from migrate.runtime.runs import CatalogueEntry
 from migrate.model.dtypes import DType, canonical
 from migrate.model.export_status import (
@@ -385,8 +385,6 @@ def _judge_request(requested: Mapping[str, tuple[CaseRequest, ...]]) -> list[Any
 def _recorded_calls(overloads: Iterable[str], cache: StageCache) -> Iterator[tuple[CatalogueEntry, str, DType, bool, int]]:
     """Per OpInfo of the sweep's cache, its recorded calls of these overloads: (its catalogue entry, the overload
     as given, the sample dtype, whether the sample's own code made them, how many)."""
-    from migrate.runtime.run_files import RunFiles
-
     keys = {OverloadName.parse(o).qualified: o for o in overloads}
     sweep = RunFiles.of(cache)
     catalogue = sweep.cached_catalogue() or ()  # before the sweep ran: no OpInfo recorded a call
@@ -431,6 +429,8 @@ def _run(
     missing: dict[str, tuple[CaseRequest, ...]], torchlib: Path, jobs: int | None, cache: StageCache, progress: bool | None
 ) -> Iterable[tuple[str, tuple[CaseResult, ...], bool]]:
     """Each missing overload's results as its worker ends, and whether they are complete (cacheable)."""
+    from migrate.audit import export_worker  # here: imports torch and onnxruntime, which the parent needs not (the --op fast path)
+
     items = {overload: {"cases": _request_json(cases)} for overload, cases in missing.items()}
     expected = {overload: [("", case) for case in cases] for overload, cases in missing.items()}
     yield from _in_workers(items, expected, export_worker.export_reports, "export check", torchlib, jobs, cache, progress)
@@ -440,6 +440,8 @@ def _run_judge(
     missing: dict[str, dict[str, tuple[CaseRequest, ...]]], torchlib: Path, jobs: int | None, cache: StageCache, progress: bool | None
 ) -> Iterable[tuple[str, tuple[CaseResult, ...], bool]]:
     """Each missing overload's function-level results (its functions in turn) as its worker ends, and whether complete."""
+    from migrate.audit import function_worker  # here: as export_worker above
+
     items, expected = {}, {}
     for overload, requested in missing.items():
         cases = tuple(dict.fromkeys(chain(*requested.values())))  # every function judged on each case

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.metadata
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -194,8 +195,6 @@ TOOL = package_files("migrate", Path(__file__).resolve().parents[1])
 
 def versions() -> str:
     """The Python version and those of the packages that export and run a case."""
-    import importlib.metadata
-
     found = [f"python {sys.version_info[:2]}"]
     for package in VERSIONED:
         try:

@@ -16,7 +16,8 @@ call failed, else the batch is halved. A case reports one result per value: ``ok
 all the value's calls are, ``partial`` when some are. Reports go to the parent one result
 at a time.
 
-Importing this module imports neither torch nor onnxscript; running a job does.
+Importing this module imports torch, onnx and onnxruntime: only workers do (``migrate.audit.export`` imports it where it
+starts them); onnxscript loads when a job runs (``use_torchlib``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import onnx
+import onnx_ir
+import onnxruntime
+import torch
+from onnx_ir.passes.common import RemoveUnusedNodesPass
+
+from migrate.runtime import recorders, torch_private
 from migrate.runtime.processes import one_line
+from migrate.runtime.runs import OpInfoId
+from migrate.runtime.samples import call_samples, find_opinfo, samples_by_dtype
 
 from migrate.model.export_status import (
     DECOMPOSED,
@@ -144,8 +154,6 @@ class Case:
 def _capture(wanted: set[str]) -> Any:
     """A ``CallCapture`` of the wanted overloads that keeps calls distinct by every argument (dtypes, shapes,
     other values), not by input dtypes alone: a case runs calls of other shapes and options, all from one sample dtype."""
-    from migrate.runtime import recorders
-
     class VariedCapture(recorders.CallCapture):
         def before(self, key, slots, args, kwargs, direct):
             return (recorders.cloned(args), recorders.cloned(kwargs)) if self._open(key, slots, direct) else None
@@ -187,8 +195,6 @@ def _capture(wanted: set[str]) -> Any:
 def _recording(capture: Any) -> Any:
     """A Recording that offers the capture every call, not only the first of each input dtypes (as the sweep's
     recorders do): calls of the same dtypes may differ in shape or value (gelu's ``approximate``)."""
-    from migrate.runtime import recorders
-
     class EveryCall(recorders.Recording):
         def add(self, func, args, kwargs, out, direct, before=None):
             super().add(func, args, kwargs, out, direct, before)  # the first call of its dtypes is offered here
@@ -204,8 +210,6 @@ def _recording(capture: Any) -> Any:
 
 def _signature(args: Any, kwargs: Any) -> str:
     """A call as text: tensors by dtype and shape, other arguments by value."""
-    import torch
-
     described = torch.utils._pytree.tree_map(
         lambda v: f"<{v.dtype} {tuple(v.shape)}>" if isinstance(v, torch.Tensor) else v, (tuple(args), dict(kwargs))
     )
@@ -215,10 +219,6 @@ def _signature(args: Any, kwargs: Any) -> str:
 def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The job: a report per case and value, and a ``{"phase": ...}`` report before each batch (what a crash was doing)."""
     use_torchlib(argument["torchlib"])
-    import torch
-
-    from migrate.runtime import torch_private
-
     functions = _dispatched_functions()
     torch_private.memoise_export_tables()
     torch_private.record_onnx_lowering(_LOWERED)
@@ -265,10 +265,6 @@ def gathered_calls(groups: list[dict[str, Any]]) -> list[tuple[dict[str, Any], l
 def sampled_calls(group: dict[str, Any]) -> Iterator[tuple[dict[str, Any], list[Any], str]]:
     """Per overload the group asks for: its request, the distinct calls of it the group's OpInfo samples (of the
     group's sample dtype) made, and why there are none when there are none."""
-    from migrate.runtime import recorders
-    from migrate.runtime.runs import OpInfoId
-    from migrate.runtime.samples import call_samples, find_opinfo, samples_by_dtype
-
     opinfo = OpInfoId(*group["opinfo"])
     capture = _capture({f"aten::{o['overload']}".removesuffix(".default") for o in group["overloads"]})
     problem = ""
@@ -302,8 +298,6 @@ def _batches(cases: list[Case]) -> Iterator[tuple[int, int]]:
 
 def _dispatched_functions() -> dict[str, str]:
     """Per overload ('add.Tensor'), the torchlib function the exporter dispatches a real-valued call to."""
-    from migrate.runtime import torch_private
-
     registry = torch_private.memoise_onnx_registry()
     found = {}
     for target, decompositions in registry.functions.items():
@@ -394,8 +388,6 @@ def value_arguments(func: Any) -> list[tuple[int, Any, str]]:
     ``rounding_mode``; an int ``reduction``), ``presence`` by what is given (an optional Tensor: ``None`` or a
     ``tensor``; an optional Scalar: ``None``, an ``int``, a ``float``, a ``bool``, ... by the number's type: a
     float bound makes an integer tensor's result float)."""
-    from migrate.runtime import torch_private
-
     found = []
     for position, argument in enumerate(torch_private.overload_schema(func).arguments):
         kind = argument.type.kind()
@@ -411,8 +403,6 @@ def value_arguments(func: Any) -> list[tuple[int, Any, str]]:
 def call_value(func: Any, args: Any, kwargs: Any) -> str:
     """A call's value: its arguments that change the graph (``value_arguments``) as text, in schema order
     ("reduce='amax'", 'min=int, max=None'); '' for an overload without such arguments."""
-    import torch
-
     parts = []
     for position, argument, how in value_arguments(func):
         given = _argument(argument, position, args, kwargs)
@@ -438,8 +428,6 @@ def derived_calls(call: Any) -> list[Any]:
     default where the call gives another (``clamp(x, -1, 1)``: ``clamp(x, None, 1)``), and an optional Scalar's number
     of the other kind (an int as a float, an integral float as an int: ``clamp(x, -1.0, 1)``). A slot a default
     leaves without a tensor records no dtype."""
-    import torch
-
     found = []
     names = [name for _, name, _, _ in call.slots.arguments]
     for position, argument, how in value_arguments(call.func):
@@ -519,8 +507,6 @@ def _input_dtypes(slots: Any, args: list, kwargs: dict, torch: Any) -> dict[str,
 
 def _module(cases: list[Run]) -> tuple[Any, tuple]:
     """One module making every call (one submodule ``case_N`` each), and its flat tensor inputs."""
-    import torch
-
     class CaseCall(torch.nn.Module):
         def __init__(self, case: Run):
             super().__init__()
@@ -562,8 +548,6 @@ _SLOT = _Slot()
 
 
 def _tensors(case: Run) -> list[Any]:
-    import torch
-
     return [t.detach().clone() for t in torch.utils._pytree.tree_leaves((case.args, case.kwargs)) if isinstance(t, torch.Tensor)]
 
 
@@ -599,9 +583,6 @@ def _attempt(cases: list[Run]) -> tuple[str, str] | None:
     run) loses the failing case's outputs and the nodes only they need, and is tried
     again without exporting anew: the cases' subgraphs share no inputs.
     """
-    import onnx_ir
-    import torch
-
     module, inputs = _module(cases)
     try:
         exported = torch.export.export(module, inputs, strict=False)
@@ -655,8 +636,6 @@ def _attempt(cases: list[Run]) -> tuple[str, str] | None:
 
 def _run(model: bytes, feeds: dict[str, Any], outputs: list[list[Any]]) -> list[list[Any]] | tuple[str, str, str]:
     """Each case's outputs from onnxruntime, or (status, full error text, first line) when it refuses the model or fails."""
-    import onnxruntime
-
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
     options.intra_op_num_threads = 1
@@ -695,9 +674,6 @@ def _spec_error(model: Any, outputs: list[Any]) -> str:
     """The ONNX checker's objection to a type (``full_check``: strict shape and type inference) in the part of
     the model these outputs need, or '' when the spec takes its types: then a missing kernel is onnxruntime's
     gap. A shape objection is not the dtype's: unique_dim's Identity shape bug is there for every dtype."""
-    import onnx
-    import onnx_ir
-
     proto = onnx_ir.serde.serialize_model(model)
     wanted = {value.name for value in outputs}
     part = onnx_ir.serde.deserialize_model(proto)
@@ -712,8 +688,6 @@ def _spec_error(model: Any, outputs: list[Any]) -> str:
 
 def _drop_outputs(model: Any, values: list[Any]) -> None:
     """Remove these graph outputs and every node no remaining output needs."""
-    from onnx_ir.passes.common import RemoveUnusedNodesPass
-
     dropped = {id(value) for value in values}
     kept = [value for value in model.graph.outputs if id(value) not in dropped]
     model.graph.outputs.clear()
@@ -773,11 +747,6 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _ort_value(tensor: Any) -> Any:
-    import onnxruntime
-    import torch
-
-    from migrate.runtime import torch_private
-
     tensor = tensor.contiguous()
     if tensor.is_complex():  # the exporter's form of a complex tensor: its real view
         tensor = torch.view_as_real(tensor)
@@ -790,8 +759,6 @@ def _ort_value(tensor: Any) -> Any:
 
 
 def _from_ort(value: Any) -> Any:
-    import torch
-
     if value.data_type() == "tensor(bfloat16)" or value.data_type().startswith("tensor(float8"):
         return torch.from_dlpack(value._get_c_value())
     array = value.numpy()
@@ -802,8 +769,6 @@ def _from_ort(value: Any) -> Any:
 
 def _compare(case: Run, got: list[Any]) -> tuple[str, str]:
     """OK when every output has eager's dtype and shape, and close values (OpInfo's default tolerances per dtype)."""
-    import torch
-
     if len(got) != len(case.expected):
         return MISMATCH, f"{len(got)} outputs, eager PyTorch gives {len(case.expected)}"
     for index, (actual, expected) in enumerate(zip(got, case.expected)):
@@ -829,8 +794,6 @@ def _ties_broken_otherwise(index: int, got: list[Any], case: Run) -> bool:
     (topk, sort, max.dim of integers): it picks, from the call's first tensor along some dimension,
     exactly another output that equals eager's own (the values). Which of equal elements comes first
     is not a dtype's fault: ATen's CPU kernels and onnxruntime break ties differently."""
-    import torch
-
     indices = got[index]
     source = next(iter(_tensors(case)), None)
     if indices.dtype != torch.int64 or source is None or source.dim() == 0 or indices.numel() == 0:

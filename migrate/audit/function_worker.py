@@ -12,7 +12,8 @@ objects to a type (``invalid-model``), onnxruntime has no kernel (``no-kernel``)
 
 The job's calls are captured, cast and split by value as the export check's (``export_worker``); a report per
 case and value.
-Importing this module imports neither torch nor onnxscript; running a job does.
+Importing this module imports torch and onnxscript: only workers do (``migrate.audit.export`` imports it where it starts
+them).
 """
 
 from __future__ import annotations
@@ -20,8 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import onnx
+import onnx_ir
+import onnxscript
+import torch
+
 from migrate.audit.export_worker import _TYPE_OBJECTION, Case, Run, _compare, _first_line, _ort_value, _prepare, _run, gathered_calls, use_torchlib
 from migrate.model.export_status import EXPORT_ERROR, INVALID_MODEL, NO_SAMPLE, combined
+from migrate.runtime import torch_private
 
 TORCHLIB_DOMAINS = ("pkg.onnxscript.torch_lib", "pkg.onnxscript.torch_lib.common")
 
@@ -29,10 +36,6 @@ TORCHLIB_DOMAINS = ("pkg.onnxscript.torch_lib", "pkg.onnxscript.torch_lib.common
 def function_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The job: per overload and function to judge, a report per case (``{"phase": ...}`` before each overload)."""
     use_torchlib(argument["torchlib"])
-    import torch
-
-    from migrate.runtime import torch_private
-
     registry = torch_private.memoise_onnx_registry()
     for request, found, why_none in gathered_calls(argument["groups"]):
         overload = request["overload"]
@@ -80,13 +83,6 @@ def _report(case: Case, function: str, value: str) -> dict[str, Any]:
 
 def _judge(function: Any, run: Run, opset_version: int) -> tuple[str, str]:
     """The function called on the call's tensors as one model: checked, run, compared with eager ATen."""
-    import onnx
-    import onnx_ir
-    import onnxscript
-    import torch
-
-    from migrate.runtime import torch_private
-
     recorder, opset = torch_private.onnx_tracer(opset_version)
     inputs: list[Any] = []
     feeds: dict[str, Any] = {}

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+import torch
+
 from migrate.runtime import torch_private
 from migrate.check.promotion import PromotionRefused, computation_dtype, result_dtype
 from migrate.model.names import OverloadName
@@ -96,8 +98,6 @@ MESSAGE_LENGTH = 160
 
 def _observed(name: str, overloads: list[str], ours: Rule | None, theirs: Rule | None, functional: dict[str, NameRule]) -> str:
     """What ATen does on the calls that separate the two rules, on a functional overload of the name."""
-    import torch
-
     func = _functional_overload(name, overloads, ours or theirs)
     if func is None:
         base = functional.get(name.rstrip("_"))
@@ -126,8 +126,6 @@ def _promoted(arguments: list, rule: Rule | None) -> set[str]:
 def _functional_overload(name: str, overloads: list[str], rule: Rule | None) -> Any:
     """The overload of the name that writes into no argument and whose schema the rule's positions fit, one whose
     promoted positions are all tensors first (``lerp.Tensor`` before ``lerp.Scalar``: a tensor weight can be float64)."""
-    import torch
-
     packet = getattr(torch.ops.aten, name, None)
     fitting = []
     for overload in overloads:
@@ -193,8 +191,6 @@ def _values(arguments: list, dtype_of: Any, number: Any, given: set[str], layout
     """A value for every tensor, number and bool argument without a default, and for the ``given`` ones: a tensor
     of the layout's shape at ``dtype_of(name)`` (zeros of int64, one per row, for its indices; a weight the size of
     its channels), a list of two such tensors, ``number(name)``, an int 1 (a dimension), False."""
-    import torch
-
     values = {}
     given = given | set(layout.also)
     for argument in arguments:

@@ -75,10 +75,11 @@ from migrate.check.promotion import (  # noqa: F401  (the promotion kinds of Vio
 from migrate.runtime import torch_private
 from migrate.runtime.dispatch import TwoKeyObserver, has_elements
 from migrate.errors import InputError
-from migrate.model.backends import backend_of
+from migrate.model.backends import BACKENDS_KEY, backend_of
 from migrate.model.constraint import ConstraintList
 from migrate.model.dtypes import DType
 from migrate.model.names import OverloadName
+from migrate.model.promotion import PROMOTION_KEY
 
 if TYPE_CHECKING:
     from migrate.model.native import NativeFunctions
@@ -153,7 +154,7 @@ class Declarations:
 
     @classmethod
     def load(cls, path: Path | str) -> Declarations:
-        from migrate.model.native import NativeFunctions
+        from migrate.model.native import NativeFunctions  # here: verify's workers unpickle Declarations without these modules (30 ms each)
 
         return cls.from_native(NativeFunctions.load(path))
 
@@ -164,12 +165,10 @@ class Declarations:
         An unresolved name, an unknown dtype, an overload this torch lacks or a variable
         binding a slot its schema lacks is an InputError naming file, line and op.
         """
-        # Imported here: workers unpickle Declarations and check calls, and need no yaml reader.
-        from migrate.model.autocast import AUTOCAST_KEY, declared_autocast
-        from migrate.model.backends import BACKENDS_KEY
-        from migrate.model.declared import declared_with_backends
-        from migrate.model.global_sets import GlobalSetsFile
-        from migrate.model.native import CONSTRAINTS_KEY, sibling_constraints_path
+        from migrate.model.autocast import AUTOCAST_KEY, declared_autocast  # here: verify's workers unpickle Declarations without these modules (30 ms each)
+        from migrate.model.declared import declared_with_backends  # as above
+        from migrate.model.global_sets import GlobalSetsFile  # as above
+        from migrate.model.native import CONSTRAINTS_KEY, sibling_constraints_path  # as above
 
         sets = GlobalSetsFile.load(sibling_constraints_path(native.path)).by_name
         overloads = []
@@ -241,8 +240,7 @@ def _declared_variable(variable: Any) -> DeclaredVariable:
 
 def _declared_promotion(native: NativeFunctions, entry: Any) -> DeclaredPromotion | None:
     """The entry's checked ``type_promotion:`` line, as the checker keeps it."""
-    from migrate.model.declared import declared_promotion
-    from migrate.model.promotion import PROMOTION_KEY
+    from migrate.model.declared import declared_promotion  # here: verify's workers unpickle Declarations without these modules (30 ms each)
 
     promotion = declared_promotion(native, entry)
     if promotion is None:

@@ -182,7 +182,7 @@ class RecordingSummary:
 def device_reports(device: str) -> Any:
     """A worker's job: the torch release and the device's name and capability (CUDA is initialised in the worker,
     never in the parent that forks the sweep's workers)."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
 
     if device == "cpu":

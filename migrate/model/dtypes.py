@@ -71,7 +71,7 @@ PREFIX = "torch."
 @functools.cache
 def _installed_torch_dtype_names() -> frozenset[str]:
     """Names of every dtype the installed torch defines (imported lazily: torch is slow to import)."""
-    import torch
+    import torch  # here: the data model never imports torch (5 s) but for a dtype name newer than the table
 
     return frozenset(name for name, value in vars(torch).items() if isinstance(value, torch.dtype))
 

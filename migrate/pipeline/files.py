@@ -11,6 +11,7 @@ from migrate.model.autocast import KEYS as AUTOCAST_KEYS
 from migrate.model.declared import check_declarations
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
+from migrate.write import autocast_gen, promotion_gen
 from migrate.write.native_functions import lower
 from migrate.write.reference import reference_outputs
 
@@ -36,25 +37,21 @@ def lowered(path: Path) -> bytes:
 def autocast_registrations(path: Path, header: Path | None, keys: list[str] | None) -> tuple[str, tuple[str, ...]]:
     """The C++ autocast registration blocks of the file's autocast lines (the header's shared lists: the installed
     torch's by default), and the entries not generated."""
-    from migrate.write.autocast_gen import generate
-
-    text, skipped = generate(_checked(path), (header or installed_header()).read_text(), keys)
+    text, skipped = autocast_gen.generate(_checked(path), (header or installed_header()).read_text(), keys)
     return text, tuple(skipped)
 
 
 def promotion_rules(path: Path) -> tuple[str, tuple[str, ...]]:
     """The file's type_promotion lines as torch.onnx's rule set (one rule per op name), and a line for each op name
     whose overloads disagree (the rule most of them give is written)."""
-    from migrate.write.promotion_gen import generate
-
-    text, disagreeing = generate(_checked(path))
+    text, disagreeing = promotion_gen.generate(_checked(path))
     return text, tuple(f"{found.rule.op_name}: its overloads disagree ({found.disagreement}); wrote {found.rule.brief()}" for found in disagreeing)
 
 
 def promotion_comparison(path: Path) -> str:
     """The file's rules against the installed torch.onnx's table: equal, different, only on one side, with the calls
     that show ATen's side."""
-    from migrate.audit.promotion_rules import compare, report
+    from migrate.audit.promotion_rules import compare, report  # here: imports torch (the other commands on a file need none)
 
     return report(compare(_checked(path)))
 

@@ -101,7 +101,7 @@ def reference_cpu_paths() -> Iterator[None]:
     ``CPU_CAPABILITY`` (set for the fork server), so the evidence, and a run's bytes, never depend on the host;
     ``migrate.evidence.probe.host_paths`` asks the host's own paths, for ``--report``.
     """
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path); workers have it
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # entering the flags warns that oneDNN's TF32 is for Intel GPUs
@@ -346,7 +346,7 @@ def _finish(worker: _Running, status: str, reason: str) -> JobOutcome:
 
 def _worker_main(connection: Any, job: Job, log: str) -> None:
     """A worker's body: output to a log (read only if it crashes), no warnings, one thread."""
-    import torch
+    import torch  # here: the parent imports this module without torch; the worker has it from the fork server
 
     with open(log, "wb") as output:
         os.dup2(output.fileno(), 1)

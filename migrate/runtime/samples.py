@@ -2,8 +2,8 @@
 every run of the OpInfo is), and the samples run with one backward. The OpInfo sweep's jobs
 (``migrate.evidence.opinfo.jobs``), ``verify`` and ``export-check`` run samples through it.
 
-Importing this module imports neither torch nor the OpInfo database; running a job does
-(the fork server has them imported already).
+Importing this module imports torch (the fork server preloads it): the sweep's jobs import it inside the job. The
+OpInfo database loads when a job runs.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from migrate.runtime import torch_private
+import numpy
+import torch
+
+from migrate.runtime import recorders, torch_private
 from migrate.runtime.processes import one_line
 from migrate.runtime.runs import BACKWARD_RAISED, CALL_RAISED, SAMPLE_INPUTS_RAISED, OpInfoId, interned_dtype
 
 
 def _seed(opinfo: OpInfoId, dtype_name: str) -> None:
     """Every (OpInfo, dtype) starts from its own fixed seed: samples do not depend on what ran before."""
-    import numpy
-    import torch
-
     seed = zlib.crc32(f"{opinfo.name}\0{opinfo.variant}\0{dtype_name}".encode())
     torch.default_generator.manual_seed(seed)  # torch.manual_seed would also queue seeds for absent GPUs
     random.seed(seed)
@@ -48,8 +48,6 @@ def samples_by_dtype(
     once); ``backward=False`` makes none require it (the benchmark's forward-only baseline). ``device``: where the
     samples are made (``record --device cuda``), at the same CPU dtypes, so that both backends run the same samples.
     """
-    from migrate.runtime import recorders
-
     with_grad = torch_private.opinfo_backward_dtypes(op) if backward else frozenset()
     for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: interned_dtype(recorders.dtype_name(d)).sort_key):
         name = recorders.dtype_name(dtype)

@@ -33,7 +33,7 @@ def torch_version() -> str:
     try:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
-        import torch
+        import torch  # here: only when the version is not installed metadata (a warm cache must load fast)
 
         return torch.__version__
 
@@ -140,7 +140,7 @@ def run_backward(result: Any) -> bool:
 
     False when no output requires grad (nothing ran).
     """
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     flat = result if isinstance(result, (tuple, list)) else (result,)
     outputs = [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None]
@@ -251,7 +251,7 @@ def onnx_promotion_rules() -> list[tuple[str, str, tuple[int, ...], tuple[str, .
 
 def aten_overload(name: str) -> Any:
     """'aten::add.Tensor' (or 'aten::add', the default overload) as its OpOverload."""
-    import torch
+    import torch  # here: the parent imports this module without torch (the --op fast path)
 
     operator, _, overload = name.removeprefix("aten::").partition(".")
     return getattr(getattr(torch.ops.aten, operator), overload or "default")
@@ -487,7 +487,7 @@ def memoise_export_tables() -> None:
     tables: dict[tuple, dict] = {}
 
     def registered() -> tuple:
-        import torch
+        import torch  # here: the parent imports this module without torch (the --op fast path)
 
         return tuple(torch.ops._dir), len(dispatch_key_registrations("CompositeImplicitAutograd"))
 
@@ -569,7 +569,7 @@ def onnx_tracer(opset_version: int) -> tuple[Any, Any]:
     """The exporter's ``OpRecorder`` (an onnxscript evaluator that records the ONNX nodes a torchlib function
     makes when called, and the functions it calls) for the default domain at ``opset_version``, and that opset:
     a torchlib function called under it builds what the exporter would build (as onnxscript's op tests call it)."""
-    import onnxscript
+    import onnxscript  # here: the parent imports this module without onnxscript (the --op fast path)
 
     opset = onnxscript.values.Opset("", opset_version)
     return _private("torch.onnx._internal.exporter._building.OpRecorder")(opset, {}), opset
@@ -577,7 +577,7 @@ def onnx_tracer(opset_version: int) -> tuple[Any, Any]:
 
 def onnx_symbolic_input(opset: Any, name: str, dtype: Any, shape: tuple[int, ...]) -> Any:
     """A graph input a torchlib function can be called on (the exporter's ``SymbolicTensor``), of a torch dtype."""
-    import onnx_ir
+    import onnx_ir  # as above
 
     tensor = _private("torch.onnx._internal.exporter._tensors.SymbolicTensor")
     return tensor(opset, name=name, shape=onnx_ir.Shape(shape), type=onnx_ir.TensorType(onnx_dtype_of(dtype)))

@@ -280,8 +280,8 @@ class OverloadIndex:
 
 def _autogen_schema(declaring: TypedSchema, overload: str) -> TypedSchema | None:
     """The schema torchgen generates for an autogen overload (its functional or out= variant)."""
-    from torchgen.model import BaseOperatorName, OperatorName, SchemaKind
-    from torchgen.native_function_generation import (
+    from torchgen.model import BaseOperatorName, OperatorName, SchemaKind  # here: torchgen.model (40 ms) loads only when a schema is parsed, never on a warm --op run
+    from torchgen.native_function_generation import (  # as above
         functional_to_out_signature,
         mutable_to_out_signature,
         self_to_out_signature,
@@ -493,8 +493,7 @@ def _modules(
 ) -> tuple[dict[str, tuple[str, ModuleFacts]], frozenset[str], int, list[InputError]]:
     """Each module's facts by dotted name (with its path under ``root``), the packages, how many facts the cache
     held, and the problems the scan found."""
-    # libcst loads only here, when the whole evidence is not cached
-    from migrate.torchlib_source.scan import module_facts
+    from migrate.torchlib_source.scan import module_facts  # here: libcst loads only when the whole evidence is not cached
 
     modules: dict[str, tuple[str, ModuleFacts]] = {}
     packages, cached, errors = set(), 0, []

@@ -19,6 +19,7 @@ from typing import Any
 
 from migrate.evidence.models import zoo
 from migrate.runtime.aten_call import PROBE_TIMEOUT
+from migrate.runtime.processes import one_line
 from migrate.runtime import torch_private
 from migrate.runtime.runs import CALL_RAISED
 
@@ -32,10 +33,9 @@ def _budget(overload: str, direct: bool) -> int:
 def model_reports(name: str) -> Iterator[dict[str, Any]]:
     """The job: per mode and pass, ``{"dtype", "samples", "mode", "pass", "observations", "calls", "errors"}``; then the
     probes (``{"probing"}``, ``{"probed"}``, ``{"probe_seconds"}``), as an OpInfo job reports them."""
-    from migrate.evidence.models import passes
-    from migrate.evidence.models.recorder import ModelCapture, ModelRecording
-    from migrate.evidence.probe import prober
-    from migrate.runtime.processes import one_line
+    from migrate.evidence.models import passes  # here: imports torch and transformers, workers only (the parent imports this module)
+    from migrate.evidence.models.recorder import ModelCapture, ModelRecording  # imports torch: workers only
+    from migrate.evidence.probe import prober  # as above
 
     arch = zoo.architecture(name)
     capture = ModelCapture(_budget)

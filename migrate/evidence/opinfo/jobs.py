@@ -15,7 +15,6 @@ from migrate.model.dtypes import DType, canonical
 from migrate.runtime import torch_private
 from migrate.runtime.aten_call import PROBE_TIMEOUT
 from migrate.runtime.runs import CatalogueEntry, OpInfoId, interned_dtype
-from migrate.runtime.samples import call_samples, find_opinfo, samples_by_dtype
 
 
 def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
@@ -50,6 +49,7 @@ def opinfo_reports(argument: tuple[Any, ...]) -> Iterator[dict[str, Any]]:
     (``record --device cuda``; the probes cast the captured tensors where they are)."""
     from migrate.evidence.probe import prober as probing  # imports torch: workers only
     from migrate.runtime import recorders  # as above
+    from migrate.runtime.samples import call_samples, find_opinfo, samples_by_dtype  # as above
 
     opinfo, record, probe, backward, *device = argument
     op = find_opinfo(opinfo)

@@ -119,9 +119,9 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
     ``sparse_csr_tensor``'s values must have the dtype ``dtype=`` names, its indices an integer one."""
     import torch  # here, as the modules below: the parent imports this module without torch (the --op fast path)
 
-    from migrate.evidence.probe.prober import dtype_universe
-    from migrate.runtime.dispatch import has_elements
-    from migrate.runtime.recorders import dtype_name
+    from migrate.evidence.probe.prober import dtype_universe  # imports torch: workers only (the --op fast path)
+    from migrate.runtime.dispatch import has_elements  # as above
+    from migrate.runtime.recorders import dtype_name  # as above
 
     func = torch_private.aten_overload(name)
     argument = _dtype_argument(func._schema)
