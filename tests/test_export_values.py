@@ -74,7 +74,7 @@ def test_a_case_keeps_calls_of_each_value_apart_and_reports_one_result_per_value
     x, index, src = torch.zeros(5), torch.tensor([0, 1, 1]), torch.ones(3)
     calls = [_call(aten.scatter_reduce.two, x, 0, index, src, reduce) for reduce in ("sum", "amax", "sum")]
     case = Case("scatter_reduce.two", ("self", "src"), "bool")
-    _prepare(case, calls, torch, "none")
+    _prepare(case, calls, "none")
     assert [run.value for run in case.runs] == ["reduce='sum'", "reduce='amax'"]  # the third is the first again
     assert all(run.dtypes["self"] == "torch.bool" for run in case.runs)
     for run, status in zip(case.runs, (OK, RUNTIME_ERROR)):
@@ -86,7 +86,7 @@ def test_a_case_keeps_calls_of_each_value_apart_and_reports_one_result_per_value
 def test_an_absent_bound_eager_refuses_is_no_value():
     """clamp(x) with both bounds absent raises in eager PyTorch: the value is not reached."""
     case = Case("clamp", ("self",), "uint8")
-    _prepare(case, [_call(aten.clamp.default, torch.arange(4.0), None, 2)], torch, "none")
+    _prepare(case, [_call(aten.clamp.default, torch.arange(4.0), None, 2)], "none")
     assert sorted({run.value for run in case.runs}) == ["min=None, max=float", "min=None, max=int"]
 
 

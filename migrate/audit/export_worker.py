@@ -226,7 +226,7 @@ def export_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for request, found, why_none in gathered_calls(argument["groups"]):
         for cast, dtype in request["cases"]:
             case = Case(request["overload"], tuple(cast), dtype)
-            _prepare(case, found, torch, why_none)
+            _prepare(case, found, why_none)
             cases.append(case)
     for case in cases:
         if case.status:
@@ -333,7 +333,7 @@ def _record_lowering(cases: list[Run], exports: list[Any]) -> None:
 # --- building a case's calls --------------------------------------------------------------------
 
 
-def _prepare(case: Case, calls: list[Any], torch: Any, why_none: str) -> None:
+def _prepare(case: Case, calls: list[Any], why_none: str) -> None:
     """Give the case, for each value its calls reach, up to ``CALLS_PER_CASE`` distinct sampled calls eager PyTorch runs
     with its slots cast (then, for each value the schema reaches from them and no sampled call does, the sampled calls
     with that value: ``derived_calls``), or the status no-sample."""
@@ -353,12 +353,12 @@ def _prepare(case: Case, calls: list[Any], torch: Any, why_none: str) -> None:
         value = call_value(call.func, call.args, call.kwargs)
         if taken.get(value, 0) == CALLS_PER_CASE:
             continue
-        args, kwargs = _cast_arguments(call, case.cast, dtype, torch)
+        args, kwargs = _cast_arguments(call, case.cast, dtype)
         signature = _signature(args, kwargs)
         if signature in seen:
             continue
         try:
-            out = call.func(*_fresh(args, torch), **_fresh(kwargs, torch))
+            out = call.func(*_fresh(args), **_fresh(kwargs))
         except Exception as exc:
             first_error = first_error or one_line(exc)
             continue
@@ -370,7 +370,7 @@ def _prepare(case: Case, calls: list[Any], torch: Any, why_none: str) -> None:
         taken[value] = taken.get(value, 0) + 1
         tags = set(getattr(call.func, "tags", ()))
         values = torch.Tag.nondeterministic_seeded not in tags and "empty" not in case.overload
-        dtypes = _input_dtypes(call.slots, args, kwargs, torch)
+        dtypes = _input_dtypes(call.slots, args, kwargs)
         case.runs.append(Run(case.overload, call.func, args, kwargs, dtypes, expected, values, value))
     order = list(taken)
     case.runs.sort(key=lambda run: order.index(run.value))  # stable: a value's calls together, values as first reached
@@ -458,39 +458,39 @@ def _holds_tensor(call: Any, slot: str) -> bool:
     return slot in names and call.dtypes[names.index(slot)] is not None
 
 
-def _cast_arguments(call: Any, cast: tuple[str, ...], dtype: Any, torch: Any) -> tuple[list, dict]:
+def _cast_arguments(call: Any, cast: tuple[str, ...], dtype: Any) -> tuple[list, dict]:
     args, kwargs = list(call.args), dict(call.kwargs)
     for position, name, keyword_only, _ in call.slots.arguments:
         if name not in cast:
             continue
         if keyword_only or position >= len(args):
             if name in kwargs:
-                kwargs[name] = _to(kwargs[name], dtype, torch)
+                kwargs[name] = _to(kwargs[name], dtype)
         else:
-            args[position] = _to(args[position], dtype, torch)
+            args[position] = _to(args[position], dtype)
     return args, kwargs
 
 
-def _to(value: Any, dtype: Any, torch: Any) -> Any:
+def _to(value: Any, dtype: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.detach().to(dtype)
     if isinstance(value, (list, tuple)):
-        return type(value)(_to(v, dtype, torch) for v in value)
+        return type(value)(_to(v, dtype) for v in value)
     return value
 
 
-def _fresh(value: Any, torch: Any) -> Any:
+def _fresh(value: Any) -> Any:
     """Copies of every tensor (eager calls must not change the tensors the export gets)."""
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
     if isinstance(value, (list, tuple)):
-        return type(value)(_fresh(v, torch) for v in value)
+        return type(value)(_fresh(v) for v in value)
     if isinstance(value, dict):
-        return {k: _fresh(v, torch) for k, v in value.items()}
+        return {k: _fresh(v) for k, v in value.items()}
     return value
 
 
-def _input_dtypes(slots: Any, args: list, kwargs: dict, torch: Any) -> dict[str, str]:
+def _input_dtypes(slots: Any, args: list, kwargs: dict) -> dict[str, str]:
     found = {}
     for position, name, keyword_only, _ in slots.arguments:
         value = kwargs.get(name) if keyword_only or position >= len(args) else args[position]

@@ -108,10 +108,10 @@ def _observed(name: str, overloads: list[str], ours: Rule | None, theirs: Rule |
     order = [a.name for a in arguments]
     mine, other = _promoted(arguments, ours), _promoted(arguments, theirs)
     if ours is None or theirs is None:
-        return "; ".join(_promotes(func, arguments, a, torch) for a in sorted(mine | other, key=order.index))
-    notes = [_promotes(func, arguments, a, torch) for a in sorted(mine ^ other, key=order.index)]
+        return "; ".join(_promotes(func, arguments, a) for a in sorted(mine | other, key=order.index))
+    notes = [_promotes(func, arguments, a) for a in sorted(mine ^ other, key=order.index)]
     if ours.kind != theirs.kind and mine & other:
-        notes.append(_which_kind(func, arguments, sorted(mine & other, key=order.index), ours.kind, theirs.kind, torch))
+        notes.append(_which_kind(func, arguments, sorted(mine & other, key=order.index), ours.kind, theirs.kind))
     return "; ".join(notes)
 
 
@@ -240,7 +240,7 @@ def _diagonal_layout(func: Any, arguments: list, dtype: Any, number: Any, given:
     return None, refusal
 
 
-def _promotes(func: Any, arguments: list, argument: str, torch: Any) -> str:
+def _promotes(func: Any, arguments: list, argument: str) -> str:
     """Whether ATen lets one argument's dtype reach the result.
 
     Judged only where the call with every argument at one dtype runs (else a refusal says nothing of
@@ -253,7 +253,7 @@ def _promotes(func: Any, arguments: list, argument: str, torch: Any) -> str:
         mixed_dtype, wide_dtype, wide_number = (lambda _: base), widened, (lambda _: 2.5)
         layout, refusal = _diagonal_layout(func, arguments, base, narrow, {argument})
         if layout is None:
-            return _float_tensors_only(func, arguments, argument, refusal, torch)
+            return _float_tensors_only(func, arguments, argument, refusal)
     else:  # one tensor at float64 beside float32 ones; an op of integers only: int64 beside int32
         for base, widened in ((torch.float32, torch.float64), (torch.int32, torch.int64)):
             layout, refusal = _diagonal_layout(func, arguments, base, lambda _: 2, {argument})
@@ -278,7 +278,7 @@ def _promotes(func: Any, arguments: list, argument: str, torch: Any) -> str:
     return f"{call} returns {str(dtype).removeprefix('torch.')}: ATen {verdict} {argument}"
 
 
-def _float_tensors_only(func: Any, arguments: list, argument: str, refusal: str, torch: Any) -> str:
+def _float_tensors_only(func: Any, arguments: list, argument: str, refusal: str) -> str:
     """A Scalar beside tensors ATen takes only at floating dtypes: a Python float keeps a float32 call at float32, so
     the Scalar moves no call ATen runs; said with both calls."""
     layout, _ = _diagonal_layout(func, arguments, torch.float32, lambda _: 2.5, {argument})
@@ -290,7 +290,7 @@ def _float_tensors_only(func: Any, arguments: list, argument: str, refusal: str,
     return f"{refusal}, and {_spell(func, values)} returns {returned}: ATen takes no integer tensors here, so {argument} moves no call it runs"
 
 
-def _which_kind(func: Any, arguments: list, promoted: list[str], ours: str, theirs: str, torch: Any) -> str:
+def _which_kind(func: Any, arguments: list, promoted: list[str], ours: str, theirs: str) -> str:
     """Which kind's result ATen returns, on the first of int64, bool, complex64 tensors where the kinds differ and ATen runs."""
     refusals = []
     for dtype in (torch.int64, torch.bool, torch.complex64):
