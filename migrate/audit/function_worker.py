@@ -51,7 +51,7 @@ def function_reports(argument: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 if function not in registered:
                     case.status, case.message = EXPORT_ERROR, f"the exporter's registry has no {function} for aten::{overload}"
                 else:
-                    _prepare(case, found, torch, why_none)
+                    _prepare(case, found, why_none)
                     for run in case.runs:
                         try:
                             run.status, run.message = _judge(registered[function], run, registry.opset_version)
