@@ -12,6 +12,7 @@ source is skipped, and the run says so on one line (``unavailable``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -31,8 +32,10 @@ MODEL = "model"  # the OpInfoId name of a model's run: OpInfoId('model', 'llama'
 TIMEOUT = 300.0  # seconds per architecture: each takes a few seconds on one core
 
 
+@functools.cache
 def transformers_version() -> str | None:
-    """The installed transformers' version; None when it is not installed (the source is skipped)."""
+    """The installed transformers' version; None when it is not installed (the source is skipped). Read once per
+    process: the stage's name, the run and the torch stages' thread each ask (about 2 ms a lookup)."""
     try:
         return importlib.metadata.version("transformers")
     except importlib.metadata.PackageNotFoundError:
