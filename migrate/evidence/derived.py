@@ -15,6 +15,7 @@ calls are observations and probed calls like any OpInfo's, and the key grows by 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from migrate.cache import Stage, StageCache
@@ -68,35 +69,38 @@ def probed_calls(
 def _derive(sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...], models: tuple[runs_module.OpInfoRun, ...] = ()) -> OpInfoEvidence:
     """The plans, from the observations, the probed calls and the calls built for overloads only observed; the
     models' runs joined to the sweep's, with what they changed."""
-    by_opinfo = frozenset(k for o in sweep.observations if (k := observations_module.overload_key(o.overload)) is not None)
-    changed: tuple[str, ...] = ()
-    if models:
-        changed = _changed_by(sweep, built, models)
-        sweep = SweepResult(sweep.runs + models, sweep.catalogue, sweep.stats)
-    observations = sweep.observations
-    observed = frozenset(k for o in observations if (k := observations_module.overload_key(o.overload)) is not None)
-    return replace(_plans(sweep, built, observed), models_changed=changed, by_opinfo=by_opinfo)
+    by_opinfo = _keys(sweep.observations)
+    joined = SweepResult(sweep.runs + models, sweep.catalogue, sweep.stats)
+    plans = _plans(joined, built, _keys(joined.observations))
+    changed = _changed_by(sweep, built, models, plans) if models else ()
+    return replace(plans, models_changed=changed, by_opinfo=by_opinfo)
+
+
+def _keys(found: Iterable[runs_module.Observation | runs_module.ProbedCall]) -> frozenset[str]:
+    return frozenset(k for o in found if (k := runs_module.overload_key(o.overload)) is not None)
 
 
 def _variables(plan: OverloadPlan | None) -> frozenset[tuple[tuple[str, ...], frozenset[object]]]:
     return frozenset((v.binds, frozenset(v.dtypes)) for v in plan.variables) if plan is not None else frozenset()
 
 
-def _changed_by(sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...], models: tuple[runs_module.OpInfoRun, ...]) -> tuple[str, ...]:
-    """The overloads the models reached whose observed or probed variables (slots and dtypes) differ with them."""
-    reached = {k for run in models for o in (*run.observations, *run.probes) if (k := runs_module.overload_key(o.overload)) is not None}
+def _changed_by(
+    sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...], models: tuple[runs_module.OpInfoRun, ...], joined: OpInfoEvidence
+) -> tuple[str, ...]:
+    """The overloads the models reached whose observed or probed variables (slots and dtypes) differ with them:
+    ``joined``'s plans against the sweep's own, derived again for those overloads alone (a plan reads its own
+    overload's calls only)."""
+    reached = _keys(o for run in models for o in (*run.observations, *run.probes))
     keep = lambda found: tuple(o for o in found if runs_module.overload_key(o.overload) in reached)  # noqa: E731
-    alone = SweepResult(tuple(replace(run, observations=keep(run.observations), probes=keep(run.probes)) for run in sweep.runs), sweep.catalogue, sweep.stats)
-    joined = SweepResult(alone.runs + models, sweep.catalogue, sweep.stats)
-    built = keep(built)
-    before, after = (
-        _plans(result, built, frozenset(k for o in result.observations if (k := runs_module.overload_key(o.overload)) is not None))
-        for result in (alone, joined)
+    observations = tuple(o for o in sweep.observations if runs_module.overload_key(o.overload) in reached)
+    alone = (
+        observations_module.plans_from_observations(observations, sweep.catalogue),
+        probe_module.probe_plans(probed_calls(keep(sweep.probes), keep(built), _keys(observations)), observations),
     )
     return tuple(
         name
         for name in sorted(reached)
-        if (_variables(before.opinfo.get(name)), _variables(before.probe.get(name))) != (_variables(after.opinfo.get(name)), _variables(after.probe.get(name)))
+        if (_variables(alone[0].get(name)), _variables(alone[1].get(name))) != (_variables(joined.opinfo.get(name)), _variables(joined.probe.get(name)))
     )
 
 

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from migrate.cache import Stage, StageCache
 from migrate.runtime.aten_call import bounded
-from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.processes import DEFAULT_TIMEOUT, DONE, Job, run_in_workers
 from migrate.runtime.torch_private import TorchAPIChanged
 
 CHUNK = 40  # overloads per worker job
@@ -89,18 +89,24 @@ def listed_in_worker(names_report: Callable[[None], Iterator[list[str]]], what: 
 
 
 def reports_by_chunk(
-    names: Sequence[str], job: Callable[[tuple[str, ...]], Iterator[dict[str, Any]]], what: str, jobs: int | None
+    names: Sequence[str],
+    job: Callable[[tuple[str, ...]], Iterator[dict[str, Any]]],
+    what: str,
+    jobs: int | None,
+    chunk: int = CHUNK,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> tuple[list[Any], list[str]]:
     """What ``job`` reported (``{REPORT: ...}``) of every name, in the order the workers ended, and the names that
     ended their worker, in name order: ``job`` takes a chunk of names and announces each (``{TRYING: name}``)
-    before it calls it; after a worker that ended early, a new one goes on after the name it announced last."""
-    chunks = [tuple(names[i : i + CHUNK]) for i in range(0, len(names), CHUNK)]
+    before it calls it; after a worker that ended early (a crash, or ``timeout`` seconds after its start), a new
+    one goes on after the name it announced last."""
+    chunks = [tuple(names[i : i + chunk]) for i in range(0, len(names), chunk)]
     found: list[Any] = []
     lost: list[str] = []
     while chunks:
         work = [Job(job, chunk, f"{what} {chunk[0]}") for chunk in chunks]
         chunks = []
-        for outcome in run_in_workers(work, jobs=jobs, progress=False, unit="chunk", desc=what):
+        for outcome in run_in_workers(work, jobs, timeout, progress=False, unit="chunk", desc=what):
             tried = [r[TRYING] for r in outcome.reports if TRYING in r]
             found += [r[REPORT] for r in outcome.reports if REPORT in r]
             if outcome.status != DONE:

@@ -22,12 +22,23 @@ from migrate.runtime.aten_call import PROBE_TIMEOUT
 from migrate.runtime.processes import one_line
 from migrate.runtime import torch_private
 from migrate.runtime.runs import CALL_RAISED
+from migrate.runtime.worker_stage import REPORT, TRYING
 
 PROBE_CALLS = 5  # calls probed per overload and model: float32, then the half ones, mixed calls first
 
 
 def _budget(overload: str, direct: bool) -> int:
     return PROBE_CALLS if overload.startswith("aten::") else 0
+
+
+def chunk_reports(names: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    """The job of a chunk of architectures, one worker paying once for importing transformers and for the first
+    model's warm-up (about 6 s, against 1–2 s a model after it): each announced (``{TRYING: name}``), then its
+    reports (``{REPORT: [name, report]}``), for ``worker_stage.reports_by_chunk``."""
+    for name in names:
+        yield {TRYING: name}
+        for report in model_reports(name):
+            yield {REPORT: [name, report]}
 
 
 def model_reports(name: str) -> Iterator[dict[str, Any]]:

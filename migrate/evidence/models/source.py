@@ -16,6 +16,8 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+import math
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -24,12 +26,12 @@ from migrate.cache import StageCache
 from migrate.evidence.models import jobs as model_jobs
 from migrate.evidence.models.records import ModelCall
 from migrate.evidence.models.zoo import ARCHITECTURES
-from migrate.runtime.processes import DONE, Job, run_in_workers
+from migrate.runtime.processes import CRASH
 from migrate.runtime.runs import Failure, Observation, OpInfoId, OpInfoRun, ProbedCall, interned_dtype, load, overload_key
-from migrate.runtime.worker_stage import WorkerStage
+from migrate.runtime.worker_stage import WorkerStage, reports_by_chunk
 
 MODEL = "model"  # the OpInfoId name of a model's run: OpInfoId('model', 'llama'), 'model.llama' in evidence
-TIMEOUT = 300.0  # seconds per architecture: each takes a few seconds on one core
+TIMEOUT = 300.0  # seconds per architecture in a worker's chunk: each takes a few seconds on one core
 
 
 @functools.cache
@@ -96,20 +98,20 @@ def stored_models(cache: StageCache) -> ModelsEvidence | None:
 
 
 def run_models(version: str, jobs: int | None, names: Iterable[str] | None = None) -> ModelsEvidence:
-    """Every architecture (or those named) run and probed in workers."""
+    """Every architecture (or those named) run and probed in workers, a chunk of them per worker."""
     wanted = [a.name for a in ARCHITECTURES if names is None or a.name in names]
-    work = [Job(model_jobs.model_reports, name, f"model {name}") for name in wanted]
-    runs, calls = {}, []
-    for outcome in run_in_workers(work, jobs, TIMEOUT, progress=False, unit="model", desc="models"):
-        run, made = _run(outcome.job.argument, outcome.reports, outcome.status, outcome.reason)
-        runs[run.opinfo] = run
-        calls.extend(made)
-    order = {name: i for i, name in enumerate(wanted)}
-    return ModelsEvidence.of(version, tuple(sorted(runs.values(), key=lambda r: order[r.opinfo.variant])), tuple(calls))
+    chunk = math.ceil(len(wanted) / (jobs or os.cpu_count() or 1))
+    found, lost = reports_by_chunk(wanted, model_jobs.chunk_reports, "models", jobs, chunk, TIMEOUT * chunk)
+    reports: dict[str, list[dict[str, Any]]] = {name: [] for name in wanted}
+    for name, report in found:
+        reports[name].append(report)
+    made = [_run(name, reports[name], name not in lost) for name in wanted]
+    return ModelsEvidence.of(version, tuple(run for run, _ in made), tuple(call for _, calls in made for call in calls))
 
 
-def _run(name: str, reports: list[dict[str, Any]], status: str, reason: str) -> tuple[OpInfoRun, list[ModelCall]]:
-    """One architecture's reports as a run (observations and probes) and its calls; a worker that ended early a failure."""
+def _run(name: str, reports: list[dict[str, Any]], finished: bool) -> tuple[OpInfoRun, list[ModelCall]]:
+    """One architecture's reports as a run (observations and probes) and its calls; one whose worker ended while it ran
+    (``finished`` False) a failure."""
     opinfo = OpInfoId(MODEL, name)
     observations, probed, failures, calls = [], [], [], []
     for report in reports:
@@ -121,9 +123,9 @@ def _run(name: str, reports: list[dict[str, Any]], status: str, reason: str) -> 
                 observations.append(Observation(overload, tuple((n, load(d)) for n, d in slots), opinfo, sample, direct, count, nonempty))
             calls += [ModelCall.from_report(call, name, report["mode"], report["pass"]) for call in report["calls"]]
             failures += [Failure(opinfo, kind, f"{report['mode']} {report['pass']}: {why}", (sample,), n) for kind, why, n in report["errors"]]
-    if status != DONE:
-        failures.append(Failure(opinfo, status, reason))
-    run = OpInfoRun(opinfo, tuple(observations), tuple(failures), len(calls), status == DONE, probes=tuple(probed))
+    if not finished:
+        failures.append(Failure(opinfo, CRASH, "its worker ended while it ran (a crash, or a hang past the timeout)"))
+    run = OpInfoRun(opinfo, tuple(observations), tuple(failures), len(calls), finished, probes=tuple(probed))
     return run, sorted(calls, key=lambda c: (c.mode, c.phase, c.overload, repr(c.signature)))
 
 
