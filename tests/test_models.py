@@ -19,9 +19,10 @@ from migrate.cli import main as cli
 from migrate.evidence.models import jobs, passes, zoo
 from migrate.evidence.models.recorder import ModelRecording
 from migrate.evidence.models.records import BACKEND, ModelCall
-from migrate.evidence.models.source import MODEL, load_models
+from migrate.evidence.models.source import load_models
 from migrate.model.dtypes import DType
 from migrate.pipeline.session import Options, Session
+from migrate.runtime.runs import MODEL_RUN
 
 CHECKED_MODES = ("autocast-bfloat16", "float16")  # under the checker: a training step under autocast, and half weights
 
@@ -121,7 +122,7 @@ def test_the_models_run_under_the_checker_against_the_runs_yaml(full_run, arch):
     """0 violations; distinct calls per model and mode (from the run's models stage) beside the calls the checker judged."""
     architecture = zoo.architecture(arch)
     stored = load_models(StageCache.at(), jobs=2)
-    assert stored is not None and any(run.opinfo.name == MODEL and run.opinfo.variant == arch for run in stored.runs)
+    assert stored is not None and any(run.opinfo.name == MODEL_RUN and run.opinfo.variant == arch for run in stored.runs)
     lines = []
     for mode in (m for m in zoo.MODES if m.name in CHECKED_MODES):
         model = passes.build(architecture).to(getattr(torch, mode.weights))
@@ -149,5 +150,6 @@ def test_show_v_reads_the_models_runs_the_run_inferred_from(full_run, capsys):
     name = "_scaled_dot_product_flash_attention_for_cpu_backward"
     assert cli(["show", "-v", name, "--native-functions", str(full_run / "native_functions.yaml")]) == 0
     shown = capsys.readouterr().out
-    assert "model.llama (float16, bfloat16, float32)" in shown, shown
-    assert "out bfloat16, logsumexp float32, OpInfo model.llama" in shown  # the mixed call the models made, probed
+    assert "model llama (float16, bfloat16, float32)" in shown, shown
+    assert "out bfloat16, logsumexp float32, model llama" in shown  # the mixed call the models made, probed
+    assert "OpInfo model" not in shown

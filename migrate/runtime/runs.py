@@ -37,6 +37,9 @@ def interned_dtype(name: str) -> DType:
     return DType(name)
 
 
+MODEL_RUN = "model"  # the name of a tiny model's run (``migrate.evidence.models``): OpInfoId('model', 'llama')
+
+
 @dataclass(frozen=True, order=True)
 class OpInfoId:
     """An OpInfo's identity: its name and variant_test_name."""
@@ -46,6 +49,11 @@ class OpInfoId:
 
     def __str__(self) -> str:
         return f"{self.name}.{self.variant}" if self.variant else self.name
+
+    @property
+    def label(self) -> str:
+        """The run as evidence names it for a reader: 'OpInfo add', and a tiny model's 'model llama'."""
+        return f"model {self.variant}" if self.name == MODEL_RUN else f"OpInfo {self}"
 
     @property
     def file_stem(self) -> str:

@@ -27,10 +27,9 @@ from migrate.evidence.models import jobs as model_jobs
 from migrate.evidence.models.records import ModelCall
 from migrate.evidence.models.zoo import ARCHITECTURES
 from migrate.runtime.processes import CRASH
-from migrate.runtime.runs import Failure, Observation, OpInfoId, OpInfoRun, ProbedCall, interned_dtype, load, overload_key
+from migrate.runtime.runs import MODEL_RUN, Failure, Observation, OpInfoId, OpInfoRun, ProbedCall, interned_dtype, load, overload_key
 from migrate.runtime.worker_stage import WorkerStage, reports_by_chunk
 
-MODEL = "model"  # the OpInfoId name of a model's run: OpInfoId('model', 'llama'), 'model.llama' in evidence
 TIMEOUT = 300.0  # seconds per architecture in a worker's chunk: each takes a few seconds on one core
 
 
@@ -112,7 +111,7 @@ def run_models(version: str, jobs: int | None, names: Iterable[str] | None = Non
 def _run(name: str, reports: list[dict[str, Any]], finished: bool) -> tuple[OpInfoRun, list[ModelCall]]:
     """One architecture's reports as a run (observations and probes) and its calls; one whose worker ended while it ran
     (``finished`` False) a failure."""
-    opinfo = OpInfoId(MODEL, name)
+    opinfo = OpInfoId(MODEL_RUN, name)
     observations, probed, failures, calls = [], [], [], []
     for report in reports:
         if "probed" in report:

@@ -117,7 +117,7 @@ def _observed_evidence(slots: tuple[str, ...], members: tuple[str, ...], rows: l
                 by_dtypes.setdefault(dtypes, []).append(i)
         for dtypes, present in by_dtypes.items():
             count = sum(row.observation.count for row in group if any(row.dtypes[i] is not None for i in present))
-            where = f"OpInfo {opinfo} ({samples}){how}"
+            where = f"{opinfo.label} ({samples}){how}"
             evidence.append(Evidence(source, where, dtypes, tuple(slots[i] for i in present), count))
     return tuple(evidence)
 

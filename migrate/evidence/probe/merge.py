@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from migrate.evidence.sites import seen_on
-from migrate.runtime.runs import MIXED, SCHEMA_CALL, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
+from migrate.runtime.runs import MIXED, MODEL_RUN, SCHEMA_CALL, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
 from migrate.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import EMPTY, PROBE, Evidence, OverloadPlan, Variable
@@ -246,9 +246,14 @@ def _sources(gathered: _Gathered) -> str:
     counted = f"({calls} call{'s' if calls > 1 else ''})"
     if _built(gathered):
         return f"{SCHEMA_CALL_LABEL} {counted}"
-    names = [str(opinfo) for opinfo in gathered.opinfos]
+    opinfos = [str(opinfo) for opinfo in gathered.opinfos if opinfo.name != MODEL_RUN]
+    models = [opinfo.variant for opinfo in gathered.opinfos if opinfo.name == MODEL_RUN]
+    return f"{'; '.join(f'{kind} {_few(names)}' for kind, names in (('OpInfo', opinfos), ('model', models)) if names)} {counted}"
+
+
+def _few(names: list[str]) -> str:
     more = f" and {len(names) - _OPINFOS_NAMED} more" if len(names) > _OPINFOS_NAMED else ""
-    return f"OpInfo {', '.join(names[:_OPINFOS_NAMED])}{more} {counted}"
+    return f"{', '.join(names[:_OPINFOS_NAMED])}{more}"
 
 
 def _made(gathered: _Gathered, verdict: Verdict, order: dict[str, int]) -> Evidence:
