@@ -46,3 +46,26 @@ def test_a_failing_input_is_pinned_on_its_call_and_the_tables_are_built_once(mon
     assert exports == [4, 3, 2]  # each failure pinned on its call, the rest exported again; never halved
     collected = program._collect_all_valid_cia_ops
     assert collected() == collected() and collected() is not collected()  # one table, a copy to each caller
+
+
+def test_an_error_is_pinned_on_the_call_whose_inputs_it_names_where_decompositions_renumber_the_nodes():
+    """Two ``atleast_1d.default`` calls are decomposed away before translation, so the exporter names the complex
+    call's ``atleast_1d.Sequence`` node as the float32 call's was named in the exported program: its inputs say
+    which call it is."""
+    import torch
+
+    single, sequence = torch.ops.aten.atleast_1d.default, torch.ops.aten.atleast_1d.Sequence
+
+    def run(func, tensors):
+        args = [tensors] if func is sequence else tensors
+        expected = [t for t in torch.utils._pytree.tree_leaves(func(*args)) if isinstance(t, torch.Tensor)]
+        return export_worker.Run(str(func), func, args, {}, {"tensors": str(tensors[0].dtype)}, expected)
+
+    runs = [
+        run(single, [torch.tensor(2.0)]),
+        run(single, [torch.tensor(3.0)]),
+        *(run(sequence, [torch.tensor(1.0, dtype=dtype), torch.ones(3, dtype=dtype)]) for dtype in (torch.float32, torch.float64, torch.complex64)),
+    ]
+    export_worker._check(runs)
+    assert [r.status for r in runs] == [OK, OK, OK, OK, EXPORT_ERROR], [(r.status, r.message) for r in runs]
+    assert "complex-valued" in runs[4].message

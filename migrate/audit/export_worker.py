@@ -700,10 +700,13 @@ _FX_ARGUMENT = re.compile(r"%([A-Za-z0-9_]+)")
 
 
 def _blame_fx(text: str, exported: Any, counts: list[int]) -> list[int]:
-    """The cases a conversion error names: the FX node it was translating, by the submodule of its module stack;
-    an input (a placeholder: the exporter cannot take a float8_e8m0fnu tensor), by the case it feeds (``counts``:
-    each case's number of inputs, in order); a node the exporter's decompositions made (a type promotion's
-    ``convert_element_type``), by the first of its arguments that names a case. Unnamed: no case (the batch is halved)."""
+    """The cases a conversion error names: an input among the arguments of the FX node it was translating (a
+    placeholder: the exporter cannot take a float8_e8m0fnu tensor), by the case it feeds (``counts``: each case's
+    number of inputs, in order); else the node, by the submodule of its module stack; else a node the exporter's
+    decompositions made (a type promotion's ``convert_element_type``), by the first of its arguments that names a
+    case. Unnamed: no case (the batch is halved). Inputs come first because their names are the program's own,
+    while the exporter's decompositions renumber the other nodes: with two ``atleast_1d.default`` calls decomposed
+    away, the third ``atleast_1d.Sequence`` node is named as the first was in ``exported``."""
     if exported is None:
         return []
     nodes = {node.name: node for node in exported.graph.nodes}
@@ -711,7 +714,8 @@ def _blame_fx(text: str, exported: Any, counts: list[int]) -> list[int]:
     feeds = [index for index, count in enumerate(counts) for _ in range(count)]
     found: set[int] = set()
     for name, rest in _FX_NODE.findall(text):
-        for candidate in (name, *_FX_ARGUMENT.findall(rest)):
+        arguments = _FX_ARGUMENT.findall(rest)
+        for candidate in (*(a for a in arguments if a in inputs), name, *arguments):
             node = nodes.get(candidate)
             if node is None:
                 continue
