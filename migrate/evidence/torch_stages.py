@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import threading
 from collections.abc import Callable, Iterator
 
@@ -28,7 +27,7 @@ from migrate.evidence.models import source as models_source
 from migrate.evidence.opinfo import forwards
 from migrate.evidence.probe import catalogue_calls, dtype_arguments, schema_calls, value_calls
 from migrate.evidence.promotion import calls as promotion_calls
-from migrate.runtime.processes import shared_workers, start_server
+from migrate.runtime.processes import shared_workers, start_server, worker_count
 from migrate.runtime.worker_stage import WorkerStage
 
 _LOOK = 0.2  # seconds between looks whether the run stopped, while the thread waits for the sweep's end
@@ -67,7 +66,7 @@ def torch_stages_beside(
     ``probe``: the run reads the probe's stages (``dtype=`` and promotion calls); ``autocast``: the observations (not
     with ``--refresh``, which makes them again); ``swept``: set by the run once its sweep is done; ``models``: the tiny
     models' runs (``migrate.evidence.models``), when transformers is installed."""
-    jobs = jobs or os.cpu_count() or 1
+    jobs = worker_count(jobs)
     if jobs < 2:  # nothing runs beside the sweep: the stages' keys need not be digested
         yield
         return

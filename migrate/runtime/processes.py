@@ -196,6 +196,11 @@ def worker_slot() -> Iterator[None]:
             slots.give()
 
 
+def worker_count(jobs: int | None) -> int:
+    """The workers a run uses: ``-j``, else one per core."""
+    return jobs or os.cpu_count() or 1
+
+
 def run_in_workers(
     work: Iterable[Job],
     jobs: int | None = None,
@@ -214,7 +219,7 @@ def run_in_workers(
     if not waiting:
         return
     context = _context()
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(waiting)))
+    jobs = max(1, min(worker_count(jobs), len(waiting)))
     slots = _shared_slots or _Slots(jobs)  # this call's own, when no run shares its workers
     running: dict[Any, _Running] = {}
     bar = _progress_bar(len(waiting), progress, unit, desc)

@@ -93,14 +93,14 @@ def reports_by_chunk(
     job: Callable[[tuple[str, ...]], Iterator[dict[str, Any]]],
     what: str,
     jobs: int | None,
-    chunk: int = CHUNK,
+    chunk_size: int = CHUNK,
     timeout: float = DEFAULT_TIMEOUT,
 ) -> tuple[list[Any], list[str]]:
     """What ``job`` reported (``{REPORT: ...}``) of every name, in the order the workers ended, and the names that
-    ended their worker, in name order: ``job`` takes a chunk of names and announces each (``{TRYING: name}``)
+    ended their worker, in name order: ``job`` takes a chunk of ``chunk_size`` names and announces each (``{TRYING: name}``)
     before it calls it; after a worker that ended early (a crash, or ``timeout`` seconds after its start), a new
     one goes on after the name it announced last."""
-    chunks = [tuple(names[i : i + chunk]) for i in range(0, len(names), chunk)]
+    chunks = [tuple(names[i : i + chunk_size]) for i in range(0, len(names), chunk_size)]
     found: list[Any] = []
     lost: list[str] = []
     while chunks:

@@ -17,7 +17,6 @@ import hashlib
 import importlib.metadata
 import json
 import math
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,7 +25,7 @@ from migrate.cache import StageCache
 from migrate.evidence.models import jobs as model_jobs
 from migrate.evidence.models.records import ModelCall
 from migrate.evidence.models.zoo import ARCHITECTURES
-from migrate.runtime.processes import CRASH
+from migrate.runtime.processes import CRASH, worker_count
 from migrate.runtime.runs import MODEL_RUN, Failure, Observation, OpInfoId, OpInfoRun, ProbedCall, interned_dtype, load, overload_key
 from migrate.runtime.worker_stage import WorkerStage, reports_by_chunk
 
@@ -99,8 +98,8 @@ def stored_models(cache: StageCache) -> ModelsEvidence | None:
 def run_models(version: str, jobs: int | None, names: Iterable[str] | None = None) -> ModelsEvidence:
     """Every architecture (or those named) run and probed in workers, a chunk of them per worker."""
     wanted = [a.name for a in ARCHITECTURES if names is None or a.name in names]
-    chunk = math.ceil(len(wanted) / (jobs or os.cpu_count() or 1))
-    found, lost = reports_by_chunk(wanted, model_jobs.chunk_reports, "models", jobs, chunk, TIMEOUT * chunk)
+    chunk_size = max(1, math.ceil(len(wanted) / worker_count(jobs)))
+    found, lost = reports_by_chunk(wanted, model_jobs.chunk_reports, "models", jobs, chunk_size, TIMEOUT * chunk_size)
     reports: dict[str, list[dict[str, Any]]] = {name: [] for name in wanted}
     for name, report in found:
         reports[name].append(report)
