@@ -38,6 +38,7 @@ def interned_dtype(name: str) -> DType:
 
 
 MODEL_RUN = "model"  # the name of a tiny model's run (``migrate.evidence.models``): OpInfoId('model', 'llama')
+RUN_KINDS = ("OpInfo", MODEL_RUN)  # what made a run, as evidence names it, in the order it names them
 
 
 @dataclass(frozen=True, order=True)
@@ -51,9 +52,19 @@ class OpInfoId:
         return f"{self.name}.{self.variant}" if self.variant else self.name
 
     @property
+    def kind(self) -> str:
+        """What made the run (one of ``RUN_KINDS``): an OpInfo's samples, or a tiny model."""
+        return MODEL_RUN if self.name == MODEL_RUN else "OpInfo"
+
+    @property
+    def short(self) -> str:
+        """The run's name after its kind: 'add', 'llama'."""
+        return self.variant if self.name == MODEL_RUN else str(self)
+
+    @property
     def label(self) -> str:
         """The run as evidence names it for a reader: 'OpInfo add', and a tiny model's 'model llama'."""
-        return f"model {self.variant}" if self.name == MODEL_RUN else f"OpInfo {self}"
+        return f"{self.kind} {self.short}"
 
     @property
     def file_stem(self) -> str:

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from migrate.evidence.sites import seen_on
-from migrate.runtime.runs import MIXED, MODEL_RUN, SCHEMA_CALL, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
+from migrate.runtime.runs import MIXED, RUN_KINDS, SCHEMA_CALL, Observation, OpInfoId, ProbedCall, SweepResult, effective, overload_key
 from migrate.runtime.variables import variables_of
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import EMPTY, PROBE, Evidence, OverloadPlan, Variable
@@ -246,9 +246,8 @@ def _sources(gathered: _Gathered) -> str:
     counted = f"({calls} call{'s' if calls > 1 else ''})"
     if _built(gathered):
         return f"{SCHEMA_CALL_LABEL} {counted}"
-    opinfos = [str(opinfo) for opinfo in gathered.opinfos if opinfo.name != MODEL_RUN]
-    models = [opinfo.variant for opinfo in gathered.opinfos if opinfo.name == MODEL_RUN]
-    return f"{'; '.join(f'{kind} {_few(names)}' for kind, names in (('OpInfo', opinfos), ('model', models)) if names)} {counted}"
+    by_kind = {kind: [opinfo.short for opinfo in gathered.opinfos if opinfo.kind == kind] for kind in RUN_KINDS}
+    return f"{'; '.join(f'{kind} {_few(names)}' for kind, names in by_kind.items() if names)} {counted}"
 
 
 def _few(names: list[str]) -> str:
