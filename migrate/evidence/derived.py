@@ -93,14 +93,12 @@ def _changed_by(
     reached = _keys(o for run in models for o in (*run.observations, *run.probes))
     keep = lambda found: tuple(o for o in found if runs_module.overload_key(o.overload) in reached)  # noqa: E731
     observations = tuple(o for o in sweep.observations if runs_module.overload_key(o.overload) in reached)
-    alone = (
-        observations_module.plans_from_observations(observations, sweep.catalogue),
-        probe_module.probe_plans(probed_calls(keep(sweep.probes), keep(built), _keys(observations)), observations),
-    )
+    opinfo = observations_module.plans_from_observations(observations, sweep.catalogue)
+    probe = probe_module.probe_plans(probed_calls(keep(sweep.probes), keep(built), _keys(observations)), observations)
     return tuple(
         name
         for name in sorted(reached)
-        if (_variables(alone[0].get(name)), _variables(alone[1].get(name))) != (_variables(joined.opinfo.get(name)), _variables(joined.probe.get(name)))
+        if (_variables(opinfo.get(name)), _variables(probe.get(name))) != (_variables(joined.opinfo.get(name)), _variables(joined.probe.get(name)))
     )
 
 
