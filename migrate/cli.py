@@ -208,21 +208,42 @@ def run_verify(args: argparse.Namespace) -> int:
     return EXIT_VIOLATIONS if found.failed else EXIT_OK
 
 
+REGENERATE = "dtype-migrate record --device cpu --refresh -o"  # the command that makes the shipped recording again
+
+
 def _record_parser() -> argparse.ArgumentParser:
     parser = _parser(
         "dtype-migrate record",
-        "Run the OpInfo samples and their probes on a device and write a recording, which --recording merges as that backend's evidence.",
+        "Record every ATen call the tool makes on a device, with ATen's answers: on cuda the OpInfo samples and their probes, "
+        "which --recording merges as that backend's evidence; on cpu the installed torch release's whole facts, which the "
+        "project ships for its pinned torch. --check re-records a fixed sample of a CPU recording and compares it, verdict for verdict.",
         "dtype-migrate record --device cuda -o cuda.json.gz && dtype-migrate --recording cuda.json.gz --out out",
+        f"examples:\n  dtype-migrate record --device cuda -o cuda.json.gz && dtype-migrate --recording cuda.json.gz --out out\n"
+        f"  {REGENERATE} migrate/recordings/cpu-torch-2.13.0+cpu.json.gz   (the shipped recording, made again)\n"
+        f"  dtype-migrate record --check migrate/recordings/cpu-torch-2.13.0+cpu.json.gz   (the freshness gate)",
     )
     _inputs(parser, torchlib=False)
-    parser.add_argument("--device", required=True, help="the torch device type: cuda, or cpu (the CPU's own sweep, as the tests use it)")
-    parser.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="the recording to write (gzipped JSON)")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("-o", "--output", type=Path, metavar="FILE", help="the recording to write (gzipped JSON)")
+    target.add_argument("--check", type=Path, metavar="FILE", help="re-record a fixed sample of this CPU recording here; exit 1 at a differing verdict")
+    parser.add_argument("--device", help="the torch device type: cuda, or cpu (the release's whole facts)")
+    parser.add_argument("--refresh", action="store_true", help="make every ATen call again instead of reading the release's facts from the cache")
     return parser
 
 
 def run_record(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    recording = Session(_options(args)).record(args.device)
+    session = Session(_options(args))
+    if args.check is not None:
+        stale = session.stale_calls(args.check)
+        if stale:
+            sys.stderr.write(f"{args.check}: stale: {stale[0]}\n  ({len(stale)} differ; regenerate it: {REGENERATE} {args.check})\n")
+            return EXIT_PENDING
+        sys.stderr.write(f"{args.check}: fresh: its sample re-recorded here is the same, verdict for verdict ({time.monotonic() - started:.0f} s)\n")
+        return EXIT_OK
+    if args.device is None:
+        raise InputError("record needs --device (cuda, or cpu)")
+    recording = session.record(args.device)
     commit([replacing(args.output, recording.to_bytes())])
     sys.stderr.write(
         f"recorded {len(recording.runs)} OpInfos ({len(recording.schemas)} overloads) {recording.origin} "

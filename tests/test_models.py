@@ -136,13 +136,25 @@ def test_the_models_run_under_the_checker_against_the_runs_yaml(full_run, arch):
     print("\n".join(lines))
 
 
-def test_a_run_without_transformers_says_so_on_one_line(monkeypatch, capsys):
+def test_without_transformers_a_run_reads_the_models_runs_the_shipped_recording_holds(monkeypatch, tmp_path, capsys):
     from migrate.evidence.models import source
 
     monkeypatch.setattr(source, "transformers_version", lambda: None)
-    assert Session(Options(evidence=("opinfo", "models"))).models is None
-    err = capsys.readouterr().err
-    assert err == source.unavailable() + "\n" and "transformers is not installed" in err
+    found = Session(Options(evidence=("opinfo", "models"), cache_dir=tmp_path)).models
+    assert found is not None and found.transformers == "5.24.0" and len(found.runs) == 12
+    assert capsys.readouterr().err == ""
+
+
+def test_a_run_without_transformers_nor_recorded_models_says_so_on_one_line(monkeypatch, tmp_path, capsys):
+    from migrate.evidence import recording
+    from migrate.evidence.models import source
+
+    monkeypatch.setattr(source, "transformers_version", lambda: None)
+    monkeypatch.setattr(recording, "SHIPPED", tmp_path / "none")
+    assert Session(Options(evidence=("opinfo", "models"), cache_dir=tmp_path)).models is None
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == source.unavailable() and "transformers is not installed" in err[-1]
+    assert err[0].startswith("dtype-migrate: recording torch ") and len(err) == 2
 
 
 @pytest.mark.slow

@@ -93,7 +93,7 @@ def test_refusals_of_a_poisoned_cuda_context_are_no_verdicts():
         (None, "cannot read the recording"),
         (b"not gzip, not json", "not a dtype-migrate recording (not gzipped JSON"),
         (gzip.compress(b'{"format": "something else"}', mtime=0), "not a dtype-migrate recording (no \"format\""),
-        ("version", f"recording format version {VERSION + 1}; this dtype-migrate reads version {VERSION}: record it again"),
+        ("version", f"recording format version {VERSION + 1}; this dtype-migrate reads versions 1, {VERSION}: record it again"),
         ("device", "recording of device 'xla'"),
     ],
     ids=["unreadable", "not-gzip", "foreign-json", "version", "device"],
@@ -116,7 +116,7 @@ def test_a_bad_recording_on_the_command_line_exits_2_and_writes_nothing(tmp_path
     bad = tmp_path / "r.json.gz"
     bad.write_bytes(gzip.compress(json.dumps({**_recording().to_json(), "version": 0}).encode()))
     code, _, err = run_cli(capfd, "--op", "mm", "--recording", bad, "--out", tmp_path / "out")
-    assert code == 2 and err.strip().endswith(f"{bad}: recording format version 0; this dtype-migrate reads version {VERSION}: record it again")
+    assert code == 2 and err.strip().endswith(f"{bad}: recording format version 0; this dtype-migrate reads versions 1, {VERSION}: record it again")
     assert not (tmp_path / "out").exists()
 
 

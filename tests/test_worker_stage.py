@@ -6,6 +6,7 @@ import torch
 
 from migrate.cache import StageCache
 from migrate.evidence.torch_stages import WORKER_STAGES, _stages
+from migrate.runtime import recorded
 from migrate.runtime.aten_call import Called, call_aten
 from migrate.runtime.worker_stage import REPORT, TRYING, WorkerStage, each_overload
 
@@ -29,13 +30,13 @@ def test_a_stage_is_made_once_then_read_and_loaded(tmp_path):
         made.append(jobs)
         return ["a", "b"]
 
-    stage = WorkerStage("example", ("migrate.cache",), make, "making the example", load=tuple)
+    stage = WorkerStage("example", make, "making the example", load=tuple)
     cache = StageCache(tmp_path)
     assert stage.stored(cache) is None and stage.cached(cache, []) == ()
     assert stage.loaded(cache, 2) == ("a", "b") and made == [2]
     assert stage.loaded(cache, 2) == ("a", "b") and made == [2]  # read, not made again
     assert stage.cached(cache, []) == ("a", "b")
-    assert stage.entry(cache, 1, refresh=True) == ["a", "b"] and made == [2, 1]
+    assert stage.stage(cache).folder.parent == recorded.folder(cache)  # a fact of the torch release, not of the code
 
 
 def test_a_job_announces_each_overload_before_its_reports():
@@ -47,7 +48,7 @@ def test_the_stages_a_run_reads_come_from_the_one_list(tmp_path):
     cache = StageCache(tmp_path)
     beside, after = _stages(cache, 2, probe=True, autocast=True, models=True)  # the test set-up installs transformers
     assert len(beside) + len(after) == len(WORKER_STAGES)
-    assert beside[-1][0].folder.parent.name.startswith("models-transformers-")
-    assert [s.folder.parent.name for s, _ in after] == ["dtype-arguments", "promotion-calls"]
+    assert beside[-1][0].folder.name.startswith("models-transformers-")
+    assert [s.folder.name for s, _ in after] == ["dtype-arguments", "promotion-calls"]
     beside, after = _stages(cache, 2, probe=False, autocast=False)
-    assert [s.folder.parent.name for s, _ in beside] == ["schema-calls", "catalogue-calls", "value-calls", "forwards"] and after == []
+    assert [s.folder.name for s, _ in beside] == ["schema-calls", "catalogue-calls", "value-calls", "forwards"] and after == []

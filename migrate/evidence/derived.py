@@ -30,6 +30,7 @@ from migrate.evidence.probe import schema_calls as schema_calls_module
 from migrate.evidence.probe import catalogue_calls as catalogue_calls_module
 from migrate.evidence.probe import value_calls
 from migrate.evidence.probe.follows import Follows
+from migrate.runtime import recorded
 from migrate.runtime import runs as runs_module
 from migrate.runtime.runs import SweepResult, SweepStats
 from migrate.model.plan import OverloadPlan
@@ -122,7 +123,7 @@ class SweepState:
     opinfos: int  # in the catalogue
     ran: int  # OpInfos this run swept
     present: int  # OpInfos with a cached run
-    key: str  # of the cached runs' contents (SweepCache.key)
+    key: str  # of the cached runs' contents (SweepCache.key) and the release's other facts (recorded.content_key)
     cache: StageCache
     jobs: int | None = None  # workers for what the cache still lacks (the calls built from schemas)
     models: ModelsEvidence | None = None  # the tiny models' runs, joined to the sweep's (``with_models``)
@@ -157,7 +158,7 @@ def sweep_state(cache: StageCache, jobs: int | None, refresh: bool, only: set[st
         ran = run_sweep(sweep, jobs=jobs, refresh=refresh, ops=sorted(only) if only is not None else None).stats.ran
         files = sweep.files()
     present = [o for o in wanted if o.file_stem in files]
-    return SweepState(len(catalogue), ran, len(present), sweep.key(present), cache, jobs)
+    return SweepState(len(catalogue), ran, len(present), f"{sweep.key(present)}\n{recorded.content_key(cache)}", cache, jobs)
 
 
 def with_models(state: SweepState, models: ModelsEvidence | None) -> SweepState:

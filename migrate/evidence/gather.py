@@ -103,7 +103,6 @@ def gather(
     cache: StageCache,
     evidence: tuple[str, ...] = EVIDENCE,
     autocast_source: Any = None,
-    refresh: bool = False,
     recordings: tuple[tuple[str, Recording, str], ...] = (),
 ) -> Sources:
     """Every overload's evidence, also for --op (the global sets are named from the whole file's plan); the runtime
@@ -118,7 +117,7 @@ def gather(
         summary = OpInfoSummary(sweep.opinfos, sweep.ran, sweep.present - sweep.ran, len(by_opinfo & native.by_name.keys()), swept.failures)
     autocast = None
     if "autocast" in evidence:
-        autocast = autocast_policies(native.by_name, cache, autocast_source, refresh)
+        autocast = autocast_policies(native.by_name, cache, autocast_source)
     key = None
     if torchlib.key:  # else a torchlib file could not be read: no cache
         key = (",".join(evidence), native.data, sets_file.data or b"", torchlib.key, sweep.key if sweep else "")

@@ -1,16 +1,18 @@
-"""A recording: the OpInfo sweep's samples and probes made on one device by the tool itself (``dtype-migrate record``),
-portable to another machine, where ``--recording FILE`` merges it as that backend's observed evidence.
+"""A recording: every ATen call the tool makes on one device, and what ATen did, portable to another machine.
 
 It holds where it was made (torch release, device, its name and capability), every OpInfo's run as the sweep's cache
 files hold it (the observations, each probed call with its accepted dtypes and each refusal's message, the failures),
 the OpInfo catalogue it ran, and the schema of each overload it covers (those its calls reached; with ``--op``, the
 overloads named), so that a run of another torch release takes only the overloads whose schema it still has. A CPU
-recording also holds the calls built from schemas and the argument catalogue for the overloads it covers, as the
-sweep's evidence joins them; a recording on another device does not make those yet. The evidence stage derives per-overload plans from its runs as from
-the local sweep's (``migrate.evidence.derived``); ``migrate.infer`` reads that backend's sets from them.
+recording is the torch release's whole facts (``migrate.runtime.recorded``): beside the sweep, the entry of every stage
+made in workers (the calls built from schemas and the catalogue, the ``dtype=``, promotion and value calls, the
+forwarding kernels, autocast's observed run, the tiny models' runs) and the ``Release`` it was made for. The project
+ships its pinned torch's (``SHIPPED``): a run whose installed release matches fills its facts from it (``seed``) and
+makes no ATen call. A recording on another device holds the sweep alone; ``--recording FILE`` merges it as that
+backend's observed evidence, derived into per-overload plans as the local sweep's are (``migrate.evidence.derived``).
 
-The ``dtype=`` arguments' calls and the promotion calls are not recorded: the CPU's stand in for them at every backend
-(docs/evidence.md, "Recordings").
+The ``dtype=`` arguments' calls and the promotion calls are not made on other devices: the CPU's stand in for them at
+every backend (docs/evidence.md, "Recordings").
 """
 
 from __future__ import annotations
@@ -18,23 +20,32 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import shutil
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from migrate.cache import StageCache, store
 from migrate.errors import InputError
+from migrate.evidence.models import source as models_source
 from migrate.evidence.opinfo.sweep import SweepCache, _overload_matcher, run_opinfos, run_sweep
 from migrate.evidence.probe import catalogue_calls, schema_calls
 from migrate.evidence.sites import WORKERS, torch_release
+from migrate.evidence.torch_stages import WORKER_STAGES
 from migrate.model.backends import DEVICES
 from migrate.model.verdict import Backend
+from migrate.runtime import recorded
 from migrate.runtime.processes import CPU_CAPABILITY, DONE, Job, run_in_workers
-from migrate.runtime.runs import SCHEMA_CALL, CatalogueEntry, OpInfoRun, Probe, ProbedCall, overload_key
+from migrate.runtime.recorded import Release, installed_release
+from migrate.runtime.run_files import CATALOGUE
+from migrate.runtime.runs import SCHEMA_CALL, CatalogueEntry, OpInfoId, OpInfoRun, Probe, ProbedCall, overload_key
 
 FORMAT = "dtype-migrate-recording"
-VERSION = 1
+VERSION = 2  # 2: a CPU recording holds the release and every worker stage's entry (1: the sweep and built calls)
+READS = (1, 2)
+SHIPPED = Path(__file__).resolve().parent.parent / "recordings"  # the CPU recording of the pinned torch
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,8 @@ class Recording:
     catalogue: tuple[CatalogueEntry, ...]
     runs: tuple[OpInfoRun, ...]
     built: tuple[ProbedCall, ...] = ()  # the probed calls built from schemas and the catalogue (a CPU recording's)
+    release: Release | None = None  # what decided its calls (a CPU recording's: the facts it holds are that release's)
+    stages: tuple[tuple[str, Any], ...] = ()  # (worker stage, its entry as JSON: ``migrate.runtime.recorded.encode``)
 
     @property
     def key(self) -> str:
@@ -65,7 +78,7 @@ class Recording:
         return f"recorded on {self.backend}, torch {self.torch}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        found = {
             "format": FORMAT,
             "version": VERSION,
             "torch": self.torch,
@@ -75,22 +88,29 @@ class Recording:
             "schemas": dict(self.schemas),
             "catalogue": [e.to_json() for e in self.catalogue],
             "runs": [replace(r, seconds=0.0, cpu_seconds=0.0, probe_seconds=0.0).to_json() for r in self.runs],  # no timings: the same bytes
-            "built": OpInfoRun(SCHEMA_CALL, (), (), 0, True, 0.0, 0.0, self.built, 0.0).to_json(),
         }
+        if self.release is None:
+            return found | {"built": OpInfoRun(SCHEMA_CALL, (), (), 0, True, 0.0, 0.0, self.built, 0.0).to_json()}
+        return found | {"release": self.release.to_json(), "stages": dict(self.stages)}  # the built calls are two of the stages
 
     def to_bytes(self) -> bytes:
         """Gzipped JSON, the same bytes for the same recording (no time stamp, keys sorted)."""
-        data = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
-        return gzip.compress(data, compresslevel=6, mtime=0)
+        return recorded.packed(self.to_json())
 
     @classmethod
     def from_json(cls, obj: Any) -> Recording:
-        if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-            raise ValueError(f"not a dtype-migrate recording (no \"format\": \"{FORMAT}\")")
-        if obj.get("version") != VERSION:
-            raise ValueError(f"recording format version {obj.get('version')!r}; this dtype-migrate reads version {VERSION}: record it again")
-        if obj.get("device") not in DEVICES:
-            raise ValueError(f"recording of device {obj.get('device')!r}; known: {', '.join(DEVICES)}")
+        _check_format(obj)
+        stages = tuple(sorted(obj.get("stages", {}).items()))
+        if "built" in obj:
+            built = OpInfoRun.from_json(obj["built"]).probes
+        else:
+            entries, covered = dict(stages), obj["schemas"].keys()
+            built = tuple(
+                call
+                for stage in (schema_calls.STAGE, catalogue_calls.STAGE)
+                for call in stage.load(recorded.decode(entries.get(stage.name, [])))
+                if overload_key(call.overload) in covered
+            )
         return cls(
             str(obj["torch"]),
             obj["device"],
@@ -99,23 +119,46 @@ class Recording:
             tuple(sorted(obj["schemas"].items())),
             tuple(CatalogueEntry.from_json(e) for e in obj["catalogue"]),
             tuple(OpInfoRun.from_json(r) for r in obj["runs"]),
-            OpInfoRun.from_json(obj["built"]).probes,
+            built,
+            Release.from_json(obj["release"]) if "release" in obj else None,
+            stages,
         )
+
+
+def _check_format(obj: Any) -> None:
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        raise ValueError(f"not a dtype-migrate recording (no \"format\": \"{FORMAT}\")")
+    if obj.get("version") not in READS:
+        raise ValueError(f"recording format version {obj.get('version')!r}; this dtype-migrate reads versions {', '.join(map(str, READS))}: record it again")
+    if obj.get("device") not in DEVICES:
+        raise ValueError(f"recording of device {obj.get('device')!r}; known: {', '.join(DEVICES)}")
 
 
 def read_recording(path: Path) -> tuple[Recording, str]:
     """The recording in ``path`` and a digest of its bytes; an unreadable or foreign file is an ``InputError`` naming it."""
+    obj, digest_of_bytes = recording_json(path)
+    try:
+        return Recording.from_json(obj), digest_of_bytes
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InputError(f"{exc}" if isinstance(exc, ValueError) else f"a malformed recording ({type(exc).__name__}: {exc})", path) from exc
+
+
+def recording_json(path: Path) -> tuple[dict[str, Any], str]:
+    """The recording in ``path`` as JSON, of a format this build reads, and a digest of its bytes (``InputError``s as
+    ``read_recording``)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read the recording: {exc.strerror}", path) from exc
     try:
-        text = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
-        return Recording.from_json(json.loads(text)), hashlib.sha256(data).hexdigest()
+        obj = json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
     except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"not a dtype-migrate recording (not gzipped JSON: {exc})", path) from exc
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise InputError(f"{exc}" if isinstance(exc, ValueError) else f"a malformed recording ({type(exc).__name__}: {exc})", path) from exc
+    try:
+        _check_format(obj)
+    except ValueError as exc:
+        raise InputError(str(exc), path) from exc
+    return obj, hashlib.sha256(data).hexdigest()
 
 
 def recorded_overloads(runs: Iterable[OpInfoRun]) -> set[str]:
@@ -198,8 +241,9 @@ def make_recording(cache: Any, device: str, schemas: dict[str, str], jobs: int |
     """The sweep's samples and probes on ``device`` (with ``ops``, overload names: the OpInfos reaching them, and the
     recording covers those overloads alone, whose every OpInfo it ran), as a recording.
 
-    On the CPU the sweep's own runs are the recording (read from the stage cache, run where it lacks them: the same
-    workers, the same reference paths); elsewhere every OpInfo runs again with its samples made on the device.
+    On the CPU the release's facts are the recording (read from the stage cache, made where it lacks them: the same
+    workers, the same reference paths), every worker stage's entry with them unless ``ops`` narrows it; elsewhere
+    every OpInfo runs again with its samples made on the device.
     """
 
     if device not in DEVICES:
@@ -210,10 +254,13 @@ def make_recording(cache: Any, device: str, schemas: dict[str, str], jobs: int |
     release, name, capability = outcome.reports[0]
     sweep = SweepCache.of(cache)
     built: tuple[ProbedCall, ...] = ()
+    stages: tuple[tuple[str, Any], ...] = ()
     if device == "cpu":
         result = run_sweep(sweep, jobs=jobs, ops=ops)
         catalogue, runs = result.catalogue, result.runs
         built = schema_calls.STAGE.loaded(cache, jobs) + catalogue_calls.STAGE.loaded(cache, jobs)
+        if ops is None:
+            stages = tuple(sorted((stage.name, recorded.encode(entry)) for stage, entry in _stage_entries(cache, jobs)))
     else:
         catalogue = sweep.catalogue()
         if ops is not None:
@@ -234,7 +281,78 @@ def make_recording(cache: Any, device: str, schemas: dict[str, str], jobs: int |
         tuple(catalogue),
         tuple(sorted(runs, key=lambda run: run.opinfo)),
         tuple(call for call in built if overload_key(call.overload) in covered),
+        installed_release() if stages else None,
+        stages,
     )
+
+
+def _stage_entries(cache: StageCache, jobs: int | None) -> Iterable[tuple[Any, Any]]:
+    """Every worker stage with its entry, made where the cache lacks it; the models' as the cache holds them where
+    transformers is not installed to make them."""
+    for stage in WORKER_STAGES:
+        if stage is models_source.STAGE and models_source.transformers_version() is None:
+            found = models_source.stored_models(cache)
+            if found is not None:
+                yield models_source.stage_of(found.transformers), found
+            continue
+        yield stage, stage.entry(cache, jobs)
+
+
+# --- the shipped recording fills a run's facts -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Seeded:
+    """What ``seed`` did: ``source`` the recording the facts came from ('' when it filled nothing); ``why`` the line
+    that says why the run calls ATen itself ('' when it need not)."""
+
+    source: str = ""
+    why: str = ""
+
+
+def seed(cache: StageCache, shipped: Path | None = None) -> Seeded:
+    """The installed release's facts filled from the recording in ``shipped`` (default: ``SHIPPED``) made for that
+    release, where the cache has none yet. Their catalogue is written last: it marks facts that are whole."""
+    shipped = shipped or SHIPPED
+    target = recorded.folder(cache)
+    if (target / "opinfo" / CATALOGUE).is_file():
+        return Seeded()
+    installed = installed_release()
+    reasons = []
+    for path in sorted(shipped.glob("*.json.gz")):
+        try:
+            obj = json.loads(gzip.decompress(path.read_bytes()))
+            _check_format(obj)
+            theirs = Release.from_json(obj["release"]) if "release" in obj else None
+        except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError) as exc:
+            reasons.append(f"{path} cannot be read ({exc})")
+            continue
+        if theirs is None or obj["device"] != "cpu":
+            continue
+        why = theirs.differs(installed)
+        if why:
+            reasons.append(f"the shipped {path.name} is not this torch's: {why}")
+            continue
+        _write_facts(cache, obj)
+        return Seeded(source=str(path))
+    found = "; ".join(reasons) or f"no recording of it ships in {shipped}"
+    return Seeded(why=f"recording torch {installed.torch}'s facts afresh (every ATen call here, minutes): {found}")
+
+
+def refreshed(cache: StageCache) -> str:
+    """The installed release's facts removed, so that the run makes every ATen call again; the line that says so."""
+    shutil.rmtree(recorded.folder(cache), ignore_errors=True)
+    return f"--refresh: making every ATen call of torch {installed_release().torch} again (minutes)"
+
+
+def _write_facts(cache: StageCache, obj: dict[str, Any]) -> None:
+    target = recorded.folder(cache)
+    for name, entry in obj["stages"].items():
+        recorded.RecordedStage(target / name).write_encoded(entry)
+    sweep = SweepCache.of(cache)
+    for run in obj["runs"]:
+        sweep.store_run(OpInfoRun.from_json(run))
+    store(sweep.folder / CATALOGUE, json.dumps(obj["catalogue"], separators=(",", ":")).encode())
 
 
 # --- merged into a run ---------------------------------------------------------------------------
@@ -265,3 +383,103 @@ class RecordingsSummary:
     def lines(self) -> list[str]:
         found = "; ".join(f"{key} {origin}" for key, origin in self.backends)
         return [f"evidence per backend: {found}"] + [r.line() for r in self.recordings]
+
+
+# --- the freshness gate --------------------------------------------------------------------------
+
+FRESHNESS_OPINFOS = tuple(
+    (name, "")
+    for name in (
+        "abs", "add", "addmm", "amax", "argmax", "bitwise_and", "bmm", "cat", "clamp", "cos", "cumsum", "eq", "exp",
+        "gather", "index_put", "index_select", "matmul", "mean", "mm", "mul", "nn.functional.conv2d",
+        "nn.functional.embedding", "nn.functional.gelu", "nn.functional.layer_norm", "nn.functional.relu", "pow",
+        "scatter", "softmax", "sort", "sqrt", "stack", "sub", "sum", "where",
+    )
+) + (("div", "no_rounding_mode"), ("div", "trunc_rounding"))
+"""The fixed sample CI re-records: a few dozen OpInfos (with their probes), beside autocast's run and one model's."""
+FRESHNESS_MODEL = "bert"
+
+
+@dataclass(frozen=True)
+class Rerecorded:
+    """The freshness gate's sample, made again here: each sampled OpInfo's run, autocast's observed run, one model's
+    run (None without transformers) and that transformers' release."""
+
+    runs: tuple[OpInfoRun, ...]
+    autocast: dict[str, Any]
+    model: OpInfoRun | None
+    transformers: str | None
+
+
+def rerecord_sample(jobs: int | None) -> Rerecorded:
+    """The sample's ATen calls made here, in workers, as the recording made them."""
+    from migrate.evidence.autocast.policies import OBSERVATIONS  # the parent imports this module without autocast's
+
+    entries = [CatalogueEntry(OpInfoId(name, variant), (), (), ()) for name, variant in FRESHNESS_OPINFOS]
+    runs = tuple(run_opinfos(entries, jobs=jobs))
+    version = models_source.transformers_version()
+    model = None
+    if version is not None:
+        (model,) = models_source.run_models(version, jobs, [FRESHNESS_MODEL]).runs
+    return Rerecorded(runs, OBSERVATIONS.make(jobs), model, version)
+
+
+def stale_calls(recording: dict[str, Any], sample: Rerecorded) -> list[str]:
+    """Where the sample made here differs from the recording's (JSON, as the file holds it), verdict for verdict: one
+    line per differing OpInfo, model or autocast key, each naming its first differing call; [] when fresh."""
+    found = []
+    recorded_runs = {(r["name"], r["variant"]): r for r in recording["runs"]}
+    for run in sample.runs:
+        what = f"OpInfo {run.opinfo}"
+        ours = recorded_runs.get((run.opinfo.name, run.opinfo.variant))
+        found += _differing(what, ours, _timeless(run))
+    if sample.model is not None:
+        stage = f"{models_source.STAGE_PREFIX}{sample.transformers}"
+        if stage not in recording["stages"]:
+            found.append(f"model {FRESHNESS_MODEL}: the recording holds no run of transformers {sample.transformers}")
+        else:
+            runs = recorded.decode(recording["stages"][stage]).runs
+            ours = next((_timeless(r) for r in runs if r.opinfo == sample.model.opinfo), None)
+            found += _differing(f"model {FRESHNESS_MODEL}", ours, _timeless(sample.model))
+    observed = recorded.decode(recording["stages"].get("autocast", {}))
+    found += _differing("autocast's observed run", observed, sample.autocast)
+    return found
+
+
+def _timeless(run: OpInfoRun) -> dict[str, Any]:
+    return replace(run, seconds=0.0, cpu_seconds=0.0, probe_seconds=0.0).to_json()
+
+
+def _differing(what: str, recorded_value: Any, now: Any) -> list[str]:
+    if recorded_value is None:
+        return [f"{what}: not in the recording"]
+    where = _first_difference(recorded_value, now)
+    if where is None:
+        return []
+    path, before, after = where
+    return [f"{what}: {path}: recorded {_short(before)}, now {_short(after)}"]
+
+
+def _first_difference(before: Any, after: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The first place two JSON values differ: its path (a list item named by its ``overload`` where it has one)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in sorted(before.keys() | after.keys()):
+            found = _first_difference(before.get(key), after.get(key), f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(before, (list, tuple)) and isinstance(after, (list, tuple)):
+        for index, (one, other) in enumerate(zip(before, after)):
+            label = f"[{index}]" + (f" ({one['overload']})" if isinstance(one, dict) and "overload" in one else "")
+            found = _first_difference(one, other, f"{path}{label}")
+            if found is not None:
+                return found
+        if len(before) != len(after):
+            return f"{path} length", len(before), len(after)
+        return None
+    return None if before == after else (path, before, after)
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -63,11 +63,11 @@ def torch_stages_beside(
     cache: StageCache, jobs: int | None, probe: bool, autocast: bool, swept: threading.Event, models: bool = False
 ) -> Iterator[None]:
     """Within it, the torch stages the cache lacks are made in a thread of their own (see the module's docstring).
-    ``probe``: the run reads the probe's stages (``dtype=`` and promotion calls); ``autocast``: the observations (not
-    with ``--refresh``, which makes them again); ``swept``: set by the run once its sweep is done; ``models``: the tiny
+    ``probe``: the run reads the probe's stages (``dtype=`` and promotion calls); ``autocast``: the observations;
+    ``swept``: set by the run once its sweep is done; ``models``: the tiny
     models' runs (``migrate.evidence.models``), when transformers is installed."""
     jobs = worker_count(jobs)
-    if jobs < 2:  # nothing runs beside the sweep: the stages' keys need not be digested
+    if jobs < 2:  # nothing runs beside the sweep
         yield
         return
     beside_sweep, after_sweep = (

@@ -32,7 +32,18 @@ from migrate.evidence.models.source import ModelsEvidence, ModelsSummary
 from migrate.evidence.opinfo.sweep import SweepCache
 from migrate.evidence.probe import dtype_arguments
 from migrate.evidence.probe.host_paths import host_paths
-from migrate.evidence.recording import Recording, RecordingsSummary, make_recording, read_recording
+from migrate.evidence.recording import (
+    Recording,
+    RecordingsSummary,
+    Seeded,
+    make_recording,
+    read_recording,
+    recording_json,
+    refreshed,
+    rerecord_sample,
+    seed,
+    stale_calls,
+)
 from migrate.evidence.sites import WORKERS, torch_release
 from migrate.evidence.torch_stages import torch_stages_beside
 from migrate.evidence.untyped import cuda_claims, last_refusals
@@ -264,11 +275,27 @@ class Session:
         return evidence
 
     @functools.cached_property
+    def facts(self) -> Seeded:
+        """The installed torch release's facts (every ATen call's answer, ``migrate.runtime.recorded``) where the cache
+        has none: from the shipped recording of that release, else made by the stages as they are read, the run saying
+        why in one line; with ``--refresh``, every call made again."""
+        if self.options.refresh:
+            sys.stderr.write(f"dtype-migrate: {refreshed(self.cache)}\n")
+            return Seeded()
+        found = seed(self.cache)
+        if found.why:
+            sys.stderr.write(f"dtype-migrate: {found.why}\n")
+        elif found.source:
+            _say(f"read torch's facts from the shipped recording {found.source}")
+        return found
+
+    @functools.cached_property
     def sweep(self) -> SweepState | None:
         """The OpInfo sweep's cache, filled with what it lacks (for --op: the OpInfos reaching those overloads);
         None when no runtime evidence is asked for."""
         if not RUNTIME_EVIDENCE & set(self.options.evidence):
             return None
+        self.facts
         state = sweep_state(self.cache, self.options.jobs, self.options.refresh, self.selected)
         self._swept.set()
         return with_models(state, self.models)
@@ -279,10 +306,11 @@ class Session:
         the run says so on one line."""
         if "models" not in self.options.evidence:
             return None
-        if models_source.transformers_version() is None:
+        self.facts
+        found = models_source.load_models(self.cache, self.options.jobs)
+        if found is None:
             sys.stderr.write(models_source.unavailable() + "\n")
-            return None
-        return models_source.load_models(self.cache, self.options.jobs)
+        return found
 
     def cached_runs(self) -> tuple[tuple[CatalogueEntry, ...], dict[OpInfoId, OpInfoRun]]:
         """The OpInfo catalogue and the runs the sweep's cache holds (nothing is run)."""
@@ -309,10 +337,12 @@ class Session:
 
     def _gathered(self, sweep: SweepState | None) -> Sources:
         options = self.options
+        if "autocast" in options.evidence:
+            self.facts
         recordings = self.recordings
         if recordings and sweep is None:
             raise InputError(f"--recording needs the runtime evidence (--evidence with one of {', '.join(sorted(RUNTIME_EVIDENCE))})", recordings[0][0])
-        return gather(self.native, self.sets_file, self.torchlib, sweep, self.cache, options.evidence, options.autocast_source, options.refresh, recordings)
+        return gather(self.native, self.sets_file, self.torchlib, sweep, self.cache, options.evidence, options.autocast_source, recordings)
 
     @functools.cached_property
     def recordings(self) -> tuple[tuple[str, Recording, str], ...]:
@@ -321,16 +351,26 @@ class Session:
 
     def record(self, device: str) -> Recording:
         """The sweep's samples and probes made on ``device`` (for --op: the OpInfos reaching those overloads)."""
+        self.facts
         installed = self.load_native(installed_native_functions())
         schemas = {name: str(entry.schema) for name, entry in installed.by_name.items()}
         ops = sorted(self.selected) if self.selected is not None else None
         return make_recording(self.cache, device, schemas, self.options.jobs, ops)
+
+    def stale_calls(self, path: Path) -> list[str]:
+        """The freshness gate of the CPU recording in ``path``: its fixed sample re-recorded here, each differing OpInfo,
+        model or autocast key with its first differing call ([] when fresh)."""
+        obj, _ = recording_json(path)
+        if obj["device"] != "cpu" or "stages" not in obj:
+            raise InputError("not a CPU recording of a release's facts (record --device cpu, without --op)", path)
+        return stale_calls(obj, rerecord_sample(self.options.jobs))
 
     def evidence_of(self, overloads: list[str]) -> dict[str, OverloadEvidence]:
         """What each source a run infers from says about each of these overloads (``show``): gathered as a run gathers
         them, over the OpInfo and model runs the cache holds (none is run here)."""
         sweep = None
         if RUNTIME_EVIDENCE & set(self.options.evidence):
+            self.facts
             models = models_source.stored_models(self.cache) if "models" in self.options.evidence else None
             sweep = with_models(sweep_state(self.cache, self.options.jobs, refresh=False, only=None, run=False), models)
         return overload_evidence(self._gathered(sweep).complete(), overloads, sweep.present if sweep is not None else 0, self.native.by_name)
@@ -368,7 +408,8 @@ class Session:
         evidence = set(self.options.evidence)
         if not RUNTIME_EVIDENCE & evidence:
             return contextlib.nullcontext()
-        autocast = "autocast" in evidence and not self.options.refresh
+        self.facts
+        autocast = "autocast" in evidence
         return torch_stages_beside(self.cache, self.options.jobs, "probe" in evidence, autocast, self._swept, "models" in evidence)
 
     def migrate(self, request: RunRequest = RunRequest()) -> Migration:

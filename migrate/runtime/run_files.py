@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.cache import Stage, StageCache, digest, store
+from migrate.runtime import recorded
 from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
 
 CATALOGUE = "catalogue.json"
@@ -32,8 +33,8 @@ class RunFiles:
 
     @classmethod
     def of(cls, cache: StageCache) -> RunFiles:
-        """Keyed by the code the workers run (the OpInfo jobs and all they import) and torch's version."""
-        return cls(cache.stage("opinfo", "migrate.evidence.opinfo.jobs"))
+        """A folder of the installed torch release's facts (``migrate.runtime.recorded``)."""
+        return cls(Stage(recorded.folder(cache) / "opinfo", cache.progress))
 
     @property
     def folder(self) -> Path:

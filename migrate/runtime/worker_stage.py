@@ -1,10 +1,9 @@
-"""One recipe for the stages made in workers once per torch release and code: their key, their make, their load.
+"""One recipe for the stages made in workers once per torch release: their key, their make, their load.
 
 Each source that calls ATen itself (the calls built from schemas and from the argument catalogue, the ``dtype=``
 and promotion calls, the forwarding kernels, the autocast observations, the tiny models' runs) keeps its workers'
-reports as one stage entry, keyed by the code of the module that makes it (and every module it imports) and
-torch's version (``migrate.cache``). A ``WorkerStage`` says that once: the stage's name and code, how its entry is made in workers
-on a miss, and how a run reads it. ``migrate.evidence.torch_stages`` makes those a run will read beside the
+reports as one entry of the release's facts (``migrate.runtime.recorded``), never keyed by the tool's code. A
+``WorkerStage`` says that once: the stage's name, how its entry is made in workers on a miss, and how a run reads it. ``migrate.evidence.torch_stages`` makes those a run will read beside the
 sweep; every reader reads them through the same recipe.
 
 Most are made per overload, a chunk of names per worker job (``reports_by_chunk``): a call that ends its worker
@@ -19,9 +18,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from migrate.cache import Stage, StageCache
+from migrate.cache import StageCache
 from migrate.runtime.aten_call import bounded
 from migrate.runtime.processes import DEFAULT_TIMEOUT, DONE, Job, run_in_workers
+from migrate.runtime.recorded import RecordedStage, recorded_stage
 from migrate.runtime.torch_private import TorchAPIChanged
 
 CHUNK = 40  # overloads per worker job
@@ -38,13 +38,11 @@ def _as_stored(entry: Any) -> Any:
 
 @dataclass(frozen=True)
 class WorkerStage(Generic[E, P]):
-    """A stage made in workers: ``name`` its folder in the cache, keyed by the code of ``code`` (modules); ``make``
-    its entry, in workers (``-j``), on a miss, saying ``cold`` on the progress line; ``load`` what a run reads of
+    """A stage made in workers: ``name`` its folder in the release's facts; ``make`` its entry, in workers (``-j``), on a miss, saying ``cold`` on the progress line; ``load`` what a run reads of
     the entry. ``after_sweep``: the run reads it only after the sweep's plans (``migrate.evidence.torch_stages``
     makes it then); ``evidence``: the ``--evidence`` word whose run reads it ('': every run with runtime evidence)."""
 
     name: str
-    code: tuple[str, ...]
     make: Callable[[int | None], E]
     cold: str
     load: Callable[[E], P] = _as_stored
@@ -52,19 +50,12 @@ class WorkerStage(Generic[E, P]):
     after_sweep: bool = False
     evidence: str = ""
 
-    def stage(self, cache: StageCache) -> Stage:
-        return cache.stage(self.name, *self.code)
+    def stage(self, cache: StageCache) -> RecordedStage:
+        return recorded_stage(cache, self.name)
 
-    def entry(self, cache: StageCache, jobs: int | None = None, refresh: bool = False) -> E:
-        """The stored entry, else made in workers and stored (``refresh``: made again whatever is stored)."""
-        stage = self.stage(cache)
-        if not refresh:
-            return stage.get((), lambda: self.make(jobs), self.kind, cold=self.cold)
-        if stage.progress is not None:
-            stage.progress(self.cold)
-        found = self.make(jobs)
-        stage.write(found)
-        return found
+    def entry(self, cache: StageCache, jobs: int | None = None) -> E:
+        """The stored entry, else made in workers and stored."""
+        return self.stage(cache).get((), lambda: self.make(jobs), self.kind, cold=self.cold)
 
     def stored(self, cache: StageCache) -> E | None:
         """The entry a run stored, or None before one did (nothing is made)."""

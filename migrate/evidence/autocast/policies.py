@@ -128,9 +128,9 @@ class AutocastSummary:
         return lines
 
 
-def observations(cache: StageCache, refresh: bool = False) -> dict[str, Any]:
-    """The worker's registrations and runs, from the stage, else observed (always, with ``refresh``) and stored."""
-    return OBSERVATIONS.entry(cache, refresh=refresh)
+def observations(cache: StageCache) -> dict[str, Any]:
+    """The worker's registrations and runs, from the release's facts, else observed and stored."""
+    return OBSERVATIONS.entry(cache)
 
 
 def _observed() -> dict[str, Any]:
@@ -150,7 +150,6 @@ def autocast_dtypes(cache: StageCache) -> dict[str, str]:
 
 OBSERVATIONS = WorkerStage(
     "autocast",
-    ("migrate.evidence.autocast.worker", "migrate.runtime.processes"),  # keyed by the worker's code and torch's version
     lambda jobs: _observed(),
     "observing autocast in a worker (once per torch and code)",
     kind=dict,
@@ -217,10 +216,10 @@ def _header_policies(header: str) -> dict[str, tuple[str, str]]:
 
 
 def autocast_policies(
-    overloads: Collection[str], cache: StageCache, source: Path | None = None, refresh: bool = False, header: Path | None = None
+    overloads: Collection[str], cache: StageCache, source: Path | None = None, header: Path | None = None
 ) -> AutocastEvidence:
     """Every registered overload's policy per key, for the overloads the yaml has (``overloads``: their names)."""
-    seen = observations(cache, refresh)
+    seen = observations(cache)
     header_text = (header or installed_header()).read_text()
     listed = _header_policies(header_text)
     read: dict[tuple[str, str], tuple[str, str]] = {}

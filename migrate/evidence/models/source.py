@@ -6,7 +6,7 @@ plans are derived (``migrate.evidence.derived``): a model's mixed-precision call
 which splits the variables its dtypes tell apart as any OpInfo sample's would. Beside the runs, every distinct
 call is kept as a ``ModelCall`` (0-dim slots, Python numbers, model, mode and pass), for the summary and the tests.
 
-The stage is keyed by this package's code, torch's and transformers' versions; without transformers installed the
+The stage is one of the torch release's facts, named by transformers' version; without transformers installed the
 source is skipped, and the run says so on one line (``unavailable``).
 """
 
@@ -25,6 +25,7 @@ from migrate.cache import StageCache
 from migrate.evidence.models import jobs as model_jobs
 from migrate.evidence.models.records import ModelCall
 from migrate.evidence.models.zoo import ARCHITECTURES
+from migrate.runtime import recorded
 from migrate.runtime.processes import CRASH, worker_count
 from migrate.runtime.runs import MODEL_RUN, Failure, Observation, OpInfoId, OpInfoRun, ProbedCall, interned_dtype, load, overload_key
 from migrate.runtime.worker_stage import WorkerStage, reports_by_chunk
@@ -74,25 +75,35 @@ def _made_in_workers(jobs: int | None) -> ModelsEvidence:
     return run_models(transformers_version() or "none", jobs)
 
 
+def stage_of(transformers: str) -> WorkerStage[ModelsEvidence, ModelsEvidence]:
+    """The stage of the models' runs made with this transformers release."""
+    return replace(STAGE, name=f"{STAGE_PREFIX}{transformers}")
+
+
+STAGE_PREFIX = "models-transformers-"
 STAGE: WorkerStage[ModelsEvidence, ModelsEvidence] = WorkerStage(
-    f"models-transformers-{transformers_version() or 'none'}",
-    (__name__,),
+    f"{STAGE_PREFIX}{transformers_version() or 'none'}",
     _made_in_workers,
     cold="running the tiny models, in workers (once)",
     kind=ModelsEvidence,
     evidence="models",
 )
-"""Keyed by this package's code and torch's version (the stage's code digest) and transformers' (its name)."""
+"""A stage of the torch release's facts, named by the transformers release that built the models."""
 
 
 def load_models(cache: StageCache, jobs: int | None) -> ModelsEvidence | None:
-    """The models' evidence from the cache, else run in workers and stored; None without transformers."""
-    return None if transformers_version() is None else STAGE.entry(cache, jobs)
+    """The models' evidence from the cache, else run in workers and stored; without transformers, those the release's
+    facts hold (a recording's), else None."""
+    return stored_models(cache) if transformers_version() is None else STAGE.entry(cache, jobs)
 
 
 def stored_models(cache: StageCache) -> ModelsEvidence | None:
-    """The models' evidence a run stored (nothing is run); None before one did, or without transformers."""
-    return None if transformers_version() is None else STAGE.stored(cache)
+    """The models' evidence the release's facts hold (nothing is run): those of the installed transformers, or without
+    it, of the one release the facts hold (a recording's); None where there are none."""
+    if transformers_version() is not None:
+        return STAGE.stored(cache)
+    made = sorted(p.name.removeprefix(STAGE_PREFIX) for p in recorded.folder(cache).glob(f"{STAGE_PREFIX}*"))
+    return stage_of(made[-1]).stored(cache) if made else None
 
 
 def run_models(version: str, jobs: int | None, names: Iterable[str] | None = None) -> ModelsEvidence:

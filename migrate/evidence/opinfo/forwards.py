@@ -219,7 +219,6 @@ def _find_forwards() -> tuple[tuple[Forward, ...], tuple[MetadataKernel, ...]]:
 
 STAGE = WorkerStage(
     "forwards",
-    (__name__,),  # keyed by this module's code and torch's version
     lambda jobs: _find_forwards(),  # one worker at a time, one after each that crashed
     "finding the kernels that forward to another overload, in workers (once)",
     kind=tuple,

@@ -193,7 +193,6 @@ def probe_catalogue_calls(jobs: int | None) -> list[dict[str, Any]]:
 
 STAGE = WorkerStage(
     "catalogue-calls",
-    (__name__,),  # keyed by this code, the catalogue and torch's version: a recipe edited builds these calls again
     probe_catalogue_calls,
     "building calls from the argument catalogue, in workers (once)",
     schema_calls.STAGE.load,

@@ -186,7 +186,6 @@ def _facts(reports: list[dict[str, Any]]) -> dict[str, DtypeArgument]:
 
 STAGE = WorkerStage(
     "dtype-arguments",
-    (__name__,),
     _called,
     "calling overloads with a dtype argument at each dtype, in workers (once)",
     _facts,

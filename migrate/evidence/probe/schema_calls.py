@@ -236,7 +236,6 @@ def _names_report(_: None) -> Iterator[list[str]]:
 
 STAGE = WorkerStage(
     "schema-calls",
-    (__name__,),  # keyed by this module's code (calls built by other code are built again) and torch's version
     lambda jobs: probe_built_calls(listed_in_worker(_names_report, "the overloads a CPU call reaches"), jobs)[0],
     "building calls from schemas, in workers (once)",
     _probed,

@@ -83,7 +83,6 @@ def probe_value_calls(jobs: int | None) -> list[dict[str, Any]]:
 
 STAGE = WorkerStage(
     "value-calls",
-    (__name__,),  # keyed by this code, the values and torch's version
     probe_value_calls,
     "building calls at each value of string arguments, in workers (once)",
     lambda reports: tuple(ProbedCall.from_report(SCHEMA_CALL, report) for report in reports),

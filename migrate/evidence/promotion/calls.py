@@ -375,7 +375,6 @@ def _names_report(_: None) -> Iterator[list[str]]:
 
 STAGE = WorkerStage(
     "promotion-calls",
-    (__name__,),  # keyed by this module's code and torch's version
     lambda jobs: make_reports(listed_in_worker(_names_report, "the overloads to call with mixed dtypes"), jobs),
     "calling overloads with mixed dtypes, in workers (once)",
     after_sweep=True,
