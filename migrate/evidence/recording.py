@@ -461,7 +461,8 @@ def _differing(what: str, recorded_value: Any, now: Any) -> list[str]:
 
 
 def _first_difference(before: Any, after: Any, path: str = "") -> tuple[str, Any, Any] | None:
-    """The first place two JSON values differ: its path (a list item named by its ``overload`` where it has one)."""
+    """The first place two JSON values differ: its path, and the two values there. Under a list of calls (a run's
+    observations, probes), the whole differing call, named by its overload."""
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(before.keys() | after.keys()):
             found = _first_difference(before.get(key), after.get(key), f"{path}.{key}" if path else str(key))
@@ -470,14 +471,23 @@ def _first_difference(before: Any, after: Any, path: str = "") -> tuple[str, Any
         return None
     if isinstance(before, (list, tuple)) and isinstance(after, (list, tuple)):
         for index, (one, other) in enumerate(zip(before, after)):
-            label = f"[{index}]" + (f" ({one['overload']})" if isinstance(one, dict) and "overload" in one else "")
-            found = _first_difference(one, other, f"{path}{label}")
+            call = _overload_of(one)
+            found = _first_difference(one, other, "" if call else f"{path}[{index}]")
+            if found is not None and call:
+                return f"{path}[{index}], a call of {call} {_short(one[1:4], 80)}, at {found[0]}", found[1], found[2]
             if found is not None:
                 return found
         if len(before) != len(after):
-            return f"{path} length", len(before), len(after)
+            return f"{path or 'the list'} ({len(before)} items recorded, {len(after)} now)", before[len(after) :], after[len(before) :]
         return None
     return None if before == after else (path, before, after)
+
+
+def _overload_of(item: Any) -> str:
+    """'aten::add.Tensor' for a run's recorded call (a list that starts with its overload), else ''."""
+    if isinstance(item, (list, tuple)) and item and isinstance(item[0], str) and item[0].startswith("aten::"):
+        return item[0]
+    return ""
 
 
 def _short(value: Any, limit: int = 160) -> str:

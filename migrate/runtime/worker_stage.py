@@ -97,7 +97,7 @@ def reports_by_chunk(
     while chunks:
         work = [Job(job, chunk, f"{what} {chunk[0]}") for chunk in chunks]
         chunks = []
-        for outcome in run_in_workers(work, jobs, timeout, progress=False, unit="chunk", desc=what):
+        for outcome in run_in_workers(work, jobs, timeout, unit="chunk", desc=what):
             tried = [r[TRYING] for r in outcome.reports if TRYING in r]
             found += [r[REPORT] for r in outcome.reports if REPORT in r]
             if outcome.status != DONE:
