@@ -39,6 +39,17 @@ def real_copy(tmp_path: Path) -> Path:
     return path
 
 
+def seeded_cache(tmp_path_factory, name: str = "cache") -> Path:
+    """A cache folder holding the installed torch release's facts, filled from the shipped recording (and nothing else:
+    no export results, no derived stage)."""
+    from migrate.cache import StageCache
+    from migrate.evidence.recording import seed
+
+    folder = tmp_path_factory.mktemp(name)
+    seed(StageCache.at(folder))
+    return folder
+
+
 def annotated(folder: Path, text: str) -> NativeFunctions:
     """A native_functions.yaml of these entries, written in ``folder`` and read back."""
     path = folder / "native_functions.yaml"

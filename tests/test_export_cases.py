@@ -5,16 +5,14 @@ absent), and the report's ``calls``."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from migrate.cache import StageCache
-from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.model.export_status import EXPORT_ERROR, OK
 from migrate.cli import main
+from tests.conftest import seeded_cache
 
 pytestmark = pytest.mark.slow
 
@@ -25,10 +23,7 @@ OPS = ("addr", "bincount", MASK)
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory) -> dict[tuple[str, tuple[str, ...], str, str], dict]:
     """The report of one export-check of addr, bincount and sdpa, exported anew in a copy of the sweep's cache."""
-    installed = SweepCache.of(StageCache.at())
-    run_sweep(installed, ops=list(OPS))  # fills the user's cache where it is cold
-    cache = tmp_path_factory.mktemp("cache")
-    shutil.copytree(installed.folder, SweepCache.of(StageCache.at(cache)).folder)
+    cache = seeded_cache(tmp_path_factory)
     report = cache / "export.json"
     argv = [arg for op in OPS for arg in ("--op", op)]
     assert main(["export-check", *argv, "-j", "2", "--cache-dir", str(cache), "--refresh", "--report", str(report)]) == 0

@@ -8,7 +8,6 @@ sweep's cache is copied from the user's (a cold one is filled first by the sweep
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,11 +15,10 @@ import pytest
 from migrate.audit.export import CONFIRMED, REFUTED, ResultStore, run_export_check
 from migrate.audit.export_worker import EXPORT_ERROR, INVALID_MODEL, MISMATCH, NO_SAMPLE, OK, RUNTIME_ERROR
 from migrate.cache import StageCache
-from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.dtypes import named
 from migrate.model.plan import Variable
-from tests.conftest import run_cli
+from tests.conftest import run_cli, seeded_cache
 
 pytestmark = pytest.mark.slow  # exports and onnxruntime
 
@@ -40,12 +38,8 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
-    """A cache folder holding a copy of the OpInfo sweep's cache (and no export results)."""
-    installed = SweepCache.of(StageCache.at())
-    run_sweep(installed, ops=[MASK, "sin", "angle", "abs", "scatter_add"])  # fills the user's cache where it is cold
-    folder = tmp_path_factory.mktemp("cache")
-    shutil.copytree(installed.folder, SweepCache.of(StageCache.at(folder)).folder)
-    return folder
+    """A cache folder holding the release's facts (and no export results)."""
+    return seeded_cache(tmp_path_factory)
 
 
 def _declared(cases) -> dict[str, tuple[Variable, ...]]:

@@ -4,18 +4,16 @@ reach theirs. The function-level judge then calls aten_mT directly: Einsum takes
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 
 import pytest
 
 from migrate.audit.export import run_export_check
 from migrate.cache import StageCache
-from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.dtypes import named
 from migrate.model.export_status import DECOMPOSED, INVALID_MODEL, OK
 from migrate.model.plan import Variable
+from tests.conftest import seeded_cache
 
 pytestmark = pytest.mark.slow  # exports and onnxruntime
 
@@ -26,10 +24,7 @@ FUNCTIONS = {"mT": "aten_mT", "mH": "aten_mH", "reshape": "aten_reshape", "flatt
 
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
-    installed = SweepCache.of(StageCache.at())
-    run_sweep(installed, ops=["mT", "mH", "reshape", "flatten", "tile", "isclose"])  # fills the user's cache where it is cold
-    folder = tmp_path_factory.mktemp("cache")
-    shutil.copytree(installed.folder, SweepCache.of(StageCache.at(folder)).folder)
+    folder = seeded_cache(tmp_path_factory)
     cast = {"isclose": ("self", "other")}
     declared = {o: (Variable("T", named("bool", "float32"), cast.get(o, ("self",))),) for o in FUNCTIONS}
     functions = {o: (f,) for o, f in FUNCTIONS.items()}

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-from migrate.cache import StageCache
 from migrate.cli import main
-from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.model.export_status import OK
+from tests.conftest import seeded_cache
 pytestmark = pytest.mark.slow  # exports and onnxruntime
 
 OPS = ("clamp", "scatter_reduce.two")
@@ -23,12 +21,8 @@ OPS = ("clamp", "scatter_reduce.two")
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
-    """A cache folder holding a copy of the OpInfo sweep's cache (and no export results)."""
-    installed = SweepCache.of(StageCache.at())
-    run_sweep(installed, ops=["clamp", "scatter_reduce", "corrcoef"])  # fills the user's cache where it is cold
-    folder = tmp_path_factory.mktemp("cache")
-    shutil.copytree(installed.folder, SweepCache.of(StageCache.at(folder)).folder)
-    return folder
+    """A cache folder holding the release's facts (and no export results)."""
+    return seeded_cache(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

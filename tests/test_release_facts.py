@@ -14,7 +14,6 @@ from migrate.cache import StageCache
 from migrate.cli import main
 from migrate.evidence import recording
 from migrate.evidence.derived import sweep_state
-from migrate.evidence.models import source as models_source
 from migrate.evidence.recording import FRESHNESS_OPINFOS, SHIPPED, Seeded, rerecord_sample, seed, stale_calls
 from migrate.evidence.torch_stages import WORKER_STAGES
 from migrate.model.dtypes import DType

@@ -350,8 +350,8 @@ def _write_facts(cache: StageCache, obj: dict[str, Any]) -> None:
     for name, entry in obj["stages"].items():
         recorded.RecordedStage(target / name).write_encoded(entry)
     sweep = SweepCache.of(cache)
-    for run in obj["runs"]:
-        sweep.store_run(OpInfoRun.from_json(run))
+    for run in obj["runs"]:  # as the sweep stores a run (its JSON, timings zero), into a folder that holds none yet
+        sweep.store_run_json(OpInfoId(run["name"], run["variant"]), run)
     store(sweep.folder / CATALOGUE, json.dumps(obj["catalogue"], separators=(",", ":")).encode())
 
 

@@ -314,6 +314,7 @@ class Session:
 
     def cached_runs(self) -> tuple[tuple[CatalogueEntry, ...], dict[OpInfoId, OpInfoRun]]:
         """The OpInfo catalogue and the runs the sweep's cache holds (nothing is run)."""
+        self.facts
         sweep = SweepCache.of(self.cache)
         catalogue = sweep.catalogue()
         return catalogue, sweep.runs(catalogue)
@@ -321,6 +322,7 @@ class Session:
     def opinfos_reaching(self, selected: set[str] | None) -> tuple[CatalogueEntry, ...]:
         """OpInfos about the selected operators by name, or whose cached run called a selected overload (None: all)."""
         if selected is None:  # the catalogue alone: no run file need be read
+            self.facts
             return SweepCache.of(self.cache).catalogue()
         names = [OverloadName.parse(name) for name in selected]
         families = {name.operator for name in names}
@@ -611,6 +613,7 @@ class Session:
         else:
             plan = self.inference.plan
             declared = {o.name: o.variables for o in plan.overloads if o.variables}  # not the overloads of an autocast policy alone
+        self.facts  # the OpInfo samples' calls the cases are made of
         result = run_export_check(declared, registered, self.torchlib_root, self.cache, self.options.jobs, refresh, functions=self.real_functions())
         if plan is None:
             return result, None, declared

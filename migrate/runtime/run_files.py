@@ -80,9 +80,14 @@ class RunFiles:
 
     def store_run(self, run: OpInfoRun) -> None:
         """Store a complete run, replacing the OpInfo's earlier file."""
-        data = json.dumps(run.to_json(), separators=(",", ":")).encode()
         old = self.files().get(run.opinfo.file_stem)
-        path = self.folder / f"{run.opinfo.file_stem}.{digest(data)[:16]}.json"
-        store(path, data)
+        path = self.store_run_json(run.opinfo, run.to_json())
         if old is not None and old != path:
             old.unlink(missing_ok=True)
+
+    def store_run_json(self, opinfo: OpInfoId, run: dict[str, Any]) -> Path:
+        """Store a run given as its JSON (``OpInfoRun.to_json``) in the file its content names; where it goes."""
+        data = json.dumps(run, separators=(",", ":")).encode()
+        path = self.folder / f"{opinfo.file_stem}.{digest(data)[:16]}.json"
+        store(path, data)
+        return path
