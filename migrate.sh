@@ -3,7 +3,7 @@
 # First the full run (arguments go to it), then the review of one op: its diff, from the stages the run cached.
 set -euo pipefail
 cd "$(dirname "$0")"
-VENV_EXTRAS=models source scripts/venv.sh
+source scripts/venv.sh  # no extras: the tiny models' runs come from the shipped recording
 echo "== full run: dtype-migrate --out out --report out/report.json $*"
 dtype-migrate --out out --report out/report.json "$@"
 echo
