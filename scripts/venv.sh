@@ -11,7 +11,9 @@ fi
 stamp="$venv/.installed-$( (cat "$root/pyproject.toml"; echo "extras=$extras") | sha256sum | cut -c1-16)"
 if [ ! -e "$stamp" ]; then
   echo "setting up $venv (once${extras:+, with [$extras]}) ..." >&2
-  if ! "$venv/bin/python" -m pip install -e "$root${extras:+[$extras]}" > "$venv/install.log" 2>&1; then
+  # --no-compile: compiling every installed module (torch's thousands) took two thirds of the install; a module
+  # is compiled when first imported instead.
+  if ! "$venv/bin/python" -m pip install --no-compile -e "$root${extras:+[$extras]}" > "$venv/install.log" 2>&1; then
     cat "$venv/install.log" >&2
     exit 1
   fi

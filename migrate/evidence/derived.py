@@ -180,8 +180,19 @@ def sweep_summary(state: SweepState) -> SweepSummary:
     return summary
 
 
+_made: dict[tuple[str, str, int, int], OpInfoEvidence] = {}  # per process: a run asks twice (its summary, its sources)
+
+
 def evidence_of(state: SweepState) -> OpInfoEvidence:
-    """The per-overload plans of the cached runs: derived when the cache changed, else read."""
+    """The per-overload plans of the cached runs: derived when the cache changed, else read; once per process."""
+    key = (str(state.cache.root), state.key, state.ran, state.present)
+    if key not in _made:
+        _made.clear()  # one state's at a time: the plans are large
+        _made[key] = _evidence_of(state)
+    return _made[key]
+
+
+def _evidence_of(state: SweepState) -> OpInfoEvidence:
     derived, summaries = _derived(state)
     evidence = derived.read(state.key, kind=OpInfoEvidence)
     built_calls = schema_calls_module.STAGE.loaded(state.cache, state.jobs) + catalogue_calls_module.STAGE.loaded(state.cache, state.jobs)

@@ -414,6 +414,18 @@ class Session:
         autocast = "autocast" in evidence
         return torch_stages_beside(self.cache, self.options.jobs, "probe" in evidence, autocast, self._swept, "models" in evidence)
 
+    def _host_paths_beside(self) -> None:
+        """The report's host-path calls (``migrate.evidence.probe.host_paths``) made in one worker while the parent derives
+        and infers, which keep one core busy; the report reads them from the stage, waiting where they are still made
+        (``migrate.cache.Stage.get``). What fails here the report makes again and says."""
+
+        def make() -> None:
+            with contextlib.suppress(Exception):
+                host_paths(self.cache, 1)
+
+        self.facts  # filled here, before the thread reads them
+        threading.Thread(target=make, name="host paths", daemon=True).start()
+
     def migrate(self, request: RunRequest = RunRequest()) -> Migration:
         """The outputs of applying the plan (the request's, else the inferred one) to the yaml and torchlib, with
         the summary; the request's ``report`` receives the applied plan with its evidence and the summary as JSON."""
@@ -425,6 +437,8 @@ class Session:
             plan, observed, evidence_summary = Plan.read(plan_path), frozenset(), {}
             pool = plan.global_sets
         else:
+            if request.report is not None and "probe" in self.options.evidence and RUNTIME_EVIDENCE & set(self.options.evidence):
+                self._host_paths_beside()
             with self._torch_stages_beside():
                 self.torchlib
                 inference = self._whole_inference() if earlier is not None else self.inference
