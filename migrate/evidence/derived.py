@@ -31,6 +31,7 @@ from migrate.evidence.probe import catalogue_calls as catalogue_calls_module
 from migrate.evidence.probe import value_calls
 from migrate.evidence.probe.follows import Follows
 from migrate.runtime import recorded
+from migrate.runtime.processes import forked
 from migrate.runtime import runs as runs_module
 from migrate.runtime.runs import SweepResult, SweepStats
 from migrate.model.plan import OverloadPlan
@@ -69,11 +70,24 @@ def probed_calls(
 
 def _derive(sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...], models: tuple[runs_module.OpInfoRun, ...] = ()) -> OpInfoEvidence:
     """The plans, from the observations, the probed calls and the calls built for overloads only observed; the
-    models' runs joined to the sweep's, with what they changed."""
+    models' runs joined to the sweep's, with what they changed. The probe's plans are made here, the rest (the
+    observations' plans and facts, and the sweep's plans without the models) in a forked child beside them."""
     by_opinfo = _keys(sweep.observations)
     joined = SweepResult(sweep.runs + models, sweep.catalogue, sweep.stats)
-    plans = _plans(joined, built, _keys(joined.observations))
-    changed = _changed_by(sweep, built, models, plans) if models else ()
+    observed = _keys(joined.observations)
+    beside = forked(lambda: (_observation_facts(joined), _without_models(sweep, built, models) if models else {}))
+    probe = probe_module.probe_plans(probed_calls(joined.probes, built, observed), joined.observations)
+    (opinfo, follows, claims), alone = beside()
+    plans = OpInfoEvidence(
+        opinfo=opinfo,
+        probe=probe,
+        follows=follows,
+        claims=claims,
+        observed=observed,
+        failures=tuple(f"{f.opinfo}: {f.kind}: {f.reason}" for f in joined.failures),
+        stats=joined.stats,
+    )
+    changed = tuple(name for name, variables in sorted(alone.items()) if variables != (_variables(opinfo.get(name)), _variables(probe.get(name))))
     return replace(plans, models_changed=changed, by_opinfo=by_opinfo)
 
 
@@ -85,35 +99,28 @@ def _variables(plan: OverloadPlan | None) -> frozenset[tuple[tuple[str, ...], fr
     return frozenset((v.binds, frozenset(v.dtypes)) for v in plan.variables) if plan is not None else frozenset()
 
 
-def _changed_by(
-    sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...], models: tuple[runs_module.OpInfoRun, ...], joined: OpInfoEvidence
-) -> tuple[str, ...]:
-    """The overloads the models reached whose observed or probed variables (slots and dtypes) differ with them:
-    ``joined``'s plans against the sweep's own, derived again for those overloads alone (a plan reads its own
-    overload's calls only)."""
+def _observation_facts(sweep: SweepResult) -> tuple[dict[str, OverloadPlan], dict[str, tuple[Follows, ...]], dict[str, observations_module.Claims]]:
+    """The observations' plans, the slots that follow another variable, and each overload's CUDA claims."""
+    observations = sweep.observations
+    return (
+        observations_module.plans_from_observations(observations, sweep.catalogue),
+        follows_module.follows_facts(sweep.probes, observations),
+        observations_module.cuda_claims(observations, sweep.catalogue),
+    )
+
+
+def _without_models(
+    sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...], models: tuple[runs_module.OpInfoRun, ...]
+) -> dict[str, tuple[frozenset, frozenset]]:
+    """Per overload the models reached, its observed and probed variables (slots and dtypes) as the sweep's own runs
+    give them, derived again for those overloads alone (a plan reads its own overload's calls only): where the joined
+    plans differ, the models changed them."""
     reached = _keys(o for run in models for o in (*run.observations, *run.probes))
     keep = lambda found: tuple(o for o in found if runs_module.overload_key(o.overload) in reached)  # noqa: E731
     observations = tuple(o for o in sweep.observations if runs_module.overload_key(o.overload) in reached)
     opinfo = observations_module.plans_from_observations(observations, sweep.catalogue)
     probe = probe_module.probe_plans(probed_calls(keep(sweep.probes), keep(built), _keys(observations)), observations)
-    return tuple(
-        name
-        for name in sorted(reached)
-        if (_variables(opinfo.get(name)), _variables(probe.get(name))) != (_variables(joined.opinfo.get(name)), _variables(joined.probe.get(name)))
-    )
-
-
-def _plans(sweep: SweepResult, built: tuple[runs_module.ProbedCall, ...], observed: frozenset[str]) -> OpInfoEvidence:
-    observations = sweep.observations
-    return OpInfoEvidence(
-        opinfo=observations_module.plans_from_observations(observations, sweep.catalogue),
-        probe=probe_module.probe_plans(probed_calls(sweep.probes, built, observed), observations),
-        follows=follows_module.follows_facts(sweep.probes, observations),
-        claims=observations_module.cuda_claims(observations, sweep.catalogue),
-        observed=observed,
-        failures=tuple(f"{f.opinfo}: {f.kind}: {f.reason}" for f in sweep.failures),
-        stats=sweep.stats,
-    )
+    return {name: (_variables(opinfo.get(name)), _variables(probe.get(name))) for name in reached}
 
 
 @dataclass(frozen=True)

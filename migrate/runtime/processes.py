@@ -373,3 +373,38 @@ def one_line(exc: BaseException) -> str:
     """An exception as one deterministic line (memory addresses removed)."""
     text = str(exc).strip().splitlines()
     return _ADDRESS.sub("0x…", f"{type(exc).__name__}: {text[0] if text else ''}".strip())[:300]
+
+
+def forked(compute: Callable[[], Any]) -> Callable[[], Any]:
+    """``compute`` started in a child forked from this process (it reads the parent's objects as they are, unpickled),
+    so that pure-Python work runs on a second core; the callable returned waits for its value. Where the platform
+    cannot fork, or the child dies, the value is computed here instead: the same value, later."""
+    try:
+        context = multiprocessing.get_context("fork")
+        receive, send = context.Pipe(duplex=False)
+    except (ValueError, OSError):
+        return compute
+
+    def child() -> None:
+        try:
+            send.send((True, compute()))
+        except BaseException as exc:  # the parent computes it again and meets the error itself
+            send.send((False, repr(exc)))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork beside the run's threads: the child touches none of their locks
+        process = context.Process(target=child, daemon=True)
+        process.start()
+    send.close()
+
+    def value() -> Any:
+        try:
+            done, found = receive.recv()
+        except (EOFError, OSError):
+            done, found = False, None
+        finally:
+            receive.close()
+            process.join()
+        return found if done else compute()
+
+    return value
