@@ -314,8 +314,7 @@ def seed(cache: StageCache, shipped: Path | None = None) -> Seeded:
     """The installed release's facts filled from the recording in ``shipped`` (default: ``SHIPPED``) made for that
     release, where the cache has none yet. Their catalogue is written last: it marks facts that are whole."""
     shipped = shipped or SHIPPED
-    target = recorded.folder(cache)
-    if (target / "opinfo" / CATALOGUE).is_file():
+    if holds_facts(cache):
         return Seeded()
     installed = installed_release()
     reasons = []
@@ -337,6 +336,11 @@ def seed(cache: StageCache, shipped: Path | None = None) -> Seeded:
         return Seeded(source=str(path))
     found = "; ".join(reasons) or f"no recording of it ships in {shipped}"
     return Seeded(why=f"recording torch {installed.torch}'s facts afresh (every ATen call here, minutes): {found}")
+
+
+def holds_facts(cache: StageCache) -> bool:
+    """Whether the cache holds the installed release's facts (seeded or made: their catalogue is there)."""
+    return (recorded.folder(cache) / "opinfo" / CATALOGUE).is_file()
 
 
 def refreshed(cache: StageCache) -> str:

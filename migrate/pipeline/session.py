@@ -36,6 +36,7 @@ from migrate.evidence.recording import (
     Recording,
     RecordingsSummary,
     Seeded,
+    holds_facts,
     make_recording,
     read_recording,
     recording_json,
@@ -59,6 +60,7 @@ from migrate.model.native import NativeFunctions, installed_native_functions, re
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, plan_text
 from migrate.pipeline.plan_summary import ValuesSummary, dtype_verdict_summary, probe_summary
 from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
+from migrate.runtime.processes import forked
 from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
 from migrate.runtime.torch_private import torch_version
 from migrate.torchlib_source.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
@@ -199,6 +201,7 @@ class Session:
         self.options = options
         self.cache = StageCache.at(options.cache_dir, progress=_say)
         self._swept = threading.Event()  # set once the sweep is done (migrate.evidence.torch_stages waits for it)
+        self._seeding: Callable[[], Seeded] | None = None  # the facts being filled beside the yaml's and torchlib's reading
 
     # --- inputs -------------------------------------------------------------------------------------
 
@@ -282,7 +285,7 @@ class Session:
         if self.options.refresh:
             sys.stderr.write(f"dtype-migrate: {refreshed(self.cache)}\n")
             return Seeded()
-        found = seed(self.cache)
+        found = self._seeding() if self._seeding is not None else seed(self.cache)
         if found.why:
             sys.stderr.write(f"dtype-migrate: {found.why}\n")
         elif found.source:
@@ -430,6 +433,8 @@ class Session:
         """The outputs of applying the plan (the request's, else the inferred one) to the yaml and torchlib, with
         the summary; the request's ``report`` receives the applied plan with its evidence and the summary as JSON."""
         plan_path = request.plan
+        if plan_path is None and RUNTIME_EVIDENCE & set(self.options.evidence) and not (self.options.refresh or holds_facts(self.cache)):
+            self._seeding = forked(functools.partial(seed, self.cache))  # seconds of JSON, beside the yaml's and torchlib's
         self.validate()
         earlier = self._earlier(request)  # before any evidence: a folder the run cannot continue from costs nothing
         if plan_path is not None:
