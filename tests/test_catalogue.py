@@ -16,6 +16,8 @@ from migrate.runtime import torch_private
 from migrate.runtime.runs import SCHEMA_CALL, ProbedCall, overload_key
 from migrate.runtime.worker_stage import REPORT
 
+pytestmark = pytest.mark.live  # calls made here, in this process, as the stage's workers make them
+
 
 def _reports(*names: str) -> list[dict]:
     return [r[REPORT] for r in catalogue_reports(names) if REPORT in r]

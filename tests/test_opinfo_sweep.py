@@ -22,7 +22,7 @@ from migrate.runtime import processes
 from migrate.runtime.runs import CALL_RAISED, NO_CPU_DTYPES, OpInfoId
 from migrate.runtime.processes import CRASH, DONE, TIMEOUT, Job, run_in_workers
 
-pytestmark = pytest.mark.slow  # OpInfo sweeps in workers, into a cold cache
+pytestmark = [pytest.mark.slow, pytest.mark.live]  # OpInfo sweeps in workers, into a cold cache
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 SDPA = OpInfoId("nn.functional.scaled_dot_product_attention")

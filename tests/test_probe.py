@@ -28,7 +28,7 @@ from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import OPINFO, PROBE, TORCHLIB, Plan
 from migrate.pipeline.plan_summary import probe_summary
 
-pytestmark = pytest.mark.slow  # a cold OpInfo sweep with probing
+pytestmark = [pytest.mark.slow, pytest.mark.live]  # a cold OpInfo sweep with probing
 
 OPS = ["scaled_dot_product_attention", "where", "add"]
 FLOATS = named("float16", "bfloat16", "float32", "float64")

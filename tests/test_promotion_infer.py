@@ -17,6 +17,8 @@ from migrate.model.verdict import REJECTED as REJECTED_VERDICT
 from migrate.model.verdict import UNKNOWN
 from tests.conftest import diagonal as diagonal_calls, probed
 
+pytestmark = pytest.mark.live  # calls made here, in this process, as the stage's workers make them
+
 
 @pytest.fixture(scope="module")
 def reports() -> dict[str, dict]:

@@ -67,6 +67,7 @@ def test_an_empty_cache_is_filled_from_the_shipped_recording_so_no_stage_calls_a
     assert seed(cache) == Seeded()  # once: the facts are there
 
 
+@pytest.mark.live
 def test_a_torch_other_than_the_recordings_records_afresh_and_says_why_in_one_line(tmp_path, monkeypatch, capsys):
     shipped = _shipped()
     shipped["release"]["torch"] = "2.12.0"
@@ -97,6 +98,7 @@ def sample():
 
 
 @pytest.mark.slow
+@pytest.mark.live
 def test_the_freshness_gate_passes_on_the_shipped_recording(sample, monkeypatch, capfd):
     assert len(sample.runs) == len(FRESHNESS_OPINFOS) and sample.model is not None and sample.autocast["keys"]
     assert stale_calls(_shipped(), sample) == []
@@ -106,6 +108,7 @@ def test_the_freshness_gate_passes_on_the_shipped_recording(sample, monkeypatch,
 
 
 @pytest.mark.slow
+@pytest.mark.live
 def test_the_freshness_gate_fails_at_one_verdict_changed_naming_the_call_and_the_command(sample, tmp_path, monkeypatch, capfd):
     shipped = _shipped()
     add = next(run for run in shipped["runs"] if run["name"] == "add")
@@ -121,3 +124,18 @@ def test_the_freshness_gate_fails_at_one_verdict_changed_naming_the_call_and_the
     err = capfd.readouterr().err
     assert err.startswith(f"{path}: stale: OpInfo add: probes[{index}], a call of aten::add.Tensor")
     assert f"regenerate it: dtype-migrate record --device cpu --refresh -o {path}" in err
+
+
+def _as_set(entry) -> object:
+    """A stage's entry with its reports in no particular order (workers end in any order)."""
+    return sorted(json.dumps(encode(report), sort_keys=True) for report in entry) if isinstance(entry, list) else entry
+
+
+@pytest.mark.slow
+@pytest.mark.live
+@pytest.mark.parametrize("name", ["value-calls", "forwards", "dtype-arguments"])
+def test_a_stage_made_here_again_is_what_the_shipped_recording_holds(name):
+    """The smaller stages made live, whole: each is the shipped recording's entry (the sweep's, the probes', autocast's
+    and a model's are the freshness gate's sample; the calls built from schemas and the catalogue have tests of their own)."""
+    (stage,) = [stage for stage in WORKER_STAGES if stage.name == name]
+    assert _as_set(stage.make(2)) == _as_set(decode(_shipped()["stages"][name]))

@@ -36,6 +36,7 @@ def plans_of(reports) -> dict[str, OverloadPlan]:
 
 
 @pytest.mark.slow  # built calls, in workers
+@pytest.mark.live
 def test_what_a_built_call_accepts_is_what_aten_accepts_when_called_directly(built):
     variable, returned = plans_of(built)["special_zeta.self_scalar"].variables
     assert returned.binds == ("return.0",) and DType("int64") not in returned.dtypes  # int_to_float: float32 for int64
@@ -53,6 +54,7 @@ def test_what_a_built_call_accepts_is_what_aten_accepts_when_called_directly(bui
 
 
 @pytest.mark.slow  # built calls, in workers
+@pytest.mark.live
 def test_an_index_beside_the_data_is_given_int64_so_the_data_is_not_typed_int64_alone(built):
     variables = {v.binds: v.dtypes for v in plans_of(built)["_cummax_helper"].variables}
     assert variables[("indices",)] == named("int64")
@@ -60,6 +62,7 @@ def test_an_index_beside_the_data_is_given_int64_so_the_data_is_not_typed_int64_
 
 
 @pytest.mark.slow  # built calls, in workers
+@pytest.mark.live
 def test_a_return_no_argument_carries_takes_what_the_probes_returned_and_list_slots_stay_free(built):
     plans = plans_of(built)
     assert "_stack" not in plans  # lists of one dtype were tried, never mixed ones
@@ -70,6 +73,7 @@ def test_a_return_no_argument_carries_takes_what_the_probes_returned_and_list_sl
 
 
 @pytest.mark.slow  # built calls, in workers
+@pytest.mark.live
 def test_reports_do_not_depend_on_chunks_or_workers(built, monkeypatch):
     monkeypatch.setattr(worker_stage, "CHUNK", 2)
     assert probe_built_calls(NAMES, jobs=1) == (built, [])

@@ -13,6 +13,7 @@ from migrate.model.dtypes import COMPLEX, canonical, format_set, named
 from migrate.model.native import NativeFunctions
 from migrate.pipeline import Options, Session
 from migrate.show import show
+from tests.conftest import seeded_cache
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 VARIANTS = FIXTURES / "torchlib_variants"
@@ -37,6 +38,12 @@ def variants(native, tmp_path_factory):
 @pytest.fixture(scope="module")
 def malformed(native, tmp_path_factory):
     return scan_torchlib(MALFORMED, native, StageCache.at(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(scope="module")
+def show_cache(tmp_path_factory) -> Path:
+    """One cache for the show tests: the release's facts, and the evidence the first show derives from them."""
+    return seeded_cache(tmp_path_factory)
 
 
 def _line_of(path: Path, text: str) -> int:
@@ -163,9 +170,9 @@ def test_malformed_modules_give_errors_naming_file_and_line_and_the_scan_goes_on
     assert [(g.name, g.dtypes) for g in malformed.global_sets] == [("TFloat", named("float16"))]
 
 
-@pytest.mark.slow  # show reads the run's evidence into an empty cache
-def test_show_prints_each_variant_subset(capsys, tmp_path):
-    args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)), "aten::scaled_dot_product_attention", True)
+@pytest.mark.slow  # show derives the run's evidence in its cache
+def test_show_prints_each_variant_subset(capsys, show_cache):
+    args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=show_cache)), "aten::scaled_dot_product_attention", True)
     assert show(*args) == 0
     out = capsys.readouterr().out
     path = VARIANTS / "ops" / "attention.py"
@@ -177,9 +184,9 @@ def test_show_prints_each_variant_subset(capsys, tmp_path):
     assert "scaled_dot_product_attention.out(" in out  # the autogen overload, which torchlib does not register
 
 
-@pytest.mark.slow  # show reads the run's evidence into an empty cache
-def test_show_all_overloads_of_a_name(capsys, tmp_path):
-    args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)), "add", False)
+@pytest.mark.slow  # show derives the run's evidence in its cache
+def test_show_all_overloads_of_a_name(capsys, show_cache):
+    args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=show_cache)), "add", False)
     show(*args)
     out = capsys.readouterr().out
     assert "add.Tensor(" in out and "add.Scalar(" in out
@@ -192,9 +199,9 @@ def test_show_unknown_name_lists_close_matches(tmp_path):
         show(*args)
 
 
-@pytest.mark.slow  # show reads the run's evidence into an empty cache
-def test_show_names_sets_without_v(capsys, tmp_path):
-    args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=tmp_path)), "aten::scaled_dot_product_attention", False)
+@pytest.mark.slow  # show derives the run's evidence in its cache
+def test_show_names_sets_without_v(capsys, show_cache):
+    args = (Session(Options(native_functions=NATIVE, torchlib=VARIANTS, cache_dir=show_cache)), "aten::scaled_dot_product_attention", False)
     assert show(*args) == 0
     out = capsys.readouterr().out
     assert "BOOL_or_TFloat TFloatingAndBoolHalfBFloat16: attn_mask" in out and "[torch." not in out
