@@ -94,7 +94,7 @@ class Recording:
         return found | {"release": self.release.to_json(), "stages": dict(self.stages)}  # the built calls are two of the stages
 
     def to_bytes(self) -> bytes:
-        """Gzipped JSON, the same bytes for the same recording (no time stamp, keys sorted)."""
+        """Gzipped JSON, the same bytes for the same recording (no time stamp, members in a fixed order)."""
         return recorded.packed(self.to_json())
 
     @classmethod
@@ -332,7 +332,10 @@ def seed(cache: StageCache, shipped: Path | None = None) -> Seeded:
         if why:
             reasons.append(f"the shipped {path.name} is not this torch's: {why}")
             continue
-        _write_facts(cache, obj)
+        try:
+            _write_facts(cache, obj)
+        except OSError as exc:  # an unwritable cache only costs time: the stages make their calls
+            return Seeded(why=f"recording torch {installed.torch}'s facts afresh: the cache cannot hold the shipped {path.name} ({exc})")
         return Seeded(source=str(path))
     found = "; ".join(reasons) or f"no recording of it ships in {shipped}"
     return Seeded(why=f"recording torch {installed.torch}'s facts afresh (every ATen call here, minutes): {found}")
