@@ -320,10 +320,9 @@ def seed(cache: StageCache, shipped: Path | None = None) -> Seeded:
     reasons = []
     for path in sorted(shipped.glob("*.json.gz")):
         try:
-            obj = json.loads(gzip.decompress(path.read_bytes()))
-            _check_format(obj)
+            obj, _ = recording_json(path)
             theirs = Release.from_json(obj["release"]) if "release" in obj else None
-        except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError) as exc:
+        except (InputError, KeyError, TypeError, AttributeError) as exc:
             reasons.append(f"{path} cannot be read ({exc})")
             continue
         if theirs is None or obj["device"] != "cpu":
