@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,15 +40,56 @@ def real_copy(tmp_path: Path) -> Path:
     return path
 
 
-def seeded_cache(tmp_path_factory, name: str = "cache") -> Path:
-    """A cache folder holding the installed torch release's facts, filled from the shipped recording (and nothing else:
-    no export results, no derived stage)."""
-    from migrate.cache import StageCache
+EXPORT_STORES = ("export", "export-function")  # export-check's results: a test's own, never the user's
+DERIVED_STAGES = ("recorded", "derived", "derived-summary", "plans", "native", "validated", "declarations", "torchlib-facts", "torchlib-evidence", "applied", "rewrites", "export-keys", "host-paths")
+
+
+def without_exports(folder: Path) -> Path:
+    """A cache folder sharing the user's cache (the installed release's facts seeded there first) but for export-check's
+    results: every stage is keyed by content, so a test's run reads what any other run derived, and only the export
+    stores, whose results a rewrite follows, are the folder's own."""
+    from migrate.cache import StageCache, cache_root
     from migrate.evidence.recording import seed
 
-    folder = tmp_path_factory.mktemp(name)
-    seed(StageCache.at(folder))
+    root = cache_root(None)
+    seed(StageCache.at(root))
+    for name in DERIVED_STAGES:
+        (root / name).mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in root.iterdir():
+        if part.name not in EXPORT_STORES and not part.name.startswith("."):
+            (folder / part.name).symlink_to(part, target_is_directory=part.is_dir())
     return folder
+
+
+def seeded_cache(tmp_path_factory, name: str = "cache") -> Path:
+    """A cache folder holding the installed torch release's facts and what runs derived from them, and no export results."""
+    return without_exports(tmp_path_factory.mktemp(name) / "cache")
+
+
+@pytest.fixture(scope="session")
+def full_run(tmp_path_factory, worker_id) -> Path:
+    """One full run on the installed files with its report, made by the first test worker to ask and read by the
+    others (tests read it and never write into it: copy what a test changes)."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    out = (base if worker_id == "master" else base.parent) / "full-run"
+    with FileLock(f"{out}.lock"):
+        if not (out / "report.json").exists():
+            assert main(["--out", str(out), "--report", str(out / "report.json")]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def export_cache(tmp_path_factory) -> Iterator[Path]:
+    """A seeded cache holding the export tests' recorded export-check results too (``tests.recorded_exports``)."""
+    from tests.recorded_exports import keep_exports, seed_exports
+
+    folder = seeded_cache(tmp_path_factory)
+    seed_exports(folder)
+    yield folder
+    keep_exports(folder)
 
 
 def annotated(folder: Path, text: str) -> NativeFunctions:

@@ -12,7 +12,6 @@ import pytest
 
 from migrate.model.export_status import EXPORT_ERROR, OK
 from migrate.cli import main
-from tests.conftest import seeded_cache
 
 pytestmark = pytest.mark.slow
 
@@ -21,12 +20,11 @@ OPS = ("addr", "bincount", MASK)
 
 
 @pytest.fixture(scope="module")
-def cases(tmp_path_factory) -> dict[tuple[str, tuple[str, ...], str, str], dict]:
-    """The report of one export-check of addr, bincount and sdpa, exported anew in a copy of the sweep's cache."""
-    cache = seeded_cache(tmp_path_factory)
-    report = cache / "export.json"
+def cases(export_cache) -> dict[tuple[str, tuple[str, ...], str, str], dict]:
+    """The report of one export-check of addr, bincount and sdpa (their real exports, recorded: ``tests.recorded_exports``)."""
+    report = export_cache / "export.json"
     argv = [arg for op in OPS for arg in ("--op", op)]
-    assert main(["export-check", *argv, "-j", "2", "--cache-dir", str(cache), "--refresh", "--report", str(report)]) == 0
+    assert main(["export-check", *argv, "-j", "2", "--cache-dir", str(export_cache), "--report", str(report)]) == 0
     return {(c["overload"], tuple(c["cast"]), c["dtype"], c["value"]): c for c in json.loads(Path(report).read_text())["cases"]}
 
 

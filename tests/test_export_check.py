@@ -1,8 +1,8 @@
 """export-check on real exports: torch.onnx.export(dynamo=True) with the installed torch_lib and a rewritten one,
 onnxruntime sessions, eager PyTorch; a few cases of each status, the CLI, and the verdicts a main run reads back.
 
-Every test exports anew (``refresh``): the results are those of real exports, not of a cache. The OpInfo
-sweep's cache is copied from the user's (a cold one is filled first by the sweep).
+The cases of each status export anew (``refresh``), in a cache seeded with the release's facts only: the export
+stage run live. The rewrite's and the CLI's tests read the recorded results of their cases (``tests.recorded_exports``).
 """
 
 from __future__ import annotations
@@ -78,13 +78,14 @@ def test_a_message_does_not_depend_on_the_cases_exported_with_it(original, cache
     assert "node_sin)" in result.message and "tensors_N" in result.message
 
 
-def test_a_rewritten_torch_lib_exports_sdpa_with_both_masks(cache, tmp_path, capfd):
+def test_a_rewritten_torch_lib_exports_sdpa_with_both_masks(export_cache, tmp_path, capfd):
+    cache = export_cache
     out = tmp_path / "out"
     code, _, err = run_cli(capfd, "--out", str(out), "--op", MASK, "--cache-dir", str(cache))
     assert code == 0, err
     report = tmp_path / "rewritten.json"
     argv = ["--native-functions", str(out / "native_functions.yaml"), "--torchlib", str(out / "torch_lib"), "--op", MASK]
-    code, _, err = run_cli(capfd, "export-check", *argv, "--cache-dir", str(cache), "--refresh", "--report", str(report))
+    code, _, err = run_cli(capfd, "export-check", *argv, "--cache-dir", str(cache), "--report", str(report))
     assert code == 0, err
     statuses = {(tuple(c["cast"]), c["dtype"]): c["status"] for c in json.loads(report.read_text())["cases"]}
     assert statuses[("attn_mask",), "torch.bool"] == OK
@@ -92,7 +93,8 @@ def test_a_rewritten_torch_lib_exports_sdpa_with_both_masks(cache, tmp_path, cap
     assert ResultStore.of(out / "torch_lib", StageCache.at(cache)).get(MASK) is not None  # cached for the rewritten one's functions
 
 
-def test_the_command_prints_a_table_writes_the_report_and_the_run_reads_verdicts(cache, tmp_path, capfd):
+def test_the_command_prints_a_table_writes_the_report_and_the_run_reads_verdicts(export_cache, tmp_path, capfd):
+    cache = export_cache
     report = tmp_path / "export.json"
     code, out, err = run_cli(capfd, "export-check", "--op", "sin", "--op", "angle", "--cache-dir", str(cache), "--report", str(report))
     assert code == 0, err

@@ -13,7 +13,6 @@ from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.dtypes import named
 from migrate.model.export_status import DECOMPOSED, INVALID_MODEL, OK
 from migrate.model.plan import Variable
-from tests.conftest import seeded_cache
 
 pytestmark = pytest.mark.slow  # exports and onnxruntime
 
@@ -23,12 +22,11 @@ FUNCTIONS = {"mT": "aten_mT", "mH": "aten_mH", "reshape": "aten_reshape", "flatt
 
 
 @pytest.fixture(scope="module")
-def checked(tmp_path_factory):
-    folder = seeded_cache(tmp_path_factory)
+def checked(export_cache):
     cast = {"isclose": ("self", "other")}
     declared = {o: (Variable("T", named("bool", "float32"), cast.get(o, ("self",))),) for o in FUNCTIONS}
     functions = {o: (f,) for o, f in FUNCTIONS.items()}
-    return run_export_check(declared, set(FUNCTIONS), installed_torchlib(), StageCache.at(folder), jobs=2, refresh=True, functions=functions)
+    return run_export_check(declared, set(FUNCTIONS), installed_torchlib(), StageCache.at(export_cache), jobs=2, functions=functions)
 
 
 @pytest.mark.parametrize("overload", sorted(DECOMPOSED_TO))

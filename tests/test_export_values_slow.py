@@ -7,32 +7,24 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from migrate.cli import main
 from migrate.model.export_status import OK
-from tests.conftest import seeded_cache
 pytestmark = pytest.mark.slow  # exports and onnxruntime
 
 OPS = ("clamp", "scatter_reduce.two")
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    """A cache folder holding the release's facts (and no export results)."""
-    return seeded_cache(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def checked(cache, tmp_path_factory) -> dict:
+def checked(export_cache, tmp_path_factory) -> dict:
     """The export-check report of both overloads, and the rewrite a run with --export-check writes."""
     folder = tmp_path_factory.mktemp("run")
     argv = [arg for op in OPS for arg in ("--op", op)]
-    assert main(["export-check", *argv, "-j", "2", "--cache-dir", str(cache), "--report", str(folder / "export.json")]) == 0
+    assert main(["export-check", *argv, "-j", "2", "--cache-dir", str(export_cache), "--report", str(folder / "export.json")]) == 0
     out = folder / "out"
-    assert main(["--export-check", *argv, "-j", "2", "--cache-dir", str(cache), "--out", str(out), "--report", str(out / "report.json")]) == 0
+    assert main(["--export-check", *argv, "-j", "2", "--cache-dir", str(export_cache), "--out", str(out), "--report", str(out / "report.json")]) == 0
     report = json.loads((folder / "export.json").read_text())
     return {
         "cases": report["cases"] + report["judged"],

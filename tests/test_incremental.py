@@ -146,16 +146,6 @@ def test_a_continued_run_enters_infer_once(tmp_path, capfd):
 # --- the real full run, torch_lib and report included ----------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def full_run(tmp_path_factory) -> Path:
-    """One full run on the installed files into a folder, with its report."""
-    from migrate.cli import main
-
-    out = tmp_path_factory.mktemp("full") / "out"
-    assert main(["--out", str(out), "--report", str(out / "report.json")]) == 0
-    return out
-
-
 def _functions(path: Path, names: set[str]) -> list[str]:
     """The texts of the functions of these names (decorators included), in the module's order."""
     text = path.read_text()

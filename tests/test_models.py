@@ -88,16 +88,6 @@ def test_a_models_job_reports_each_mode_and_pass_then_probes_the_mixed_calls():
 # --- the full run, and the models under the checker against its yaml ----------------------------
 
 
-@pytest.fixture(scope="module")
-def full_run(tmp_path_factory) -> Path:
-    """One full run on the installed files (models included: transformers is installed), with its report."""
-    from migrate.cli import main
-
-    out = tmp_path_factory.mktemp("models") / "out"
-    assert main(["--out", str(out), "--report", str(out / "report.json"), "--yaml-only"]) == 0
-    return out
-
-
 def _entry(path: Path, name: str) -> str:
     text = path.read_text()
     return text.split(f"- func: {name}(", 1)[1].split("\n- func:", 1)[0]

@@ -14,3 +14,20 @@ def test_groups_equal_torchgens_grouping_by_signature():
             assert set(native.groups[name].names) == names
     assert native.groups["add.Tensor"].of_kind("inplace") == ("add_.Tensor",)
     assert native.groups["__and__.Tensor"].of_kind("inplace") == ("__iand__.Tensor",)
+
+
+def test_a_backend_has_a_kernel_by_dispatch_its_delegate_or_a_ufunc_loop():
+    """``dispatch:`` names the keys with a kernel; a composite key serves every backend; ``add.out`` lists only sparse
+    keys, yet its ``ufunc_inner_loop:`` makes torchgen generate its CPU and CUDA kernels, which ``add.Tensor`` delegates to."""
+    native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+    kernels = {name: tuple(native.has_kernel(native.by_name[name], key) for key in ("CPU", "CUDA")) for name in (
+        "histogram.bins_tensor", "add.Tensor", "add_.Tensor", "add.out", "matmul", "cudnn_convolution", "cos")}
+    assert kernels == {
+        "histogram.bins_tensor": (True, False),  # CPU, MPS: histogram
+        "add.Tensor": (True, True),
+        "add_.Tensor": (True, True),
+        "add.out": (True, True),
+        "matmul": (True, True),  # CompositeImplicitAutograd
+        "cudnn_convolution": (False, True),
+        "cos": (True, True),
+    }

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from migrate.cache import StageCache, cache_root
+from migrate.cache import StageCache
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.runtime.runs import overload_key
 from migrate.torchlib_source.resolve import installed_torchlib
@@ -16,19 +16,15 @@ from migrate.model.declared import declared_variables
 from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
-from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, run_cli, snapshot
+from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, run_cli, snapshot, without_exports
 
 pytestmark = pytest.mark.slow  # full real runs
 
 
-@pytest.fixture(scope="module")
-def migrated(tmp_path_factory) -> Path:
-    """One full run on the installed files, written under --out, with its report."""
-    from migrate.cli import main
-
-    out = tmp_path_factory.mktemp("migrated")
-    assert main(["--out", str(out), "--report", str(out / "report.json")]) == 0
-    return out
+@pytest.fixture
+def migrated(full_run) -> Path:
+    """The full run on the installed files, written under --out, with its report."""
+    return full_run
 
 
 def _copies(folder: Path) -> tuple[str, ...]:
@@ -41,11 +37,7 @@ def _copies(folder: Path) -> tuple[str, ...]:
 def _no_export_results(folder: Path) -> tuple[str, ...]:
     """A cache of the user's evidence without export-check's results: the rewrite of a torch_lib with cached results
     follows them, and its output (a torch_lib nobody checked) has none, so a second run would not be the same run."""
-    folder.mkdir()
-    for part in cache_root(None).iterdir():
-        if part.name != "export":
-            (folder / part.name).symlink_to(part, target_is_directory=part.is_dir())
-    return ("--cache-dir", str(folder))
+    return ("--cache-dir", str(without_exports(folder)))
 
 
 def _element_dtypes(dtypes) -> set[str]:
@@ -236,7 +228,9 @@ def test_the_written_yaml_speaks_the_named_vocabulary(migrated):
     growth = (migrated / "native_functions.yaml").stat().st_size / REAL_NATIVE_FUNCTIONS.stat().st_size - 1
     assert named / variables >= 0.95
     assert lines and max(lines) <= 200
-    assert growth <= 0.22  # issue 45: at most +22% in all, with the dispatch_dtypes: lines (+1.8 points); without them it was 0.19
+    # issue 45: at most +22% with the dispatch_dtypes: lines; issue 52's lines (a kernel family's claims, a backend no
+    # kernel backs) add 1.5 points
+    assert growth <= 0.23
     spelling = json.loads((migrated / "report.json").read_text())["summary"]["spelling"]
     assert (spelling["variables_written"], spelling["variables_named"]) == (variables, named)
     assert (spelling["constraints_lines"], spelling["longest_constraints_line"]) == (len(lines), max(lines))

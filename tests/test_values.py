@@ -67,12 +67,10 @@ def test_the_domains_name_aten_s_string_arguments():
 
 
 @pytest.mark.slow
-def test_the_run_lists_div_s_floor_refusals_and_the_page_shows_them(tmp_path, capfd):
+def test_the_run_lists_div_s_floor_refusals_and_the_page_shows_them(full_run, tmp_path, capfd):
     from tests.conftest import run_cli
 
-    out = tmp_path / "out"
-    code, _, _ = run_cli(capfd, "--out", out, "--report", out / "report.json", "--yaml-only")
-    assert code == 0
+    out = full_run
     refusals = [ValueRefusal.from_json(r) for r in json.loads((out / "report.json").read_text())["summary"]["values"]["refusals"]]
     floor = [r for r in refusals if r.overload == "div.Tensor_mode" and r.value == "floor" and r.slots == ("self", "other")]
     assert floor and set(named("bool", "uint16", "complex64")) <= set(floor[0].dtypes), refusals

@@ -171,12 +171,8 @@ def test_a_return_probes_never_made_is_rejected_and_one_they_never_reached_stays
 
 
 @pytest.fixture(scope="module")
-def real_run(tmp_path_factory) -> tuple[dict, Path]:
-    from migrate.cli import main
-
-    out = tmp_path_factory.mktemp("verdicts")
-    assert main(["--out", str(out), "--report", str(out / "report.json")]) == 0
-    return json.loads((out / "report.json").read_text()), out
+def real_run(full_run) -> tuple[dict, Path]:
+    return json.loads((full_run / "report.json").read_text()), full_run
 
 
 def _slot(report: dict, overload: str, slot: str) -> dict:

@@ -15,14 +15,18 @@ from migrate.model.plan import ALIASES, Evidence, OverloadPlan
 
 
 def alias_plans(aliases: Mapping[str, AliasOf], plans: Mapping[str, OverloadPlan]) -> dict[str, OverloadPlan]:
-    """Plans for alias overloads with no evidence of their own, from their target's plan, slot by slot.
+    """Plans for alias overloads from their target's plan, slot by slot: an OpInfo alias (``arccos``, ``clip``) is
+    another name of its target's operator and declares what the target declares, its ``type_promotion:`` included,
+    whatever its own samples showed; a kernel that forwards to another takes the target's only where no evidence of
+    its own speaks.
 
     An alias slot carried into two of the target's variables would need both: such an alias is left alone.
     """
     taken = {}
     for alias, of in sorted(aliases.items()):
         plan = plans.get(of.target)
-        if plan is None or not plan.variables or (alias in plans and plans[alias].variables):
+        own = plans.get(alias)
+        if plan is None or not plan.variables or (not of.same_operator and own is not None and own.variables):
             continue
         variables = []
         for variable in plan.variables:
@@ -32,5 +36,6 @@ def alias_plans(aliases: Mapping[str, AliasOf], plans: Mapping[str, OverloadPlan
                 variables.append(replace(variable, binds=binds, evidence=evidence))
         bound = [slot for v in variables for slot in v.binds]
         if variables and len(bound) == len(set(bound)):
-            taken[alias] = OverloadPlan(alias, plan.followed_within(variables))
+            promotion = plan.promotion if of.same_operator else None
+            taken[alias] = OverloadPlan(alias, plan.followed_within(variables), own.conflicts if own is not None else (), promotion=promotion)
     return taken

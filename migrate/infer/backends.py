@@ -8,6 +8,9 @@ claim for CUDA is (complex32 ``cos``); a dtype they name for neither device (uin
 it) takes CPU's verdict. Claims are what PyTorch's CI tests, a lower bound of what a kernel takes; the set is
 said to rest on them (``CLAIMED``). With no claim at its slots nothing is stated for CUDA: it reads as the union.
 
+A backend the entry's ``dispatch:`` gives no kernel (``histogram.bins_tensor`` lists CPU and MPS) takes no dtype
+there, whatever OpInfo claims: its set is empty (``NO_KERNEL``).
+
 A recording (``--recording``) replaces what a backend's set rests on at the overloads it covers: its verdicts, read
 as the inference reads the CPU's (``Recorded``: each slot's set), are that backend's set; a recorded CUDA set
 replaces OpInfo's claims, so the union is then the CPU's set and CUDA's; a recorded CPU set replaces the CPU's
@@ -19,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from migrate.model.backends import CLAIMED, OBSERVED, BackendSet
+from migrate.model.backends import CLAIMED, NO_KERNEL, OBSERVED, BackendSet
 from migrate.model.dtypes import DType, canonical
 from migrate.model.plan import OverloadPlan, Variable
 
@@ -68,11 +71,24 @@ def _backends(
     return union, (BackendSet("CPU", cpu, cpu_basis), BackendSet("CUDA", cuda, cuda_basis))
 
 
-def with_backends(plan: OverloadPlan, claims: Claims, recorded: Mapping[str, Recorded] | None = None) -> OverloadPlan:
+def _without_cuda_kernel(variable: Variable, stated: tuple[tuple[DType, ...], tuple[BackendSet, ...]]) -> tuple[tuple[DType, ...], tuple[BackendSet, ...]]:
+    """The variable's union and sets per backend where no CUDA kernel backs the entry: CUDA's set is empty (a list's
+    set depends on other variables: it has none per backend)."""
+    union, backends = stated
+    if variable.listed:
+        return stated
+    cpu = next((b for b in backends if b.key == "CPU"), BackendSet("CPU", union, OBSERVED))
+    return union, (cpu, BackendSet("CUDA", (), NO_KERNEL))
+
+
+def with_backends(plan: OverloadPlan, claims: Claims, recorded: Mapping[str, Recorded] | None = None, cuda_kernel: bool = True) -> OverloadPlan:
     """The plan with each variable's sets per backend where they differ (``claims``: the overload's own OpInfos';
-    ``recorded``: per dispatch key, the sets a recording gives this overload)."""
+    ``recorded``: per dispatch key, the sets a recording gives this overload; ``cuda_kernel``: whether the entry's
+    ``dispatch:`` gives CUDA a kernel)."""
     by_slot = {slot: (cpu, cuda) for slot, cpu, cuda in claims}
     stated = [_backends(v, by_slot, recorded or {}) for v in plan.variables]
+    if not cuda_kernel and "CUDA" not in (recorded or {}):
+        stated = [_without_cuda_kernel(v, s) for v, s in zip(plan.variables, stated)]
     if not any(backends for _, backends in stated) and all(union == v.dtypes for v, (union, _) in zip(plan.variables, stated)):
         return plan
     variables = tuple(replace(v, dtypes=union, backends=backends) for v, (union, backends) in zip(plan.variables, stated))

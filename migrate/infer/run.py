@@ -22,6 +22,7 @@ from migrate.evidence.recording import RecordingSummary
 from migrate.infer.aliases import alias_plans
 from migrate.infer.backends import Claims, Recorded, with_backends
 from migrate.infer.dtype_arguments import with_dtype_arguments
+from migrate.infer.families import family_claims
 from migrate.infer.merge import merge_overload, with_follows
 from migrate.infer.naming import backend_sets, global_sets, name_variables
 from migrate.infer.promotion_findings import promotion_findings
@@ -80,6 +81,9 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
             merged.update(group_siblings(native, merged))
     merged.update(sibling_promotions(native, merged, promotions))  # issue 31: in-place and out= promote as their functional does
     merged.update(with_fixed_returns(native, merged, sources))  # a return its own calls fixed at one dtype keeps it
+    if sources.groups:
+        merged.update(family_claims(native, merged))  # one kernel: the functional's claims for other devices are its siblings'
+    merged.update(alias_plans(sources.aliases, merged))  # an OpInfo alias declares what its target finally declares
     return merged
 
 
@@ -123,7 +127,11 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
     names = [e.name for e in native.entries]
     merged = _merged(native, sources)
     recorded, summaries = _recorded_sets(native, sources)
-    planned = {name: with_backends(plan, _cuda_claims(native, sources, name), recorded.get(name, {})) for name, plan in merged.items() if plan.variables}
+    planned = {
+        name: with_backends(plan, _cuda_claims(native, sources, name), recorded.get(name, {}), native.has_kernel(native.by_name[name], "CUDA"))
+        for name, plan in merged.items()
+        if plan.variables
+    }
     unions = global_sets(native, planned.values(), sources.existing_sets, sources.global_sets)
     set_names = {g.dtypes: g.name for g in unions}  # a variable is named by its union's set alone
     named = [name_variables(planned[name], native.by_name[name].schema, set_names) for name in names if name in planned]

@@ -14,7 +14,7 @@ from migrate.model.plan import GROUPS, Evidence, OverloadPlan
 from migrate.model.schema import TypedSchema
 
 
-def _sibling_slot(slot: str, sibling: TypedSchema, functional: TypedSchema) -> tuple[str, ...]:
+def sibling_slot(slot: str, sibling: TypedSchema, functional: TypedSchema) -> tuple[str, ...]:
     """Where a functional overload's slot stands in a sibling: same argument, or the return and its out= argument."""
     if not slot.startswith("return."):
         own = sibling.slot(slot)
@@ -43,12 +43,12 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
             if sibling_name == name:
                 continue
             sibling = native.by_name[sibling_name].schema
-            covered = {s for variable in plan.variables for slot in variable.binds for s in _sibling_slot(slot, sibling, functional)}
+            covered = {s for variable in plan.variables for slot in variable.binds for s in sibling_slot(slot, sibling, functional)}
             own = written_by_own_calls(plans.get(sibling_name, OverloadPlan(sibling_name, ())), sibling, covered)
             bound = {s for v in own.variables for s in v.binds}
             variables = []
             for variable in plan.variables:
-                binds = tuple(s for slot in variable.binds for s in _sibling_slot(slot, sibling, functional) if s not in bound)
+                binds = tuple(s for slot in variable.binds for s in sibling_slot(slot, sibling, functional) if s not in bound)
                 if binds:
                     evidence = (Evidence(GROUPS, f"from {name}", variable.dtypes, binds),)
                     variables.append(replace(variable, binds=binds, evidence=evidence))

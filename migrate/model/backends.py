@@ -21,6 +21,7 @@ DEVICES = {"cpu": "CPU", "cuda": "CUDA"}
 
 OBSERVED = "observed"  # the CPU set: the dtypes CPU calls ran with (the union less the dtypes only CUDA claims)
 CLAIMED = "OpInfo claims"  # the CUDA set: what the overload's own OpInfo claims for CUDA, a lower bound
+NO_KERNEL = "no kernel"  # the empty set of a backend the entry's dispatch: gives no kernel (histogram's CUDA)
 UNION = "the union"  # a backend no set is stated for: it reads as the entry's type_constraints
 
 SetValue = Union[str, tuple[DType, ...]]

@@ -230,18 +230,24 @@ class NativeFunctions:
         return {name: entry for entry in self.entries for name in self.autogen_names(entry) if name not in self.by_name}
 
     def has_cpu_kernel(self, entry: Entry) -> bool:
-        """Whether CPU calls can reach a kernel of the entry: no ``dispatch:`` (CompositeImplicitAutograd), a
-        CPU or composite key, or a ``structured_delegate:`` that has one; not when only CUDA, MPS, quantized,
-        sparse, nested or other backends' keys are listed."""
+        """Whether CPU calls can reach a kernel of the entry (``has_kernel``)."""
+        return self.has_kernel(entry, "CPU")
+
+    def has_kernel(self, entry: Entry, key: str) -> bool:
+        """Whether calls on this dispatch key's tensors (CPU, CUDA) can reach a kernel of the entry: no ``dispatch:``
+        (CompositeImplicitAutograd), the key or a composite key, a ``ufunc_inner_loop:`` (torchgen generates its CPU
+        and CUDA kernels), or a ``structured_delegate:`` that has one; not when only other backends' keys are listed."""
         fields = self.fields(entry)
         delegate = fields.get("structured_delegate")
         if isinstance(delegate, str) and delegate in self.by_name and delegate != entry.name:
-            return self.has_cpu_kernel(self.by_name[delegate])
+            return self.has_kernel(self.by_name[delegate], key)
+        if fields.get("ufunc_inner_loop") and key in _UFUNC_KEYS:
+            return True
         dispatch = fields.get("dispatch")
         if not isinstance(dispatch, dict):
             return True
-        keys = {key.strip() for keys in dispatch for key in str(keys).split(",")}
-        return bool(keys & _CPU_REACHING_KEYS)
+        keys = {k.strip() for keys in dispatch for k in str(keys).split(",")}
+        return bool(keys & (_COMPOSITE_KEYS | {key}))
 
     @functools.cached_property
     def groups(self) -> OverloadGroups:
@@ -249,10 +255,9 @@ class NativeFunctions:
         return OverloadGroups(self)
 
 
-_CPU_REACHING_KEYS = frozenset(
-    {"CPU", "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "Math", "DefaultBackend"}
-)
-"""Dispatch keys whose kernel a call on CPU tensors can reach (torchgen's names; Math and DefaultBackend are their old spellings)."""
+_COMPOSITE_KEYS = frozenset({"CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional", "Math", "DefaultBackend"})
+"""Dispatch keys whose kernel a call on any backend's tensors can reach (torchgen's names; Math and DefaultBackend are their old spellings)."""
+_UFUNC_KEYS = frozenset({"CPU", "CUDA"})  # the backends torchgen generates a ufunc_inner_loop's kernels for
 
 
 def close_matches(name: str, names) -> str:

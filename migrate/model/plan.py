@@ -36,6 +36,7 @@ KERNEL = "kernel"  # dtypes a composite kernel that reads only metadata accepted
 HAND = "hand"  # written by a person in the yaml
 EMPTY = "empty"  # calls with an empty tensor (observed or probed): ATen returned before its dtype dispatch; never acceptance
 SOURCES = (TORCHLIB, OPINFO, DECLARED, GROUPS, ALIASES, PROBE, KERNEL, HAND, EMPTY)
+FAMILY_CLAIM = "the kernel family's claim"  # the provenance of a declared claim an in-place or out= sibling takes from its functional
 
 
 def _dtypes_json(dtypes: tuple[DType, ...]) -> list[str]:

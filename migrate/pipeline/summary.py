@@ -13,7 +13,7 @@ from migrate.model.backends import BACKEND_KEYS, BACKENDS_KEY, CLAIMED, OBSERVED
 from migrate.model.dtypes import PREFIX, TENSOR_DTYPES, DType
 from migrate.model.global_sets import constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions
-from migrate.model.plan import KERNEL, OPINFO, SOURCES, Plan, Variable
+from migrate.model.plan import FAMILY_CLAIM, KERNEL, OPINFO, SOURCES, Plan, Variable
 from migrate.model.promotion import counts_by_kind
 from migrate.model.verdict import ACCEPTED, DTYPE_ARGUMENT, PROBE_CALL, PROMOTION_CALL, REJECTED, SCHEMA_CALL, VERDICTS
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, YamlResult
@@ -251,6 +251,7 @@ class BackendsSummary:
     basis: dict[str, str]  # what each backend's set rests on
     verdicts: dict[str, dict[str, int]] = field(default_factory=dict)  # per dispatch key, (variable, dtype) pairs by verdict
     observed_at: dict[str, dict[str, int]] = field(default_factory=dict)  # CPU's accepted and rejected pairs by where observed
+    family_claims: tuple[int, int] = (0, 0)  # siblings that took their functional's claims for CUDA, and their (variable, dtype) pairs
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -260,6 +261,7 @@ class BackendsSummary:
             "from": dict(self.basis),
             "verdicts": {key: dict(counts) for key, counts in self.verdicts.items()},
             "observed_at": {verdict: dict(counts) for verdict, counts in self.observed_at.items()},
+            "family_claims": {"overloads": self.family_claims[0], "pairs": self.family_claims[1]},
         }
 
     def lines(self) -> list[str]:
@@ -267,6 +269,8 @@ class BackendsSummary:
         only = ", ".join(f"{key} only {n}" for key, n in self.only.items())
         basis = ", ".join(f"{key.lower()}: {basis}" for key, basis in self.basis.items())
         lines = [f"{BACKENDS_KEY}: {self.entries} entries state sets per backend ({keys}); (variable, dtype) pairs {only}; {basis} (a lower bound)"]
+        siblings, pairs = self.family_claims
+        lines.append(f"kernel families: {siblings} in-place and out= overloads take their functional's claims for CUDA ({pairs} (variable, dtype) pairs)")
         for key, counts in self.verdicts.items():
             lines.append(f"verdicts on {key}: " + ", ".join(f"{verdict} {n}" for verdict, n in counts.items()) + " (per variable and dtype)")
         for verdict, counts in ((v, c) for v, c in self.observed_at.items() if any(c.values())):
@@ -316,6 +320,8 @@ def backends_summary(plan: Plan, native_functions: bytes) -> BackendsSummary:
                 cuda_verdicts[AS_THE_UNION if dtype in variable.dtypes else OUTSIDE] += 1
             else:
                 cuda_verdicts[OUTSIDE if dtype not in cuda.dtypes else CLAIMED_FOR_CUDA if cuda.basis == CLAIMED else RECORDED] += 1
+    claimed = [sum(len(e.dtypes) for e in v.evidence if e.provenance.startswith(FAMILY_CLAIM)) for o in plan.overloads for v in o.variables]
+    siblings = sum(1 for o in plan.overloads if any(e.provenance.startswith(FAMILY_CLAIM) for v in o.variables for e in v.evidence))
     return BackendsSummary(
         entries,
         by_key,
@@ -323,6 +329,7 @@ def backends_summary(plan: Plan, native_functions: bytes) -> BackendsSummary:
         {"CPU": OBSERVED, "CUDA": CLAIMED},
         {"CPU": {v: cpu_verdicts[v] for v in VERDICTS}, "CUDA": {v: cuda_verdicts[v] for v in (RECORDED, CLAIMED_FOR_CUDA, AS_THE_UNION, OUTSIDE)}},
         {outcome: {where: counts[where] for where in WHERE_OBSERVED} for outcome, counts in observed_at.items()},
+        (siblings, sum(claimed)),
     )
 
 

@@ -24,6 +24,7 @@ class AliasOf:
     target: str
     slots: tuple[tuple[str, str], ...]  # (alias slot, target slot)
     why: str  # 'alias of clamp (OpInfo alias list)', 'forwards to clamp.Tensor'
+    same_operator: bool = False  # an OpInfo alias: another name of the target's operator, not a kernel that calls it
 
 
 def _tensor_slots(native: NativeFunctions, name: str) -> tuple[str, ...]:
@@ -32,17 +33,19 @@ def _tensor_slots(native: NativeFunctions, name: str) -> tuple[str, ...]:
 
 def alias_overloads(native: NativeFunctions, pairs: Iterable[tuple[str, str]], forwards: Iterable[Forward] = ()) -> dict[str, AliasOf]:
     """Alias overload -> what it stands for: OpInfo alias pairs ('clip' -> 'clamp', every overload of
-    equal tensor slots), then overloads forwarding to another; both overloads in the yaml."""
+    equal tensor slots, and the in-place operators: 'clip_' -> 'clamp_'), then overloads forwarding to another; both
+    overloads in the yaml."""
     aliases: dict[str, AliasOf] = {}
     by_operator: dict[str, list[str]] = {}
     for name in native.by_name:
         by_operator.setdefault(name.partition(".")[0], []).append(name)
-    for alias, target in sorted(set(pairs)):
+    operators = {(alias, target) for alias, target in pairs} | {(f"{alias}_", f"{target}_") for alias, target in pairs}  # in-place too
+    for alias, target in sorted(operators):
         for name in by_operator.get(alias, ()):
             overload = name.partition(".")[2]
             wanted = f"{target}.{overload}" if overload else target
             if wanted in native.by_name and (slots := _tensor_slots(native, name)) == _tensor_slots(native, wanted):
-                aliases.setdefault(name, AliasOf(wanted, tuple(zip(slots, slots)), f"alias of {wanted} (OpInfo alias list)"))
+                aliases.setdefault(name, AliasOf(wanted, tuple(zip(slots, slots)), f"alias of {wanted} (OpInfo alias list)", same_operator=True))
     for forward in sorted(forwards, key=lambda f: f.overload):
         if forward.overload in native.by_name and forward.target in native.by_name:
             known = set(_tensor_slots(native, forward.overload)), set(_tensor_slots(native, forward.target))

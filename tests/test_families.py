@@ -1,0 +1,145 @@
+"""One kernel, one declaration: the overloads of a ``structured_delegate`` family run one kernel per backend, so on CPU
+and on CUDA the functional and its out= allow the same dtypes at each input they share, and the in-place the
+functional's dtypes whose result casts back into ``self``. Checked over the real full run, every family."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from migrate.model.declared import declared_with_backends
+from migrate.model.global_sets import GlobalSetsFile
+from migrate.model.native import NativeFunctions, sibling_constraints_path
+
+pytestmark = pytest.mark.slow  # the full run
+
+BACKENDS = ("CPU", "CUDA")
+# (out=, input): the out= overload ties this input to its ``out`` tensor in one variable, and its own calls refused
+# what the functional's calls ran with, ATen's message naming the out tensor.
+EXCEPTIONS = {
+    ("lerp.Tensor_out", "weight"): "Found dtype Bool but expected Float",
+    ("nll_loss_backward.grad_input", "total_weight"): "Expected out tensor to have dtype float, but got bool instead",
+    ("upsample_bicubic2d_backward.grad_input", "grad_output"): "Expected out tensor to have dtype float, but got bool instead",
+    ("_upsample_bilinear2d_aa.out", "self"): "Expected out tensor to have dtype float, but got bool instead",
+    ("_linalg_svd.U", "A"): "Expected out tensor to have dtype float, but got c10::complex<float> instead",
+}
+
+
+def _families(native: NativeFunctions) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for entry in native.entries:
+        delegate = native.fields(entry).get("structured_delegate")
+        if delegate in native.by_name:
+            found.setdefault(delegate, []).append(entry.name)
+    return found
+
+
+def _sets(native: NativeFunctions, sets, name: str) -> tuple[dict[str, dict[str, frozenset]], dict[str, str]]:
+    """Per slot, each backend's dtypes; and per slot, its variable's name."""
+    per_slot, variable_of = {}, {}
+    for variable in declared_with_backends(native, native.by_name[name], sets):
+        stated = {b.key: frozenset(b.dtypes) for b in variable.backends}
+        for slot in variable.binds:
+            per_slot[slot] = {key: stated.get(key, frozenset(variable.dtypes)) for key in BACKENDS}
+            variable_of[slot] = variable.name
+    return per_slot, variable_of
+
+
+def _is_inplace(name: str) -> bool:
+    return name.split(".")[0].endswith("_")
+
+
+def test_every_structured_delegate_family_declares_one_kernels_dtypes(full_run: Path):
+    path = full_run / "native_functions.yaml"
+    native = NativeFunctions.load(path)
+    sets = GlobalSetsFile.load(sibling_constraints_path(path)).by_name
+    families = _families(native)
+    assert len(families) >= 270
+    disagreeing, inplace_checked = {}, 0
+    for out, members in families.items():
+        out_sets, _ = _sets(native, sets, out)
+        for functional in (m for m in members if not _is_inplace(m)):
+            own, variable_of = _sets(native, sets, functional)
+            for slot, backends in own.items():
+                if slot.startswith("return.") or slot not in out_sets:
+                    continue
+                for key in BACKENDS:
+                    if backends[key] != out_sets[slot][key]:
+                        disagreeing.setdefault((out, slot), set()).add(key)
+            for inplace in (m for m in members if _is_inplace(m)):
+                mutated, _ = _sets(native, sets, inplace)
+                if "self" not in mutated or "self" not in own:
+                    continue
+                same_result = variable_of.get("return.0") == variable_of["self"]  # the result is self's dtype: it casts back
+                for key in BACKENDS:
+                    inplace_checked += 1
+                    if same_result:
+                        assert mutated["self"][key] == own["self"][key], (inplace, functional, key)
+                    else:
+                        assert mutated["self"][key] <= own["self"][key], (inplace, functional, key)
+    assert inplace_checked > 200
+    assert set(disagreeing) == set(EXCEPTIONS), sorted(set(disagreeing) ^ set(EXCEPTIONS))
+
+
+@pytest.mark.parametrize("overload, slot", sorted(EXCEPTIONS))
+def test_each_exception_ties_the_input_to_the_out_tensor_and_the_report_has_atens_refusal(full_run: Path, overload, slot):
+    import json
+
+    schema = NativeFunctions.load(full_run / "native_functions.yaml").by_name[overload].schema
+    written = {s.name for s in schema.slots if not s.is_return and "!" in s.alias}
+    report = json.loads((full_run / "report.json").read_text())
+    (plan,) = [o for o in report["overloads"] if o["name"] == overload]
+    (variable,) = [v for v in plan["variables"] if slot in v["binds"]]
+    assert written & set(variable["binds"]), variable["binds"]
+    assert EXCEPTIONS[overload, slot] in " ".join(variable["verdicts"]["messages"].values())
+
+
+def test_the_siblings_of_a_functional_claimed_for_cuda_take_its_claim(full_run: Path):
+    """complex32 ``cos`` is OpInfo's claim for CUDA: ``cos_`` and ``cos.out`` run the same kernel there."""
+    path = full_run / "native_functions.yaml"
+    native = NativeFunctions.load(path)
+    sets = GlobalSetsFile.load(sibling_constraints_path(path)).by_name
+    for name in ("cos", "cos_", "cos.out", "div.Tensor", "div_.Tensor", "div.out"):
+        per_slot, _ = _sets(native, sets, name)
+        assert "torch.complex32" in {str(d) for d in per_slot["self"]["CUDA"]}, name
+        assert "torch.complex32" not in {str(d) for d in per_slot["self"]["CPU"]}, name
+
+
+def test_a_backend_no_kernel_backs_takes_no_dtype_there(full_run: Path):
+    """histogram.bins_tensor's dispatch: names CPU and MPS: on CUDA no call reaches a kernel, whatever OpInfo claims."""
+    path = full_run / "native_functions.yaml"
+    native = NativeFunctions.load(path)
+    sets = GlobalSetsFile.load(sibling_constraints_path(path)).by_name
+    per_slot, _ = _sets(native, sets, "histogram.bins_tensor")
+    assert all(backends["CUDA"] == frozenset() and backends["CPU"] for backends in per_slot.values()), per_slot
+    assert "dispatch_dtypes: {CUDA: {TFloat: []}}" in path.read_text().split("- func: histogram.bins_tensor(", 1)[1].split("\n- func:", 1)[0]
+
+
+ALIASES = {
+    "arccos": "acos",
+    "arccos_": "acos_",
+    "arccos.out": "acos.out",
+    "clip": "clamp",
+    "clip_": "clamp_",
+    "clip.Tensor": "clamp.Tensor",
+    "clip.out": "clamp.out",
+    "concat": "cat",
+    "concat.out": "cat.out",
+}
+ANNOTATIONS = ("type_constraints:", "type_promotion:", "dispatch_dtypes:")
+
+
+def _declared_lines(text: str, name: str) -> tuple[str, ...]:
+    """The entry's schema after its name, and its annotation lines (autocast aside: registrations are per name)."""
+    entry = text.split(f"\n- func: {name}(", 1)[1].split("\n- func:", 1)[0]
+    schema, *rest = entry.split("\n")
+    return ("(" + schema, *(line for line in rest if line.strip().startswith(ANNOTATIONS)))
+
+
+@pytest.mark.parametrize("alias", sorted(ALIASES))
+def test_an_alias_declares_what_its_target_declares(full_run: Path, alias):
+    text = (full_run / "native_functions.yaml").read_text()
+    target = ALIASES[alias]
+    assert _declared_lines(text, alias) == _declared_lines(text, target)
+    assert any(line.strip().startswith("type_promotion:") for line in _declared_lines(text, target))
