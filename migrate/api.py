@@ -33,7 +33,7 @@ from migrate.model.constraint import ConstraintList
 from migrate.model.dtypes import TENSOR_DTYPES, DType
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.names import OverloadName
-from migrate.model.native import sibling_constraints_path
+from migrate.model.native import close_matches, sibling_constraints_path
 
 ZERO_DIM = ":0d"  # 'float64:0d': a 0-dim tensor of that dtype
 
@@ -149,9 +149,17 @@ class LoadedDeclarations:
         self.path = declarations.path
         self._set_names = dict(set_names)
 
+    def _resolve(self, overload: str) -> tuple[Any, OverloadName]:
+        """The overload's OpOverload and name; one this torch lacks is an error naming the yaml's closest names."""
+        try:
+            return _resolve(overload)
+        except InputError as exc:
+            asked = overload.removeprefix("aten::")
+            raise InputError(f"{exc.message}{close_matches(asked, self.declarations.by_name)}") from None
+
     def accepts(self, overload: str, /, **values: Any) -> Verdict:
         """Whether the yaml declares a call of ``overload`` with these values by argument name (``return.0`` too)."""
-        func, name = _resolve(overload)
+        func, name = self._resolve(overload)
         self._refuse_a_packet(name)
         slots = torch_private.overload_slots(func)
         schema_arguments = list(torch_private.argument_positions(func))
@@ -195,7 +203,7 @@ class LoadedDeclarations:
 
         A ``Tensor[]`` slot is asked with a one-element list. An overload the yaml declares nothing for gives ().
         """
-        func, _ = _resolve(overload)
+        func, _ = self._resolve(overload)
         holds_list = {slot: is_list for _, slot, _, is_list in torch_private.overload_slots(func).arguments}
         found = []
         for dtype in TENSOR_DTYPES:

@@ -33,7 +33,7 @@ from migrate.pipeline import (
     promotion_rules,
     reference,
 )
-from migrate.show import native_functions_to_show, show
+from migrate.show import native_functions_to_show, show, torchlib_to_show
 from migrate.write.outputs import commit, print_diff, replacing, unified_diff
 
 EXIT_OK, EXIT_PENDING, EXIT_BAD_INPUT, EXIT_VIOLATIONS = 0, 1, 2, 3
@@ -102,6 +102,7 @@ def _run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--report", type=Path, metavar="FILE", help="write the applied plan and its evidence as JSON")
     parser.add_argument("--overwrite", action="store_true", help="replace hand-written constraints and global sets")
     parser.add_argument("--yaml-only", action="store_true", help="write the yaml files only; leave torchlib as it is")
+    parser.add_argument("-v", "--verbose", action="store_true", help="with --op: the whole file's statistics too (always in --report)")
     parser.add_argument("--refresh", action="store_true", help="run the OpInfo samples (and autocast observations) again instead of reading the cache")
     parser.add_argument("--autocast-source", type=Path, metavar="DIR", help="read autocast policies from this source tree's autocast_mode.cpp/.h")
     parser.add_argument("--export-check", action="store_true", help="check the torchlib's exports first (dtype-migrate export-check) for the rewrite")
@@ -131,15 +132,16 @@ def run(args: argparse.Namespace) -> int:
         session.refuse_installed(args.yaml_only)
     request = RunRequest(args.plan, args.overwrite, args.yaml_only, args.out, args.report, args.export_check)
     migration = session.migrate(request)
-    text = migration.text
+    text = migration.summary.text(whole=not args.op or args.verbose)  # an --op run says what it changed; -v the whole file
     report = [migration.report] if migration.report is not None else []
     if args.dry_run or args.check:
         commit(report)
     if args.dry_run:
         print_diff(unified_diff(list(migration.outputs)))
     elif args.check:
-        sys.stderr.write(text)
-        return EXIT_PENDING if migration.changed else EXIT_OK
+        pending = [o.target for o in migration.outputs if o.changed]
+        sys.stderr.write(text + "".join(f"would change: {target}\n" for target in pending))
+        return EXIT_PENDING if pending else EXIT_OK
     else:
         written = set(commit([*migration.outputs, *report], write_unchanged=args.out is not None))
         changed = {o.target for o in migration.outputs if o.changed}
@@ -165,7 +167,10 @@ def _lower_parser() -> argparse.ArgumentParser:
 
 
 def run_lower(args: argparse.Namespace) -> int:
-    _emit(lowered(args.file), args.output)
+    plain = lowered(args.file)
+    if plain == args.file.read_bytes():
+        sys.stderr.write(f"dtype-migrate lower: {args.file} declares no dtype (no type variable or annotation line): nothing to lower\n")
+    _emit(plain, args.output)
     return EXIT_OK
 
 
@@ -173,7 +178,8 @@ def _show_parser() -> argparse.ArgumentParser:
     parser = _parser(
         "dtype-migrate show",
         "Print what the yaml declares for an overload and the call and ATen's message refusing each dtype it leaves out "
-        "(-v: every source's evidence). Reads --native-functions, else out/native_functions.yaml when it exists, else the installed yaml.",
+        "(-v: every source's evidence). Reads --native-functions, else out/native_functions.yaml when it exists, else the installed yaml; "
+        "and --torchlib, else the torch_lib/ beside that yaml when it exists, else the installed one.",
         "dtype-migrate show add.Tensor",
     )
     parser.add_argument("name")
@@ -184,6 +190,7 @@ def _show_parser() -> argparse.ArgumentParser:
 
 def run_show(args: argparse.Namespace) -> int:
     args.native_functions = native_functions_to_show(args.native_functions)
+    args.torchlib = torchlib_to_show(args.native_functions, args.torchlib)
     return show(Session(_options(args)), args.name, args.verbose)
 
 

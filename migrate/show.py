@@ -40,6 +40,15 @@ def native_functions_to_show(given: Path | None) -> Path | None:
     return MIGRATED if MIGRATED.is_file() else None
 
 
+def torchlib_to_show(native_functions: Path | None, given: Path | None) -> Path | None:
+    """The torch_lib ``show`` reads: the one given, else the ``torch_lib/`` a run wrote beside the yaml it reads (the
+    rewritten functions of that run, not the installed ones from before it), else None (the installed one)."""
+    if given is not None or native_functions is None:
+        return given
+    beside = Path(native_functions).parent / "torch_lib"
+    return beside if beside.is_dir() else None
+
+
 class ShowContext:
     """The inputs of one ``show`` run: the session, and what every runtime source and autocast say about each overload
     shown (``Session.evidence_of``)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ from migrate.check.checker import DtypeViolation, checking
 from migrate.errors import InputError
 from migrate.model.dtypes import named
 from tests.conftest import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Hand-written declarations of what ATen's CPU kernels take (docs/format.md's sdpa example among them).
 DECLARED = """\
@@ -208,6 +212,8 @@ def test_bad_questions_are_input_errors(declared_path, capfd):
         decl.accepts("mm", self="float33")
     with pytest.raises(InputError, match="no overload aten::mm.nothing"):
         decl.accepts("mm.nothing", self="float32")
+    with pytest.raises(InputError, match=r"no overload aten::add.Tensr \(close matches: add.Tensor"):
+        decl.accepts("add.Tensr", self="float32", other="float32")
     code, _, err = run_cli(capfd, "accepts", "mm", "self", "--native-functions", declared_path)
     assert code == 2 and "expected ARG=VALUE" in err
 
@@ -218,3 +224,14 @@ def test_a_packet_name_lists_the_overloads_the_yaml_declares(declared_path, capf
     assert (code, out) == (2, "")
     assert err == "dtype-migrate: error: add is a packet of overloads, and native_functions.yaml declares none of that name alone: name one of add.Tensor, add.out\n"
     assert load_declarations(declared_path).accepts("sqrt", self="float32")  # a default overload the yaml declares answers
+
+
+def test_the_checker_example_of_api_md_prints_what_the_page_shows(tmp_path):
+    """docs/api.md's runtime-checker block, run as a script in an empty folder; its output is the page's next block."""
+    page = (ROOT / "docs" / "api.md").read_text().split("## The runtime checker", 1)[1]
+    code = page.split("```python\n", 1)[1].split("```", 1)[0]
+    shown = page.split("prints (the test suite runs this block and compares):\n\n```\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "example.py").write_text(code)
+    result = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == shown

@@ -61,10 +61,13 @@ def test_dry_run_writes_nothing_and_its_diff_applies_to_the_bytes_of_the_real_ru
 def test_check_exits_1_while_changes_are_pending_and_0_after(workdir, capfd):
     args = ARGS
     before = snapshot(workdir)
-    assert run_cli(capfd, *args, "--check")[0] == 1
+    code, _, err = run_cli(capfd, *args, "--check")
+    assert code == 1 and "would change: native_functions.yaml\n" in err  # the paths as given (here relative)
+    assert "would change: type_constraints.yaml\n" in err and "would change: torch_lib/ops/core.py\n" in err
     assert snapshot(workdir) == before
     assert run_cli(capfd, *args)[0] == 0
-    assert run_cli(capfd, *args, "--check")[0] == 0
+    code, _, err = run_cli(capfd, *args, "--check")
+    assert code == 0 and "would change" not in err
     code, diff, _ = run_cli(capfd, *args, "--dry-run")
     assert code == 0 and diff == ""
 
@@ -304,3 +307,18 @@ def test_show_reads_the_given_yaml_else_the_migrated_one_in_out_else_the_install
     (tmp_path / "out" / "native_functions.yaml").write_text("")
     assert native_functions_to_show(None) == Path("out/native_functions.yaml")
     assert native_functions_to_show(tmp_path / "given.yaml") == tmp_path / "given.yaml"
+
+
+def test_lower_of_a_plain_file_says_there_is_nothing_to_lower(tmp_path, capfd):
+    code, out, err = run_cli(capfd, "lower", REAL_NATIVE_FUNCTIONS, "-o", tmp_path / "plain.yaml")
+    assert code == 0 and (tmp_path / "plain.yaml").read_bytes() == REAL_NATIVE_FUNCTIONS.read_bytes()
+    assert err == f"dtype-migrate lower: {REAL_NATIVE_FUNCTIONS} declares no dtype (no type variable or annotation line): nothing to lower\n"
+
+
+def test_an_op_run_says_what_it_changed_and_v_the_whole_files_statistics(tmp_path, capfd):
+    out = tmp_path / "out"
+    code, _, err = run_cli(capfd, "--op", "add", "--evidence", "torchlib", "--out", out)
+    assert code == 0
+    assert [line.split(":")[0].split(" ")[0] for line in err.splitlines()] == ["overloads", "torchlib", "torchlib", "wrote"]
+    code, _, verbose = run_cli(capfd, "--op", "add", "--evidence", "torchlib", "--out", tmp_path / "v", "-v")
+    assert code == 0 and "coverage of the written yaml:" in verbose and len(verbose.splitlines()) > 2 * len(err.splitlines())

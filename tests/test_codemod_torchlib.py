@@ -208,7 +208,7 @@ def _build(shared: Path) -> dict:
         copy = shared / variant
         shutil.copytree(installed, copy / "onnxscript", ignore=shutil.ignore_patterns("__pycache__"))
         root = copy / "onnxscript" / "function_libs" / "torch_lib"
-        stages = StageCache.at(shared / "cache")
+        stages = StageCache.at()  # keyed by content: the copies read what any run derived from the same torch_lib
         evidence = scan_torchlib(root, native, stages)
         sources = Sources(
             torchlib=evidence.overloads,

@@ -188,8 +188,8 @@ def test_a_given_argument_sets_the_return_exactly_and_none_takes_the_other_membe
     (wrong,) = judge(check, ([2],), {"dtype": torch.int64}, torch.zeros(2, dtype=torch.float32))
     assert wrong.kind == OUTSIDE_SET
     assert str(wrong) == (
-        "aten::zeros: return.0 has dtype torch.float32, not in T = [torch.float32, dtype], declared at native_functions.yaml:2 "
-        "(dtype is torch.int64 in this call)"
+        "aten::zeros: return.0 has dtype torch.float32, but dtype=torch.int64 in this call sets T to torch.int64 alone "
+        "(T = [torch.float32, dtype], declared at native_functions.yaml:2)"
     )
     assert judge(check, ([2],), {}, torch.zeros(2, dtype=torch.int64))  # None: int64 is no other member
 
@@ -216,7 +216,7 @@ def test_accepts_reads_a_dtype_argument(tmp_path):
     loaded = load_declarations(native.path)
     assert loaded.accepts("zeros", dtype="int64", **{"return.0": "int64"})
     verdict = loaded.accepts("zeros", dtype="int64", **{"return.0": "float32"})
-    assert not verdict and "dtype is torch.int64 in this call" in verdict.reason
+    assert not verdict and "dtype=torch.int64 in this call sets T to torch.int64 alone" in verdict.reason
     assert "T = [torch.float32, dtype]" in str(verdict)
     assert not loaded.accepts("to.dtype", self="float32", dtype="float64")
 

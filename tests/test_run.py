@@ -359,3 +359,29 @@ def test_integer_matmuls_are_declared_on_cpu_and_not_on_cuda_out_and_inplace_sib
         assert not cuda.accepts(name, **arguments), name
         assert cuda.accepts(name, **{k: "float16" for k in arguments}), name
     assert cuda.accepts("cos", self="complex32") and not cpu.accepts("cos", self="complex32")
+
+
+def test_show_reads_the_torchlib_a_run_wrote_beside_the_yaml(migrated, capfd):
+    """The migrated yaml's own torchlib, rewritten to it: gather's index reads TInt32OrInt64 there, TInt installed."""
+    code, out, _ = run_cli(capfd, "show", "gather", "-v", "--native-functions", migrated / "native_functions.yaml")
+    assert code == 0
+    torchlib = out.split("\n  torchlib:\n", 1)[1].split("\n  opinfo:", 1)[0]  # gather's (gather.out has no registration)
+    assert "TInt32OrInt64 [torch.int32, torch.int64]: index" in torchlib
+    rewritten = (migrated / "torch_lib" / "ops" / "core.py").read_text().splitlines()
+    line = int(torchlib.split("ops/core.py:", 1)[1].split()[0])
+    assert rewritten[line].startswith("def aten_gather(")
+
+
+def test_the_accepts_example_of_api_md_prints_what_the_page_shows(migrated, capfd):
+    """docs/api.md's `accepts sqrt` lines, LINE any line number and `[...]` any rest of a line."""
+    import re
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    shown = page.split("$ dtype-migrate accepts sqrt self=float8_e4m3fn --native-functions out/native_functions.yaml\n", 1)[1].split("```", 1)[0]
+    code, out, _ = run_cli(capfd, "accepts", "sqrt", "self=float8_e4m3fn", "--native-functions", migrated / "native_functions.yaml")
+    assert code == 1
+    printed = out.splitlines()
+    assert len(printed) == len(shown.splitlines())
+    for line, expected in zip(printed, shown.splitlines()):
+        pattern = re.escape(expected).replace("LINE", r"\d+").replace(re.escape("[...]"), r"\[.*")
+        assert re.fullmatch(pattern, line), (line, expected)

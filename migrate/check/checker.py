@@ -304,6 +304,9 @@ class Violation:
         if self.kind == ARGUMENT_OUTSIDE_SET:
             return f"argument {self.slot} is {self.dtype}, not in {self.variable} = {ConstraintList(self.declared)}, declared at {self.where}"
         if self.kind == OUTSIDE_SET:
+            if self.argument and self.argument[1] is not None:  # the call names the dtype: the list's own dtypes do not apply
+                name, value = self.argument
+                return f"{_slot_text(self.slot)} has dtype {self.dtype}, but {name}={value} in this call sets {self.variable} to {value} alone ({declared})"
             took = [f"{name} is {dtype if dtype is not None else 'unbound'}" for name, dtype in self.follows]
             if self.argument:
                 took.append(f"{self.argument[0]} is {self.argument[1] if self.argument[1] is not None else 'None'}")

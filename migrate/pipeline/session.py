@@ -115,11 +115,6 @@ class Migration:
     report: Output | None = None
 
     @property
-    def text(self) -> str:
-        """The summary lines."""
-        return self.summary.text()
-
-    @property
     def changed(self) -> bool:
         return any(o.changed for o in self.outputs)
 

@@ -392,11 +392,15 @@ class RunSummary:
     def to_json(self) -> dict[str, Any]:
         return {name: section.to_json() for name in self._REPORTED if (section := getattr(self, name)) is not None}
 
-    def lines(self) -> list[str]:
-        return [line for name in self._PRINTED if (section := getattr(self, name)) is not None for line in section.lines()]
+    _BRIEF = ("overloads", "torchlib", "conflicts")  # what an --op run prints without -v: what it changed
 
-    def text(self) -> str:
-        return "\n".join(self.lines()) + "\n"
+    def lines(self, whole: bool = True) -> list[str]:
+        """The printed lines: every section, or (``whole`` False) those saying what the run changed."""
+        names = self._PRINTED if whole else tuple(n for n in self._PRINTED if n in self._BRIEF)
+        return [line for name in names if (section := getattr(self, name)) is not None for line in section.lines()]
+
+    def text(self, whole: bool = True) -> str:
+        return "\n".join(self.lines(whole)) + "\n"
 
 
 def run_summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: int, observed: frozenset[str]) -> dict[str, Any]:
