@@ -322,3 +322,35 @@ def test_an_op_run_says_what_it_changed_and_v_the_whole_files_statistics(tmp_pat
     assert [line.split(":")[0].split(" ")[0] for line in err.splitlines()] == ["overloads", "torchlib", "torchlib", "wrote"]
     code, _, verbose = run_cli(capfd, "--op", "add", "--evidence", "torchlib", "--out", tmp_path / "v", "-v")
     assert code == 0 and "coverage of the written yaml:" in verbose and len(verbose.splitlines()) > 2 * len(err.splitlines())
+
+
+@pytest.mark.slow  # three --op runs on the real files
+def test_each_ops_dry_run_patch_applies_at_the_roots_of_the_checkouts_in_turn(tmp_path, capfd):
+    """A yaml laid out as in a pytorch checkout and a torch_lib as in an onnxscript one: each patch names the files by
+    their paths in their checkout, `git apply` at each root takes its part, the next op's patch applies on top, and
+    the result lowers to the original bytes."""
+    pytorch, onnxscript = tmp_path / "pytorch", tmp_path / "onnxscript"
+    native = pytorch / "aten" / "src" / "ATen" / "native" / "native_functions.yaml"
+    torchlib = onnxscript / "onnxscript" / "function_libs" / "torch_lib"
+    native.parent.mkdir(parents=True)
+    shutil.copyfile(REAL_NATIVE_FUNCTIONS, native)
+    shutil.copytree(installed_torchlib(), torchlib, ignore=shutil.ignore_patterns("__pycache__"))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for root in (pytorch, onnxscript):
+        subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+        subprocess.run([*git, "add", "-A"], cwd=root, check=True)
+        subprocess.run([*git, "commit", "-qm", "plain"], cwd=root, check=True)
+    touched = set()
+    for op in ("softmax", "gather", "add"):
+        code, patch, err = run_cli(capfd, "--native-functions", native, "--torchlib", torchlib, "--op", op, "--dry-run")
+        assert code == 0, err
+        (tmp_path / f"{op}.patch").write_text(patch)
+        paths = {line.split(" b/", 1)[1] for line in patch.splitlines() if line.startswith("diff --git ")}
+        assert all(p.startswith(("aten/src/ATen/native/", "onnxscript/function_libs/torch_lib/")) for p in paths), paths
+        touched |= paths
+        subprocess.run(["git", "apply", "--include=aten/*", tmp_path / f"{op}.patch"], cwd=pytorch, check=True)
+        subprocess.run(["git", "apply", "--include=onnxscript/*", tmp_path / f"{op}.patch"], cwd=onnxscript, check=True)
+    assert "aten/src/ATen/native/type_constraints.yaml" in touched and "onnxscript/function_libs/torch_lib/ops/core.py" in touched
+    assert run_cli(capfd, "--native-functions", native, "--torchlib", torchlib, "--op", "add", "--dry-run")[1] == ""  # applied
+    assert run_cli(capfd, "lower", native, "-o", tmp_path / "lowered.yaml")[0] == 0
+    assert (tmp_path / "lowered.yaml").read_bytes() == REAL_NATIVE_FUNCTIONS.read_bytes()

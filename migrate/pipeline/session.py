@@ -66,7 +66,7 @@ from migrate.runtime.torch_private import torch_version
 from migrate.torchlib_source.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
 from migrate.write.continued import EarlierOutput, carried_overloads, carried_sets, changed_functions, merged_native, read_earlier
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan
-from migrate.write.outputs import Output, commit, is_installed_path, read_or_none, replacing
+from migrate.write.outputs import Output, checkout_root, commit, is_installed_path, read_or_none, replacing
 from migrate.write.torchlib.rewrite import TorchlibSummary, rewrite_torchlib, torchlib_outputs, written_form
 
 
@@ -126,12 +126,16 @@ class Targets:
     out: Path | None
 
     def display(self, source: Path, name_under_out: str) -> str:
-        """The diff path: the output's name under --out, else relative to the current folder when the file is in it."""
+        """The diff path: the output's name under --out; else, for a file in a git checkout, its path in that checkout
+        (``git apply`` at the checkout's root takes it), else relative to the current folder when the file is in it."""
         resolved = source.resolve()
+        if self.out is not None or is_installed_path(resolved):
+            return name_under_out
+        root = checkout_root(resolved)
+        if root is not None:
+            return resolved.relative_to(root).as_posix()
         cwd = Path.cwd().resolve()
-        if self.out is None and resolved.is_relative_to(cwd) and not is_installed_path(resolved):
-            return resolved.relative_to(cwd).as_posix()
-        return name_under_out
+        return resolved.relative_to(cwd).as_posix() if resolved.is_relative_to(cwd) else name_under_out
 
     def output(self, source: Path, before: bytes | None, after: bytes) -> Output:
         """The output of an input file: in place, else under --out compared with what the folder holds."""

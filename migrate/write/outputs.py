@@ -48,6 +48,14 @@ def is_installed_path(path: Path) -> bool:
     )
 
 
+def checkout_root(path: Path) -> Path | None:
+    """The root of the git checkout holding ``path`` (the nearest folder above it with a ``.git``), or None."""
+    for folder in Path(path).resolve().parents:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
 def read_or_none(path: Path) -> bytes | None:
     """A file's bytes; None where there is none (a folder in its place is not one: writing there fails later)."""
     try:
