@@ -462,6 +462,11 @@ CASES: tuple[Case, ...] = (
     *_unary("acos_", "sin_", "log_", "rsqrt_", "erf_", "sgn_"),
     *_binary_out("atan2.out"),
     *_binary("atan2_"),
+    # issue 52: an alias is its target (arccos is acos, clip is clamp), in-place and out= included
+    *_unary("arccos", "arccos_"),
+    *_unary_out("arccos.out"),
+    c("clip", "self", lambda d: A(t(d, 2, 3), 0, 3), lambda d: A(t(d, 2, 3), 0.5, 3.5)),
+    c("clip_", "self", lambda d: A(t(d, 2, 3), 0, 3), lambda d: A(t(d, 2, 3), 0.5, 3.5)),
     c("max.dim_max", "self max", lambda d: A(t(d, 2, 3), 1, max=t(d, 2), max_values=ix(I64, 1, 2)), given={"max_values": "int64"}),
     c("min.dim_min", "self min", lambda d: A(t(d, 2, 3), 1, min=t(d, 2), min_indices=ix(I64, 1, 2)), given={"min_indices": "int64"}),
     c("sort.values", "self values", lambda d: A(t(d, 2, 3), values=t(d, 2, 3), indices=ix(I64, 1, 2, 3)), given={"indices": "int64"}),
