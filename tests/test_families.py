@@ -143,3 +143,16 @@ def test_an_alias_declares_what_its_target_declares(full_run: Path, alias):
     target = ALIASES[alias]
     assert _declared_lines(text, alias) == _declared_lines(text, target)
     assert any(line.strip().startswith("type_promotion:") for line in _declared_lines(text, target))
+
+
+def test_the_summary_counts_the_families_the_siblings_that_took_claims_and_the_entries_no_kernel_backs(full_run: Path):
+    import json
+
+    native = NativeFunctions.load(full_run / "native_functions.yaml")
+    backends = json.loads((full_run / "report.json").read_text())["summary"]["backends"]
+    families = _families(native)
+    assert backends["families"] == {"structured_delegate": len(families), "members": sum(len(m) + 1 for m in families.values())}
+    assert backends["family_claims"]["overloads"] >= 50 and backends["family_claims"]["pairs"] >= backends["family_claims"]["overloads"]
+    stating = [e for e in native.entries if not native.has_kernel(e, "CUDA") and "dispatch_dtypes" in native.fields(e)]
+    assert backends["no_kernel"]["CUDA"] == len(stating) >= 30
+    assert all(list(native.fields(e)["dispatch_dtypes"]["CUDA"].values()) == [[]] * len(native.fields(e)["dispatch_dtypes"]["CUDA"]) for e in stating)

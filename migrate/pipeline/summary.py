@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from migrate.model.backends import BACKEND_KEYS, BACKENDS_KEY, CLAIMED, OBSERVED
+from migrate.model.backends import BACKEND_KEYS, BACKENDS_KEY, CLAIMED, NO_KERNEL, OBSERVED
 from migrate.model.dtypes import PREFIX, TENSOR_DTYPES, DType
 from migrate.model.global_sets import constraints_value
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions
@@ -252,6 +252,8 @@ class BackendsSummary:
     verdicts: dict[str, dict[str, int]] = field(default_factory=dict)  # per dispatch key, (variable, dtype) pairs by verdict
     observed_at: dict[str, dict[str, int]] = field(default_factory=dict)  # CPU's accepted and rejected pairs by where observed
     family_claims: tuple[int, int] = (0, 0)  # siblings that took their functional's claims for CUDA, and their (variable, dtype) pairs
+    families: tuple[int, int] = (0, 0)  # structured_delegate families of the file, and their members
+    no_kernel: int = 0  # entries whose CUDA set is empty: their dispatch: gives CUDA no kernel
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -262,6 +264,8 @@ class BackendsSummary:
             "verdicts": {key: dict(counts) for key, counts in self.verdicts.items()},
             "observed_at": {verdict: dict(counts) for verdict, counts in self.observed_at.items()},
             "family_claims": {"overloads": self.family_claims[0], "pairs": self.family_claims[1]},
+            "families": {"structured_delegate": self.families[0], "members": self.families[1]},
+            "no_kernel": {"CUDA": self.no_kernel},
         }
 
     def lines(self) -> list[str]:
@@ -270,7 +274,11 @@ class BackendsSummary:
         basis = ", ".join(f"{key.lower()}: {basis}" for key, basis in self.basis.items())
         lines = [f"{BACKENDS_KEY}: {self.entries} entries state sets per backend ({keys}); (variable, dtype) pairs {only}; {basis} (a lower bound)"]
         siblings, pairs = self.family_claims
-        lines.append(f"kernel families: {siblings} in-place and out= overloads take their functional's claims for CUDA ({pairs} (variable, dtype) pairs)")
+        lines.append(
+            f"kernel families: {self.families[0]} structured_delegate families ({self.families[1]} overloads); {siblings} in-place and "
+            f"out= overloads take their functional's claims for CUDA ({pairs} (variable, dtype) pairs); {self.no_kernel} entries "
+            "state no CUDA dtype: their dispatch: gives CUDA no kernel"
+        )
         for key, counts in self.verdicts.items():
             lines.append(f"verdicts on {key}: " + ", ".join(f"{verdict} {n}" for verdict, n in counts.items()) + " (per variable and dtype)")
         for verdict, counts in ((v, c) for v, c in self.observed_at.items() if any(c.values())):
@@ -291,8 +299,9 @@ def _where_observed(variable: Variable) -> dict[tuple[str, DType], str]:
     return {key: next((w for w in WHERE_OBSERVED if w in kinds), DERIVED) for key, kinds in found.items()}
 
 
-def backends_summary(plan: Plan, native_functions: bytes) -> BackendsSummary:
-    """Counted from the written yaml's lines and the plan's sets per backend and verdicts."""
+def backends_summary(plan: Plan, native_functions: bytes, native: NativeFunctions | None = None) -> BackendsSummary:
+    """Counted from the written yaml's lines and the plan's sets per backend and verdicts (``native``: the file's
+    structured_delegate families too)."""
     by_key: dict[str, int] = dict.fromkeys(BACKEND_KEYS, 0)
     entries = 0
     for line in native_functions.decode("utf-8").splitlines():
@@ -330,7 +339,19 @@ def backends_summary(plan: Plan, native_functions: bytes) -> BackendsSummary:
         {"CPU": {v: cpu_verdicts[v] for v in VERDICTS}, "CUDA": {v: cuda_verdicts[v] for v in (RECORDED, CLAIMED_FOR_CUDA, AS_THE_UNION, OUTSIDE)}},
         {outcome: {where: counts[where] for where in WHERE_OBSERVED} for outcome, counts in observed_at.items()},
         (siblings, sum(claimed)),
+        _families(native) if native is not None else (0, 0),
+        sum(1 for o in plan.overloads if any(b.basis == NO_KERNEL for v in o.variables for b in v.backends)),
     )
+
+
+def _families(native: NativeFunctions) -> tuple[int, int]:
+    """The file's structured_delegate families (an out= kernel and the overloads delegating to it) and their members."""
+    delegating: dict[str, int] = {}
+    for entry in native.entries:
+        delegate = native.fields(entry).get("structured_delegate")
+        if isinstance(delegate, str) and delegate in native.by_name:
+            delegating[delegate] = delegating.get(delegate, 0) + 1
+    return len(delegating), sum(delegating.values()) + len(delegating)
 
 
 @dataclass(frozen=True)
@@ -424,5 +445,5 @@ def run_summary(native: NativeFunctions, plan: Plan, result: YamlResult, scope: 
             sum(1 for o in result.outcomes if o.promotion == KEPT),
         ),
         "validation": ValidationSummary("installed", tuple(sorted(native.groups.unchecked))),
-        "backends": backends_summary(plan, result.native_functions),
+        "backends": backends_summary(plan, result.native_functions, native),
     }
