@@ -15,17 +15,6 @@ from migrate.model.native import NativeFunctions, sibling_constraints_path
 pytestmark = pytest.mark.slow  # the full run
 
 BACKENDS = ("CPU", "CUDA")
-# (out=, input): the out= overload ties this input to its ``out`` tensor in one variable, and its own calls refused
-# what the functional's calls ran with, ATen's message naming the out tensor.
-EXCEPTIONS = {
-    ("lerp.Tensor_out", "weight"): "Found dtype Bool but expected Float",
-    ("nll_loss_backward.grad_input", "total_weight"): "Expected out tensor to have dtype float, but got bool instead",
-    ("upsample_bicubic2d_backward.grad_input", "grad_output"): "Expected out tensor to have dtype float, but got bool instead",
-    ("_upsample_bilinear2d_aa.out", "self"): "Expected out tensor to have dtype float, but got bool instead",
-    ("_linalg_svd.U", "A"): "Expected out tensor to have dtype float, but got c10::complex<float> instead",
-}
-
-
 def _families(native: NativeFunctions) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for entry in native.entries:
@@ -79,20 +68,34 @@ def test_every_structured_delegate_family_declares_one_kernels_dtypes(full_run: 
                     else:
                         assert mutated["self"][key] <= own["self"][key], (inplace, functional, key)
     assert inplace_checked > 200
-    assert set(disagreeing) == set(EXCEPTIONS), sorted(set(disagreeing) ^ set(EXCEPTIONS))
+    assert disagreeing == {}, sorted(disagreeing)
 
 
-@pytest.mark.parametrize("overload, slot", sorted(EXCEPTIONS))
-def test_each_exception_ties_the_input_to_the_out_tensor_and_the_report_has_atens_refusal(full_run: Path, overload, slot):
+OUT_INPUTS = {  # (out=, an input its own calls cast together with the out tensor): ATen's message names the out tensor
+    ("lerp.Tensor_out", "weight"): "Found dtype Bool but expected Float",
+    ("nll_loss_backward.grad_input", "total_weight"): "Expected out tensor to have dtype float, but got bool instead",
+    ("upsample_bicubic2d_backward.grad_input", "grad_output"): "Expected out tensor to have dtype float, but got bool instead",
+    ("_upsample_bilinear2d_aa.out", "self"): "Expected out tensor to have dtype float, but got bool instead",
+}
+
+
+@pytest.mark.parametrize("overload, slot", sorted(OUT_INPUTS))
+def test_an_input_an_out_overload_only_reads_takes_the_functionals_dtypes_not_the_out_tensors(full_run: Path, overload, slot):
+    """Its own calls cast the input together with ``out`` and ATen refused the out tensor; one kernel reads the input."""
     import json
 
-    schema = NativeFunctions.load(full_run / "native_functions.yaml").by_name[overload].schema
-    written = {s.name for s in schema.slots if not s.is_return and "!" in s.alias}
+    path = full_run / "native_functions.yaml"
+    native = NativeFunctions.load(path)
+    sets = GlobalSetsFile.load(sibling_constraints_path(path)).by_name
+    functional = native.groups[overload].of_kind("functional")[0]
+    ours, ours_variable = _sets(native, sets, overload)
+    theirs, _ = _sets(native, sets, functional)
+    written = [s.name for s in native.by_name[overload].schema.slots if not s.is_return and "!" in s.alias]
+    assert ours[slot] == theirs[slot] and ours_variable[slot] != ours_variable[written[0]]
     report = json.loads((full_run / "report.json").read_text())
     (plan,) = [o for o in report["overloads"] if o["name"] == overload]
-    (variable,) = [v for v in plan["variables"] if slot in v["binds"]]
-    assert written & set(variable["binds"]), variable["binds"]
-    assert EXCEPTIONS[overload, slot] in " ".join(variable["verdicts"]["messages"].values())
+    (out,) = [v for v in plan["variables"] if written[0] in v["binds"]]
+    assert slot not in out["binds"] and OUT_INPUTS[overload, slot] in " ".join(out["verdicts"]["messages"].values())
 
 
 def test_the_siblings_of_a_functional_claimed_for_cuda_take_its_claim(full_run: Path):

@@ -47,6 +47,25 @@ def written_by_own_calls(own: OverloadPlan, sibling: TypedSchema, covered: set[s
     return own if kept == own.variables else replace(own, variables=kept)
 
 
+def with_inputs_read_as_the_functional(own: OverloadPlan, sibling: TypedSchema, functional_sets: dict[str, frozenset]) -> OverloadPlan:
+    """``own`` (an out= sibling's plan from its own calls) with each input it only reads taken out of a variable that
+    also binds the ``out`` tensor, where the functional overload's calls ran that input with more dtypes than its own
+    calls accepted (``functional_sets``: the functional's accepted dtypes per slot; OpInfo's claims aside): one kernel
+    reads the input, and the out= calls that refused the rest cast it together with ``out`` (ATen's message names the
+    out tensor: ``Expected out tensor to have dtype float, but got bool instead``). The input then takes the
+    functional's constraints (``group_siblings``)."""
+    written = {s.name for s in sibling.slots if s.is_return or "!" in s.alias}
+    variables, changed = [], False
+    for variable in own.variables:
+        own_accepted = frozenset(variable.verdicts.accepted if variable.verdicts is not None else variable.dtypes)
+        narrower = {slot for slot in variable.binds if slot not in written and slot in functional_sets and functional_sets[slot] > own_accepted}
+        if narrower and set(variable.binds) & written:
+            variable = replace(variable, binds=tuple(slot for slot in variable.binds if slot not in narrower))
+            changed = True
+        variables.append(variable)
+    return replace(own, variables=tuple(variables)) if changed else own
+
+
 def fixed_returns(own: OverloadPlan, schema: TypedSchema) -> tuple[Variable, ...]:
     """The variables of ``own`` (an overload's plan from its own calls) that bind only returns every call returned at
     one dtype while probes cast the inputs to two or more: the return has that dtype whatever the inputs' dtypes.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from migrate.evidence.gather import Sources
-from migrate.infer.own_calls import fixed_returns, with_fallback, written_by_own_calls
+from migrate.infer.own_calls import fixed_returns, with_fallback, with_inputs_read_as_the_functional, written_by_own_calls
 from migrate.infer.verdicts import with_verdicts
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GROUPS, Evidence, OverloadPlan
@@ -45,6 +45,9 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
             sibling = native.by_name[sibling_name].schema
             covered = {s for variable in plan.variables for slot in variable.binds for s in sibling_slot(slot, sibling, functional)}
             own = written_by_own_calls(plans.get(sibling_name, OverloadPlan(sibling_name, ())), sibling, covered)
+            if sibling_name in group.of_kind("out"):
+                read = {slot: frozenset(v.verdicts.accepted) for v in plan.variables if v.verdicts is not None for slot in v.binds if not slot.startswith("return.")}
+                own = with_inputs_read_as_the_functional(own, sibling, read)
             bound = {s for v in own.variables for s in v.binds}
             variables = []
             for variable in plan.variables:
