@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from migrate.audit.export import EXPORT_CODE, JUDGE_CODE
-from migrate.audit.export_key import worker_digest
+from migrate.audit.export import ResultStore
+from migrate.write.torchlib.narrowing import EXPORT_JUDGE, FUNCTION_JUDGE
 from migrate.cache import store
 
 RECORDED = Path(__file__).resolve().parent / "recorded" / "exports.json.gz"
@@ -28,8 +28,8 @@ REGENERATE = "python -m tests.recorded_exports"
 
 
 def store_folders() -> tuple[str, str]:
-    """The result stores' folders under a cache root for this code and these releases (``ResultStore.of``)."""
-    return f"export/{worker_digest(*EXPORT_CODE)[:16]}", f"export-function/{worker_digest(*JUDGE_CODE)[:16]}"
+    """The result stores' folders under a cache root for this code and these releases."""
+    return ResultStore.folder_of(EXPORT_JUDGE), ResultStore.folder_of(FUNCTION_JUDGE)
 
 
 def recorded_files() -> dict[str, str]:

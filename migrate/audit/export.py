@@ -256,8 +256,13 @@ class ResultStore:
 
     @classmethod
     def of(cls, torchlib: Path, cache: StageCache, judge: str = EXPORT_JUDGE) -> ResultStore:
+        return cls(cache.root / cls.folder_of(judge), torchlib_keys(torchlib, cache))
+
+    @staticmethod
+    def folder_of(judge: str = EXPORT_JUDGE) -> str:
+        """The judge's store folder under a cache root: ``export/<code>`` or ``export-function/<code>``."""
         stage, code = ("export", EXPORT_CODE) if judge == EXPORT_JUDGE else ("export-function", JUDGE_CODE)
-        return cls(cache.root / stage / worker_digest(*code)[:16], torchlib_keys(torchlib, cache))
+        return f"{stage}/{worker_digest(*code)[:16]}"
 
     def get(self, overload: str, request: Any = None) -> tuple[CaseResult, ...] | None:
         """The overload's results (asked for by exactly this ``request``, when given) whose functions are this

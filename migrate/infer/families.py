@@ -22,10 +22,11 @@ def _functional_claims(functional: OverloadPlan) -> dict[str, frozenset]:
     """Per slot of the functional, the dtypes its variable holds as other-device verdicts (OpInfo's claims), where
     that variable's inputs and return are one variable (the result is the claimed dtype itself)."""
     found: dict[str, frozenset] = {}
+    returns = any(slot.startswith("return.") for v in functional.variables for slot in v.binds)
     for variable in functional.variables:
         if variable.verdicts is None or not variable.verdicts.other_device:
             continue
-        if any(slot.startswith("return.") for slot in variable.binds) or not any(slot.startswith("return.") for v in functional.variables for slot in v.binds):
+        if any(slot.startswith("return.") for slot in variable.binds) or not returns:
             found.update(dict.fromkeys(variable.binds, frozenset(variable.verdicts.other_device)))
     return found
 

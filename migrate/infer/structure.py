@@ -39,6 +39,7 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
         if group is None or name not in group.of_kind("functional") or not plan.variables:
             continue
         functional = native.by_name[name].schema
+        read = {slot: frozenset(v.verdicts.accepted) for v in plan.variables if v.verdicts is not None for slot in v.binds if not slot.startswith("return.")}
         for sibling_name in group.names:
             if sibling_name == name:
                 continue
@@ -46,7 +47,6 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
             covered = {s for variable in plan.variables for slot in variable.binds for s in sibling_slot(slot, sibling, functional)}
             own = written_by_own_calls(plans.get(sibling_name, OverloadPlan(sibling_name, ())), sibling, covered)
             if sibling_name in group.of_kind("out"):
-                read = {slot: frozenset(v.verdicts.accepted) for v in plan.variables if v.verdicts is not None for slot in v.binds if not slot.startswith("return.")}
                 own = with_inputs_read_as_the_functional(own, sibling, read)
             bound = {s for v in own.variables for s in v.binds}
             variables = []

@@ -329,8 +329,7 @@ def backends_summary(plan: Plan, native_functions: bytes, native: NativeFunction
                 cuda_verdicts[AS_THE_UNION if dtype in variable.dtypes else OUTSIDE] += 1
             else:
                 cuda_verdicts[OUTSIDE if dtype not in cuda.dtypes else CLAIMED_FOR_CUDA if cuda.basis == CLAIMED else RECORDED] += 1
-    claimed = [sum(len(e.dtypes) for e in v.evidence if e.provenance.startswith(FAMILY_CLAIM)) for o in plan.overloads for v in o.variables]
-    siblings = sum(1 for o in plan.overloads if any(e.provenance.startswith(FAMILY_CLAIM) for v in o.variables for e in v.evidence))
+    claimed = [sum(len(e.dtypes) for v in o.variables for e in v.evidence if e.provenance.startswith(FAMILY_CLAIM)) for o in plan.overloads]
     return BackendsSummary(
         entries,
         by_key,
@@ -338,7 +337,7 @@ def backends_summary(plan: Plan, native_functions: bytes, native: NativeFunction
         {"CPU": OBSERVED, "CUDA": CLAIMED},
         {"CPU": {v: cpu_verdicts[v] for v in VERDICTS}, "CUDA": {v: cuda_verdicts[v] for v in (RECORDED, CLAIMED_FOR_CUDA, AS_THE_UNION, OUTSIDE)}},
         {outcome: {where: counts[where] for where in WHERE_OBSERVED} for outcome, counts in observed_at.items()},
-        (siblings, sum(claimed)),
+        (sum(1 for pairs in claimed if pairs), sum(claimed)),
         _families(native) if native is not None else (0, 0),
         sum(1 for o in plan.overloads if any(b.basis == NO_KERNEL for v in o.variables for b in v.backends)),
     )
