@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import shutil
@@ -14,6 +15,9 @@ from ruamel.yaml import YAML
 from migrate.runtime.processes import CPU_CAPABILITY, CPU_CAPABILITY_VARIABLE, reference_cpu_paths
 
 os.environ[CPU_CAPABILITY_VARIABLE] = CPU_CAPABILITY  # before torch's first kernel: calls made here match the workers'
+# A test process holds what its session fixtures loaded (full runs, plans, recordings): the cyclic collector's default
+# thresholds walk that heap again and again, a sixth of the suite's time; collect seldom instead.
+gc.set_threshold(1_000_000, 100, 1_000)
 
 from migrate.cli import main  # noqa: E402
 from migrate.model.dtypes import named

@@ -17,6 +17,7 @@ from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.native import NativeFunctions
 from migrate.model.schema import TypedSchema
 from migrate.pipeline import Options, Session
+from migrate.cli import main
 from tests.conftest import REAL_NATIVE_FUNCTIONS, run_cli, snapshot
 
 # The OpInfo sweep's cache is keyed by its own files; these runs leave it out to stay fast with an empty cache.
@@ -30,20 +31,35 @@ EDITS = {
 }
 
 
-@pytest.fixture
-def work(tmp_path) -> Path:
-    folder = tmp_path / "work"
+def _copies(folder: Path) -> Path:
     folder.mkdir()
     shutil.copyfile(REAL_NATIVE_FUNCTIONS, folder / "native_functions.yaml")
     shutil.copytree(installed_torchlib(), folder / "torch_lib", ignore=shutil.ignore_patterns("__pycache__"))
     return folder
 
 
-def _run(capfd, work: Path, cache: Path, out: Path, *extra: str) -> dict[str, bytes]:
+@pytest.fixture
+def work(tmp_path) -> Path:
+    return _copies(tmp_path / "work")
+
+
+def _arguments(work: Path, cache: Path, out: Path, *extra: str) -> tuple[str, ...]:
     inputs = ("--native-functions", work / "native_functions.yaml", "--torchlib", work / "torch_lib")
-    code, _, err = run_cli(capfd, *inputs, *EVIDENCE, "--cache-dir", cache, "--out", out, *extra)
+    return tuple(str(a) for a in (*inputs, *EVIDENCE, "--cache-dir", cache, "--out", out, *extra))
+
+
+def _run(capfd, work: Path, cache: Path, out: Path, *extra: str) -> dict[str, bytes]:
+    code, _, err = run_cli(capfd, *_arguments(work, cache, out, *extra))
     assert code == 0, err
     return snapshot(out)
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
+    """A cache an empty one became in a run on copies of the installed files, and what that run wrote."""
+    folder = tmp_path_factory.mktemp("filled")
+    assert main(list(_arguments(_copies(folder / "work"), folder / "cache", folder / "out"))) == 0
+    return folder / "cache", snapshot(folder / "out")
 
 
 def _acos_line(outputs: dict[str, bytes]) -> str:
@@ -52,10 +68,10 @@ def _acos_line(outputs: dict[str, bytes]) -> str:
 
 @pytest.mark.slow  # full runs, with a cold cache and a warm one
 @pytest.mark.parametrize("edited", sorted(EDITS))
-def test_a_warm_run_after_an_edit_writes_what_a_run_with_an_empty_cache_writes(edited, work, tmp_path, capfd):
-    cache = tmp_path / "cache"
-    before = _run(capfd, work, cache, tmp_path / "before")
-    assert _run(capfd, work, cache, tmp_path / "again") == before
+def test_a_warm_run_after_an_edit_writes_what_a_run_with_an_empty_cache_writes(edited, filled, work, tmp_path, capfd):
+    cache, before = tmp_path / "cache", filled[1]
+    shutil.copytree(filled[0], cache)
+    assert _run(capfd, work, cache, tmp_path / "again") == before  # other copies of the same files: the cache's entries
     assert {"plans", "applied", "rewrites"} <= {p.name for p in cache.iterdir()}
     assert any((cache / "torchlib-evidence").rglob("*.pickle"))
 

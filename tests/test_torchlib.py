@@ -175,6 +175,23 @@ def test_unchanged_tree_is_read_from_the_cache(evidence, native, cache_dir, monk
     assert warm.global_sets == evidence.global_sets
 
 
+def test_a_copy_elsewhere_reads_the_scan_of_the_same_files_and_names_its_own_files(native, tmp_path, monkeypatch):
+    """The key is the files' contents, not where they lie: a checkout's copy reads what the installed tree's run
+    derived, and its root and the errors' paths are the copy's."""
+    first, second = tmp_path / "a" / "torch_lib", tmp_path / "b" / "torch_lib"
+    for tree in (first, second):
+        shutil.copytree(installed_torchlib(), tree, ignore=shutil.ignore_patterns("__pycache__"))
+        other = 'from typing import TypeVar\n\nfrom onnxscript import BOOL\n\nTFloat = TypeVar("TFloat", bound=BOOL)\n'
+        (tree / "other_typing.py").write_text(other)  # a second TFloat of another set: an error naming this file
+    cache = StageCache.at(tmp_path / "cache")
+    scanned = scan_torchlib(first, native, cache)
+    monkeypatch.setattr(migrate.torchlib_source.scan.cst, "parse_module", lambda *a, **k: pytest.fail("parsed again"))
+    copy = scan_torchlib(second, native, cache)
+    assert copy.key == scanned.key and copy.cached_files == copy.files and copy.root == second
+    assert [str(e) for e in scanned.errors] and [str(e).replace(str(second), str(first)) for e in copy.errors] == [str(e) for e in scanned.errors]
+    assert [str(e).split(":", 1)[0] for e in copy.errors] == [str(second / "tensor_typing.py")]
+
+
 def test_an_edited_module_alone_is_parsed_again(evidence, native, cache_dir, tmp_path, monkeypatch):
     tree = tmp_path / "torch_lib"
     shutil.copytree(installed_torchlib(), tree, ignore=shutil.ignore_patterns("__pycache__"))

@@ -474,18 +474,28 @@ def scan_torchlib(torchlib_dir: Path | str | None, native: NativeFunctions, cach
             contents[path] = path.read_bytes()
         except OSError as exc:
             errors.append(InputError(f"cannot read: {exc.strerror}", path))
-    # The whole evidence of this tree against this yaml, when both were scanned before (by content).
+    # The whole evidence of this tree against this yaml, when both were scanned before (by content, wherever the tree
+    # lies: a copy reads what the original's run derived; only the root is the copy's own).
     stage = cache.stage("torchlib-evidence")
-    inputs = (str(root), native.data, *(p.relative_to(root).as_posix() for p in contents), *contents.values())
+    inputs = (native.data, *(p.relative_to(root).as_posix() for p in contents), *contents.values())
     whole = stage.read(*inputs, kind=TorchlibEvidence)
     if whole is not None and not errors:
-        return replace(whole, cached_files=whole.files)
+        return replace(whole, root=root, errors=_rerooted(whole.errors, whole.root, root), cached_files=whole.files)
     evidence = _scan(root, paths, contents, errors, native, facts_stage(cache))
     if errors:
         return evidence
     evidence = replace(evidence, key=stage.path(*inputs).stem)
     stage.write(evidence, *inputs)
     return evidence
+
+
+def _rerooted(errors: tuple[InputError, ...], scanned: Path, root: Path) -> tuple[InputError, ...]:
+    """The errors of a tree scanned at ``scanned``, naming the same files under ``root``."""
+
+    def moved(path: Path | str | None) -> Path | str | None:
+        return root / Path(path).relative_to(scanned) if path is not None and Path(path).is_relative_to(scanned) else path
+
+    return tuple(InputError(e.message, moved(e.path), e.line, e.op) for e in errors)
 
 
 def _modules(
