@@ -72,11 +72,22 @@ def _evidence_list(text: str) -> tuple[str, ...]:
     return names
 
 
-def _inputs(parser: argparse.ArgumentParser, torchlib: bool = True, ops: bool = True, jobs: bool = True) -> None:
-    """The options every command shares: the inputs, --op, workers and the cache."""
-    parser.add_argument("--native-functions", type=Path, metavar="FILE", help="the yaml (default: the installed torch's packaged copy)")
+INSTALLED_YAML = "the installed torch's packaged copy"
+INSTALLED_TORCHLIB = "the installed one"
+
+
+def _inputs(
+    parser: argparse.ArgumentParser,
+    torchlib: bool = True,
+    ops: bool = True,
+    jobs: bool = True,
+    yaml_default: str = INSTALLED_YAML,
+    torchlib_default: str = INSTALLED_TORCHLIB,
+) -> None:
+    """The options every command shares: the inputs, --op, workers and the cache (the defaults as the command reads them)."""
+    parser.add_argument("--native-functions", type=Path, metavar="FILE", help=f"the yaml (default: {yaml_default})")
     if torchlib:
-        parser.add_argument("--torchlib", type=Path, metavar="DIR", help="onnxscript's torch_lib folder (default: the installed one)")
+        parser.add_argument("--torchlib", type=Path, metavar="DIR", help=f"onnxscript's torch_lib folder (default: {torchlib_default})")
     if ops:
         parser.add_argument("--op", action="append", default=[], metavar="NAME", help="only these overloads: aten::name.overload, name.overload or name (repeatable)")
     if jobs:
@@ -183,7 +194,8 @@ def _show_parser() -> argparse.ArgumentParser:
         "dtype-migrate show add.Tensor",
     )
     parser.add_argument("name")
-    _inputs(parser, ops=False, jobs=False)
+    beside = f"the torch_lib/ beside the yaml when it exists, else {INSTALLED_TORCHLIB}"
+    _inputs(parser, ops=False, jobs=False, yaml_default=f"out/native_functions.yaml when it exists, else {INSTALLED_YAML}", torchlib_default=beside)
     parser.add_argument("-v", "--verbose", action="store_true", help="full dtype lists, whole lines, and ATen's rejection messages")
     return parser
 

@@ -19,6 +19,7 @@ from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.dtypes import named
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import OverloadPlan, Plan, Variable
+from migrate.cli import main
 from tests.conftest import FIXTURES, REAL_NATIVE_FUNCTIONS, all_slots_plan, run_cli, snapshot
 
 # A run on the copies in the work folder: the yaml and torchlib, both edited in place.
@@ -354,3 +355,12 @@ def test_each_ops_dry_run_patch_applies_at_the_roots_of_the_checkouts_in_turn(tm
     assert run_cli(capfd, "--native-functions", native, "--torchlib", torchlib, "--op", "add", "--dry-run")[1] == ""  # applied
     assert run_cli(capfd, "lower", native, "-o", tmp_path / "lowered.yaml")[0] == 0
     assert (tmp_path / "lowered.yaml").read_bytes() == REAL_NATIVE_FUNCTIONS.read_bytes()
+
+
+def test_shows_help_states_the_defaults_it_reads(capsys):
+    """show reads out/ and the torch_lib beside the yaml first: its --help says so, not the installed files alone."""
+    with pytest.raises(SystemExit):
+        main(["show", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: out/native_functions.yaml when it exists, else the installed torch's packaged copy)" in text
+    assert "(default: the torch_lib/ beside the yaml when it exists, else the installed one)" in text

@@ -322,9 +322,9 @@ def test_the_real_run_writes_the_sdpa_mask_as_following_the_query(tmp_path):
     text = (out / "native_functions.yaml").read_text()
     at = text.index("- func: scaled_dot_product_attention(")
     func, constraints = text[at:].splitlines()[:2]
-    assert func.startswith("- func: scaled_dot_product_attention(TFloat query, TFloat key, TFloat value, T? attn_mask=None, ")
-    assert func.endswith("-> TFloat")
-    assert constraints == "  type_constraints: {T: [torch.bool, torch.float32, query.dtype]}"
+    assert func.startswith("- func: scaled_dot_product_attention(T query, T key, T value, U? attn_mask=None, ")
+    assert func.endswith("-> T")
+    assert constraints == "  type_constraints: {T: TFloatingAndHalfBFloat16, U: [torch.bool, torch.float32, query.dtype]}"
 
 
 def test_torchlib_is_judged_against_the_union_of_a_follower_and_the_set_it_follows(tmp_path):

@@ -15,6 +15,7 @@ from migrate.model.native import NativeFunctions
 from tests.conftest import REAL_NATIVE_FUNCTIONS, run_cli, snapshot
 
 FAST = ("--yaml-only", "--evidence", "torchlib")  # no runtime evidence: a run takes about a second
+TTENSOR = "TAllAndComplexAndBoolHalfBFloat16"  # torchlib's TTensor (add's), named as PyTorch's words say it
 ADD = {"add.Tensor", "add.Scalar", "add.out"}
 LE = {"le.Scalar", "le.Scalar_out", "le.Tensor", "le.Tensor_out"}
 SDPA = {"scaled_dot_product_attention"}
@@ -40,7 +41,7 @@ def test_op_runs_accumulate_in_the_folder(tmp_path, capfd):
     assert all(after_le[name] == after_add[name] != plain[name] for name in ("add.Tensor", "add.Scalar"))
     assert all(after_le[name] != plain[name] for name in ("le.Tensor", "le.Scalar"))
     assert all(after_le[name] == plain[name] for name in after_le if name not in ADD | LE)
-    assert {"TTensor", "TBool"} <= set(_set_names(out))
+    assert {TTENSOR, "TBool"} <= set(_set_names(out))
 
 
 def test_sets_no_entry_names_do_not_linger(tmp_path, capfd):
@@ -50,7 +51,7 @@ def test_sets_no_entry_names_do_not_linger(tmp_path, capfd):
         f.write("- name: TUnused\n  dtypes: [torch.int8]\n  desc: named by no entry.\n")
     assert run_cli(capfd, "--op", "le", "--out", out, *FAST)[0] == 0
     names = _set_names(out)
-    assert "TUnused" not in names and {"TTensor", "TBool"} <= set(names)
+    assert "TUnused" not in names and {TTENSOR, "TBool"} <= set(names)
     assert _entries(out / "native_functions.yaml")["add.Tensor"] != _entries(REAL_NATIVE_FUNCTIONS)["add.Tensor"]
     assert names == sorted(names)
 
@@ -94,22 +95,23 @@ def test_in_place_op_run_keeps_the_other_entries_and_their_sets(tmp_path, capfd)
     with (annotated / "type_constraints.yaml").open("a") as f:
         f.write("- name: THand\n  dtypes: [torch.bool]\n  desc: written by hand.\n")
     path = annotated / "native_functions.yaml"
-    path.write_text(path.read_text().replace("- func: le.Tensor(TTensor self, TTensor other) -> TBool", "- func: le.Tensor(TTensor self, TTensor other) -> THand"))
+    path.write_text(path.read_text().replace("- func: le.Tensor(T self, T other) -> TBool", "- func: le.Tensor(T self, T other) -> THand"))
     before = _entries(path)
     assert run_cli(capfd, "--native-functions", path, "--op", "add", *FAST)[0] == 0
     after = _entries(path)
     assert after["add.Tensor"] != before["add.Tensor"]
     assert all(after[name] == before[name] for name in after if name not in ADD)
-    assert {"THand", "TBool", "TTensor"} <= set(_set_names(annotated))
+    assert "- func: le.Tensor(T self, T other) -> THand" in path.read_text()
+    assert {"THand", "TBool", TTENSOR} <= set(_set_names(annotated))
 
 
 @pytest.mark.parametrize("broken", ["set-redefined", "report-unreadable"])
 def test_what_the_others_need_from_the_folder_is_checked(tmp_path, capfd, broken):
-    """A set the other entries name, given other dtypes by hand (add's TTensor); an earlier report not a report."""
+    """A set the other entries name, given other dtypes by hand (add's); an earlier report not a report."""
     out = tmp_path / "out"
     assert run_cli(capfd, "--op", "add", "--out", out, *FAST)[0] == 0
     if broken == "set-redefined":
-        path, named = out / "type_constraints.yaml", "TTensor: "
+        path, named = out / "type_constraints.yaml", f"{TTENSOR}: "
         path.write_text(path.read_text().replace("torch.bool, torch.uint8, ", "torch.uint8, ", 1))
     else:
         path, named = out / "report.json", ""
@@ -140,7 +142,7 @@ def test_a_continued_run_enters_infer_once(tmp_path, capfd):
     with calls_into_infer() as entered:
         migration = Session(Options(ops=("le",), evidence=("torchlib",))).migrate(RunRequest(yaml_only=True, out=out))
     assert entered == ["migrate.infer.run.infer"]
-    assert "TTensor self" in migration.outputs[0].after.decode().split("- func: add.Tensor(", 1)[1].split("\n", 1)[0]
+    assert f"  type_constraints: {{T: {TTENSOR}}}" in migration.outputs[0].after.decode().split("- func: add.Tensor(", 1)[1].split("\n", 2)[1]
 
 
 # --- the real full run, torch_lib and report included ----------------------------------------------------

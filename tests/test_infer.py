@@ -165,15 +165,17 @@ def test_a_set_three_entries_use_is_named_from_the_vocabulary_a_rarer_one_stays_
     assert only.global_sets == () and [o.variables[0].name for o in only.overloads] == ["T"]  # named as a full run names
 
 
-def test_existing_names_come_first_then_torchlibs():
+def test_existing_names_come_first_then_torchlibs_that_mean_their_set_then_the_grammars():
     common = named("int32", "int64")
-    opinfo = _opinfo_plans({"abs": common, "neg": common, "sgn": common, "sin": FLOATS})
-    torchlib_sets = (GlobalSet("TIndex", common), GlobalSet("TFloat", FLOATS))
+    opinfo = _opinfo_plans({"abs": common, "neg": common, "sgn": common, "sin": FLOATS, "cos": named("int64")})
+    torchlib_sets = (GlobalSet("TIndex", common), GlobalSet("TFloat", FLOATS), GlobalSet("TInt64", named("int64")))
     plan = infer_plan(REAL, Sources({}, opinfo, torchlib_sets, groups=False))
-    assert [g.name for g in plan.global_sets] == ["TFloat", "TIndex"]  # a named set is used even by one entry
+    # torchlib's TInt64 means its set: named for one entry; TIndex and TFloat do not say theirs: the grammar names
+    # the set of three entries, and sin's set (one entry) is no global set
+    assert [g.name for g in plan.global_sets] == ["TInt32OrInt64", "TInt64"]
     existing = (GlobalSet("TIntegers", common, "hand-written"),)
     plan = infer_plan(REAL, Sources({}, opinfo, torchlib_sets, groups=False, existing_sets=existing))
-    assert [g.name for g in plan.global_sets] == ["TFloat", "TIntegers"]
+    assert [g.name for g in plan.global_sets] == ["TInt64", "TIntegers"]
 
 
 def test_a_rare_set_is_named_when_its_inline_list_would_make_the_line_too_long():
@@ -191,7 +193,9 @@ def test_a_rare_set_is_named_when_its_inline_list_would_make_the_line_too_long()
 
 
 def test_a_torchlib_name_the_target_file_gives_another_set_names_nothing():
-    """A second run: the file's TAny is not torchlib's; two sets of one name would make the file ambiguous."""
-    existing = (GlobalSet("TAny", named("float32")),)
-    torchlib = (GlobalSet("TAny", FLOATS), GlobalSet("TFloat", FLOATS))
-    assert _set_names(existing, torchlib) == {named("float32"): "TAny", FLOATS: "TFloat"}
+    """A second run: the file's TInt64 is not torchlib's; two sets of one name would make the file ambiguous."""
+    existing = (GlobalSet("TInt64", named("float32")),)
+    torchlib = (GlobalSet("TInt64", named("int64")), GlobalSet("TBool", named("bool")), GlobalSet("TFloat", FLOATS))
+    assert _set_names(existing, torchlib) == {named("float32"): "TInt64", named("bool"): "TBool"}
+
+

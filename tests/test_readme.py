@@ -1,6 +1,7 @@
-"""Every example of README.md is produced by running it: each ``$ dtype-migrate ...`` line of its code blocks runs, in
-order, in one folder (so ``--out out`` makes the ``out/`` the later examples read), and each output line the README
-shows is a line of what it printed; ``...`` in a shown line elides any text (at its end: the line is a prefix)."""
+"""Every example of README.md and docs/ is produced by running it: each ``$ dtype-migrate ...`` line of their code
+blocks runs, README's first, in order, in one folder (so ``--out out`` makes the ``out/`` the later examples read), and
+each output line a page shows is a line of what it printed; ``...`` in a shown line elides any text (at its end: the
+line is a prefix)."""
 
 from __future__ import annotations
 
@@ -14,17 +15,18 @@ import pytest
 from tests.conftest import run_cli
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+PAGES = (README, *sorted((README.parent / "docs").glob("*.md")))
 PROMPT = "$ dtype-migrate "
 
 
 @dataclass(frozen=True)
 class Example:
-    line: int  # README.md's line of the command
+    line: int  # the page's line of the command
     argv: tuple[str, ...]
     shown: tuple[str, ...]  # the output lines the README shows under it
 
 
-def examples(text: str) -> list[Example]:
+def examples(text: str, page: str = "README.md") -> list[Example]:
     """The ``$ dtype-migrate`` commands of the text's code blocks, each with the lines shown under it."""
     found: list[Example] = []
     inside = False
@@ -34,7 +36,7 @@ def examples(text: str) -> list[Example]:
             inside, shown = not inside, None
         elif inside and line.startswith("$ "):
             if not line.startswith(PROMPT):
-                raise ValueError(f"README.md:{number}: an example runs {line[2:].split()[0]!r}, not dtype-migrate")
+                raise ValueError(f"{page}:{number}: an example runs {line[2:].split()[0]!r}, not dtype-migrate")
             shown = []
             found.append(Example(number, tuple(shlex.split(line[len(PROMPT) :])), shown))
         elif shown is not None:
@@ -80,11 +82,11 @@ def test_the_readme_has_a_show_example_that_answers_why_uint16_is_refused():
 
 
 @pytest.mark.slow  # the examples include a full run
-def test_every_readme_example_prints_what_the_readme_shows(tmp_path, monkeypatch, capfd):
+def test_every_example_of_the_readme_and_the_docs_prints_what_its_page_shows(tmp_path, monkeypatch, capfd):
     monkeypatch.chdir(tmp_path)
-    found = examples(README.read_text())
-    assert len(found) >= 5
-    for example in found:
+    found = [(page.relative_to(README.parent), example) for page in PAGES for example in examples(page.read_text(), page.name)]
+    assert len(found) >= 7 and {str(page) for page, _ in found} >= {"README.md", "docs/api.md"}
+    for page, example in found:
         code, out, err = run_cli(capfd, *example.argv)
-        assert code in (0, 1), f"README.md:{example.line}: exit {code}: {err}"
-        assert not missing(example, out + err), f"README.md:{example.line}: not printed: {missing(example, out + err)}"
+        assert code in (0, 1), f"{page}:{example.line}: exit {code}: {err}"
+        assert not missing(example, out + err), f"{page}:{example.line}: not printed: {missing(example, out + err)}"

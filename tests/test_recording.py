@@ -17,6 +17,7 @@ from migrate.evidence.recording import VERSION, Recording, matching, read_record
 from migrate.infer.backends import Recorded, with_backends
 from migrate.model.backends import CLAIMED, OBSERVED, BackendSet
 from migrate.model.dtypes import DType, named
+from migrate.model.declared import set_dtypes
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.plan import OverloadPlan, Variable, Verdicts
 from migrate.runtime.runs import CatalogueEntry, OpInfoId
@@ -195,14 +196,15 @@ def test_one_verdict_changed_in_a_recording_changes_that_backend_s_set_of_that_o
     ((index, old, new),) = differ
     entry = next(i for i in range(index, -1, -1) if before[i].startswith("- func:"))
     assert before[entry].startswith("- func: mm(") and new.startswith("  dispatch_dtypes: {CPU: {")
-    cpu = re.match(r"  dispatch_dtypes: \{CPU: \{(\w+): (\w+)\}(, )?", new)
+    cpu = re.match(r"  dispatch_dtypes: \{CPU: \{(\w+): ('[^']*'|\w+)\}(, )?", new)  # a set's name or PyTorch spelling
     assert old in ("", "  dispatch_dtypes: {" + new[cpu.end() :])  # CUDA's set as it was
     sets = GlobalSetsFile.load(tmp_path / "with" / "type_constraints.yaml").by_name
     mm = [line for line in after[entry : index + 1] if line.startswith("  type_constraints:")]
-    spelled = dict(re.findall(r"(\w+): (\w+)", mm[0])) if mm else {}  # a letter T is spelled by one T: Name
-    union, cpu_set = sets[spelled.get(cpu.group(1), cpu.group(1))].dtypes, sets[cpu.group(2)].dtypes
+    spelled = dict(re.findall(r"(\w+): ('[^']*'|\w+)", mm[0])) if mm else {}  # a letter T is spelled by one T: Name
+    union = set_dtypes(spelled.get(cpu.group(1), cpu.group(1)).strip("'"), sets)
+    cpu_set = set_dtypes(cpu.group(2).strip("'"), sets)
     assert cpu_set == tuple(d for d in union if d != DType("int64"))  # the one verdict changed, the union as it was
-    sets_before, sets_after = (found["type_constraints.yaml"].decode().splitlines() for found in (without, merged))
+    sets_before, sets_after = (found.get("type_constraints.yaml", b"").decode().splitlines() for found in (without, merged))
     assert set(sets_before) <= set(sets_after)  # at most a set named for CPU's new one
 
 

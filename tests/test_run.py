@@ -215,9 +215,10 @@ def _written_spelling(out: Path) -> tuple[int, int, list[int]]:
         for name in entry.schema.variables():
             variables += 1
             value = constraints.get(name)
-            # a list that spells no dtype out ([TAny, dtype], [dtype]: a return a ScalarType argument sets) counts as named
-            listed = isinstance(value, list) and not any(item.startswith("torch.") for item in value)
-            named += isinstance(value, str) or listed or (name not in constraints and name in sets)
+            # a list holding a set's name ([TAny, dtype]) or no dtype ([dtype]: a return a ScalarType argument sets) counts
+            # as named; a PyTorch spelling names no set
+            listed = isinstance(value, list) and (any(item in sets for item in value) or not any(item.startswith("torch.") or "(" in item for item in value))
+            named += (isinstance(value, str) and value in sets) or listed or (name not in constraints and name in sets)
     lines = [len(line.rstrip("\r\n")) for line in native.lines if line.lstrip().startswith("type_constraints:")]
     return variables, named, lines
 
@@ -226,11 +227,16 @@ def test_the_written_yaml_speaks_the_named_vocabulary(migrated):
     """Issue 12's figures, measured on the written files of the real inferred run (and equal to the summary's)."""
     variables, named, lines = _written_spelling(migrated)
     growth = (migrated / "native_functions.yaml").stat().st_size / REAL_NATIVE_FUNCTIONS.stat().st_size - 1
-    assert named / variables >= 0.95
-    assert lines and max(lines) <= 200
+    # issue 53: a set with no name of at most 40 characters (cos's: the floats, complex and ComplexHalf) is spelled
+    # as PyTorch spells it, not named: 6% of the variables
+    assert named / variables >= 0.93
+    text = (migrated / "native_functions.yaml").read_text().splitlines()
+    over = [line for line in text if line.lstrip().startswith("type_constraints:") and len(line) > 200]
+    assert lines and len(over) <= 5 and all("'" in line for line in over)  # only where an unnamed set is spelled
     # issue 45: at most +22% with the dispatch_dtypes: lines; issue 52's lines (a kernel family's claims, a backend no
-    # kernel backs) add 1.5 points
-    assert growth <= 0.23
+    # kernel backs) add 1.5 points; issue 53's names that decode (TFloatingAndHalfBFloat16 for torchlib's TFloat: a
+    # letter in the schema and a T: Name line) 3.6 more
+    assert growth <= 0.27
     spelling = json.loads((migrated / "report.json").read_text())["summary"]["spelling"]
     assert (spelling["variables_written"], spelling["variables_named"]) == (variables, named)
     assert (spelling["constraints_lines"], spelling["longest_constraints_line"]) == (len(lines), max(lines))
@@ -261,7 +267,7 @@ def test_every_global_set_is_used_described_and_named_from_its_contents(migrated
     """Sets of three or more entries have names; inline lists are the rare sets; descs are PyTorch's spelling."""
     from collections import Counter
 
-    from migrate.model.named_sets import pytorch_spelling
+    from migrate.model.named_sets import parse_spelling, pytorch_spelling, set_name
 
     native = NativeFunctions.load(migrated / "native_functions.yaml")
     sets_file = GlobalSetsFile.load(sibling_constraints_path(migrated / "native_functions.yaml"))
@@ -279,17 +285,38 @@ def test_every_global_set_is_used_described_and_named_from_its_contents(migrated
         values = [constraints.get(name, name) for name in entry.schema.variables()]
         values += [constraints[name] for name in entry.schema.dtype_arguments if name in constraints]  # dtype: TTensor
         for value in values:
-            if isinstance(value, str):
+            if isinstance(value, str) and value not in names:  # a set with no name (or a rare one): PyTorch's spelling
+                assert parse_spelling(value) is not None and (set_name(parse_spelling(value)) is None or entries_of[tuple(map(str, parse_spelling(value)))] < 3), (entry.name, value)
+            elif isinstance(value, str):
                 used.add(value)
             elif all(item.startswith("torch.") for item in value):  # an inline list: a set fewer than three entries use
                 assert entries_of[tuple(value)] < 3, (entry.name, value)
-            else:  # a list that names variables or an argument may spell its dtypes by a set ([TAny, dtype])
+            else:  # a list naming variables, an argument or a set ([TAny, dtype], [torch.complex32, TFloatingAnd...])
                 used.update(item for item in value if item in names)
         for values in (native.fields(entry).get("dispatch_dtypes") or {}).values():  # a backend's sets, by name or listed
-            used.update(value for value in values.values() if isinstance(value, str))
+            used.update(value for value in values.values() if isinstance(value, str) and value in names)
+            assert all(parse_spelling(value) for value in values.values() if isinstance(value, str) and value not in names)
     assert used == names
     report_sets = {g["name"]: g["dtypes"] for g in report["global_sets"]}
     assert {g.name: [str(d) for d in g.dtypes] for g in sets_file.sets} == report_sets
+
+
+def test_every_name_written_decodes_to_its_set_and_back(migrated, capsys):
+    """Issue 53: each set name the run writes is its set's name in the grammar (``parse_name(name) == dtypes``,
+    ``set_name(dtypes) == name``): no Etc, no suffix, no torchlib name meaning another set; printed with its dtypes."""
+    from migrate.model.named_sets import NAME_LIMIT, parse_name, set_name
+
+    sets = GlobalSetsFile.load(sibling_constraints_path(migrated / "native_functions.yaml")).sets
+    assert len(sets) > 40
+    for global_set in sets:
+        assert parse_name(global_set.name) == global_set.dtypes and set_name(global_set.dtypes) == global_set.name, global_set.name
+    longest = max(sets, key=lambda g: len(g.name))
+    assert len(longest.name) < NAME_LIMIT
+    with capsys.disabled():
+        print(f"\n{len(sets)} names, each round-tripped; the longest: {longest.name} ({len(longest.name)} characters)")
+    cos = NativeFunctions.load(migrated / "native_functions.yaml")
+    # cos's set has no name within 40 characters: PyTorch's spelling, which hides no dtype (complex32 was behind an Etc)
+    assert cos.fields(cos.by_name["cos"])["type_constraints"] == {"T": "floating_and_complex_types_and(torch.half, torch.bfloat16, torch.chalf)"}
 
 
 def test_the_written_yaml_survives_pytorchs_lint_round_trip(migrated):
@@ -370,18 +397,3 @@ def test_show_reads_the_torchlib_a_run_wrote_beside_the_yaml(migrated, capfd):
     rewritten = (migrated / "torch_lib" / "ops" / "core.py").read_text().splitlines()
     line = int(torchlib.split("ops/core.py:", 1)[1].split()[0])
     assert rewritten[line].startswith("def aten_gather(")
-
-
-def test_the_accepts_example_of_api_md_prints_what_the_page_shows(migrated, capfd):
-    """docs/api.md's `accepts sqrt` lines, LINE any line number and `[...]` any rest of a line."""
-    import re
-
-    page = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
-    shown = page.split("$ dtype-migrate accepts sqrt self=float8_e4m3fn --native-functions out/native_functions.yaml\n", 1)[1].split("```", 1)[0]
-    code, out, _ = run_cli(capfd, "accepts", "sqrt", "self=float8_e4m3fn", "--native-functions", migrated / "native_functions.yaml")
-    assert code == 1
-    printed = out.splitlines()
-    assert len(printed) == len(shown.splitlines())
-    for line, expected in zip(printed, shown.splitlines()):
-        pattern = re.escape(expected).replace("LINE", r"\d+").replace(re.escape("[...]"), r"\[.*")
-        assert re.fullmatch(pattern, line), (line, expected)

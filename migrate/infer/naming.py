@@ -1,13 +1,14 @@
 """The variables' names, given last, deterministically, from the whole file's evidence whatever ``--op`` selects.
 
 Every dtype set used by ``NAMED_FROM`` entries or more, or with a name already (in the target's
-type_constraints.yaml, else a torchlib TypeVar of that set), is a global set; so is a rarer set whose
-inline list would make an entry's ``type_constraints:`` line longer than ``LINE_LIMIT``. A set with no
-name yet takes the one composed from ATen's dtype groups (``migrate.model.named_sets``, at most 40 characters),
-the next abridged one while another set has it, ``Set`` added while a hand-written or torchlib name means another
-set. A variable is then spelled by its set's name: in the schema when the name is short (``IN_SCHEMA_LIMIT``), no
-other variable of the entry has that set and the ``func:`` line stays within ``LINE_LIMIT``, else as a letter and
-one ``T: Name``, so a long name is written once, not in every slot.
+type_constraints.yaml, else a torchlib TypeVar whose name means that set in the grammar), is a global set; so is a
+rarer set whose inline list would make an entry's ``type_constraints:`` line longer than ``LINE_LIMIT``. A set with
+no name yet takes its name in the grammar of ``migrate.model.named_sets`` (at most 40 characters), which decodes to
+exactly its dtypes; a set with no such name, or whose name the file gives another set, is no global set: an entry
+spells it where it uses it (its list, or its PyTorch spelling when shorter). A variable is then spelled by its set's
+name: in the schema when the name is short (``IN_SCHEMA_LIMIT``), no other variable of the entry has that set and
+the ``func:`` line stays within ``LINE_LIMIT``, else as a letter and one ``T: Name``, so a long name is written once,
+not in every slot.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Callable, Iterable, Mapping
 
 from migrate.model.dtypes import DType, format_set
 from migrate.model.global_sets import constraints_line, dispatch_dtypes
-from migrate.model.named_sets import composed_name, name_candidates, pytorch_spelling
+from migrate.model.named_sets import parse_name, pytorch_spelling, set_name
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Variable
 from migrate.model.schema import TypedSchema
@@ -66,34 +67,30 @@ def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[t
 
 
 def _set_names(existing: Iterable[GlobalSet], torchlib: Iterable[GlobalSet]) -> dict[tuple[DType, ...], str]:
-    """Names sets already have: the target file's (first in file order), else torchlib's (shortest, then first by name)."""
+    """Names sets already have: the target file's (first in file order), else a torchlib TypeVar's that means its set
+    in the grammar (``TTensor``, ``TRealOrUInt8`` mean other sets to a PyTorch reader: never the yaml's)."""
     names: dict[tuple[DType, ...], str] = {}
     for global_set in existing:
         names.setdefault(global_set.dtypes, global_set.name)
-    taken = {global_set.name for global_set in existing}  # a torchlib TypeVar of a name the file gives another set yields
-    for global_set in sorted(torchlib, key=lambda g: (len(g.name), g.name)):
-        if global_set.name not in taken:
+    taken = {global_set.name for global_set in existing}
+    for global_set in torchlib:
+        if global_set.name not in taken and parse_name(global_set.name) == global_set.dtypes:
             names.setdefault(global_set.dtypes, global_set.name)
     return names
 
 
-def _composed(dtypes: tuple[DType, ...], taken: set[str]) -> str:
-    """The first composed name no other set has (an abridged name may be another's), else ``Set`` added while taken."""
-    name = next((n for n in name_candidates(dtypes) if n not in taken), None)
-    if name is not None:
-        return name
-    name = composed_name(dtypes)
-    while name in taken:  # a hand-written or torchlib name that means another set
-        name += "Set"
-    return name
+def _composed(dtypes: tuple[DType, ...], taken: set[str]) -> str | None:
+    """The set's name in the grammar, unless it has none of at most 40 characters or the file gives it another set."""
+    name = set_name(dtypes)
+    return name if name is not None and name not in taken else None
 
 
 def spelling(existing: tuple[GlobalSet, ...], torchlib: tuple[GlobalSet, ...]) -> Callable[[tuple[DType, ...]], str]:
-    """How a run names a dtype set when it names it: the target file's name, else torchlib's (unless the file gives
-    that name another set), else the name composed from PyTorch's dtype groups, ``Set`` added while it is taken."""
+    """How a run spells a dtype set in a message: the target file's name, else its name in the grammar, else its
+    PyTorch spelling."""
     known = _set_names(existing, torchlib)
-    taken = {g.name for g in (*existing, *torchlib)}
-    return lambda dtypes: known.get(dtypes) or _composed(dtypes, taken)
+    taken = {g.name for g in existing}
+    return lambda dtypes: known.get(dtypes) or _composed(dtypes, taken) or pytorch_spelling(dtypes)
 
 
 def global_sets(
@@ -111,12 +108,14 @@ def global_sets(
                 if variable.dtypes:
                     entries[variable.dtypes].add(plan.name)
     known = _set_names(existing, torchlib)
-    taken = {g.name for g in (*existing, *torchlib)}
+    taken = {g.name for g in existing}
     names = {}
     for dtypes in sorted(entries, key=lambda d: (len(d), [t.sort_key for t in d])):
         if dtypes in known or len(entries[dtypes]) >= NAMED_FROM:
-            names[dtypes] = known.get(dtypes) or _composed(dtypes, taken)
-            taken.add(names[dtypes])
+            name = known.get(dtypes) or _composed(dtypes, taken)
+            if name is not None:
+                names[dtypes] = name
+                taken.add(name)
     sets = {name: GlobalSet(name, dtypes) for dtypes, name in names.items()}
     for plan in plans:
         entry = native.by_name[plan.name]
@@ -126,12 +125,13 @@ def global_sets(
             inline = [v.dtypes for v in named.variables if v.dtypes not in names and not v.listed]
             inline += [v.argument.dtypes for v in named.variables if v.argument is not None and v.argument.dtypes not in names]
             inline += [v.dtypes for v in named.variables if v.argument is not None and v.dtypes and v.dtypes not in names]
-            if line is None or len(line) <= LINE_LIMIT or not inline:
+            nameable = [(dtypes, name) for dtypes in inline if (name := _composed(dtypes, taken)) is not None]
+            if line is None or len(line) <= LINE_LIMIT or not nameable:
                 break
-            longest = max(inline, key=lambda d: (len(format_set(d)), [t.sort_key for t in d]))
-            names[longest] = _composed(longest, taken)
-            taken.add(names[longest])
-            sets[names[longest]] = GlobalSet(names[longest], longest)
+            longest, name = max(nameable, key=lambda item: (len(format_set(item[0])), [t.sort_key for t in item[0]]))
+            names[longest] = name
+            taken.add(name)
+            sets[name] = GlobalSet(name, longest)
     return tuple(sorted((GlobalSet(name, dtypes, pytorch_spelling(dtypes)) for dtypes, name in names.items()), key=lambda g: g.name))
 
 
@@ -149,22 +149,26 @@ def backend_sets(
             entries[backend.dtypes].add(plan.name)
     known = _set_names(existing, torchlib)
     sets = {g.name: g for g in unions}
-    taken = {g.name for g in (*existing, *torchlib, *unions)}
+    taken = {g.name for g in (*existing, *unions)}
 
-    def add(dtypes: tuple[DType, ...]) -> None:
-        name = known.get(dtypes) or _composed(dtypes, taken)
+    def name_of(dtypes: tuple[DType, ...]) -> str | None:
+        return known.get(dtypes) or _composed(dtypes, taken)
+
+    def add(dtypes: tuple[DType, ...], name: str) -> None:
         taken.add(name)
         sets[name] = GlobalSet(name, dtypes, pytorch_spelling(dtypes))
 
     for dtypes in sorted(entries, key=lambda d: (len(d), [t.sort_key for t in d])):
         if dtypes and dtypes not in {g.dtypes for g in sets.values()} and (dtypes in known or len(entries[dtypes]) >= NAMED_FROM):  # [] is its own spelling
-            add(dtypes)
+            if (name := name_of(dtypes)) is not None:
+                add(dtypes, name)
     for plan in (p for p in plans if any(v.backends for v in p.variables)):
         entry = native.by_name[plan.name]
         while True:
             stated = dispatch_dtypes(plan.variables, sets)
             inline = [b.dtypes for v in plan.variables for b in v.backends if b.dtypes != v.dtypes and b.dtypes not in {g.dtypes for g in sets.values()}]
-            if stated is None or len(stated.line(entry.key_indent)) <= LINE_LIMIT or not inline:
+            nameable = [(dtypes, name) for dtypes in inline if (name := name_of(dtypes)) is not None]
+            if stated is None or len(stated.line(entry.key_indent)) <= LINE_LIMIT or not nameable:
                 break
-            add(max(inline, key=lambda d: (len(format_set(d)), [t.sort_key for t in d])))
+            add(*max(nameable, key=lambda item: (len(format_set(item[0])), [t.sort_key for t in item[0]])))
     return tuple(sorted(sets.values(), key=lambda g: g.name))

@@ -60,8 +60,8 @@ class DispatchDtypes:
     def __str__(self) -> str:
         """The flow mapping written after ``dispatch_dtypes:``."""
 
-        def spelled(value: SetValue) -> str:
-            return value if isinstance(value, str) else format_set(value)
+        def spelled(value: SetValue) -> str:  # a name, a PyTorch spelling (quoted: its commas are yaml's), a list
+            return (value if value.isidentifier() else f"'{value}'") if isinstance(value, str) else format_set(value)
 
         keys = (f"{key}: {{" + ", ".join(f"{name}: {spelled(value)}" for name, value in variables) + "}" for key, variables in self.by_key)
         return "{" + ", ".join(keys) + "}"

@@ -18,6 +18,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from migrate.model.dtypes import PREFIX, DType, UnknownDType, canonical
+from migrate.model.named_sets import parse_spelling
 from migrate.model.schema import is_variable_name
 
 
@@ -49,13 +50,16 @@ class ConstraintList:
 
     @classmethod
     def from_items(cls, items: Iterable[str], arguments: Collection[str] = (), tensors: Mapping[str, str] | None = None) -> ConstraintList:
-        """The list as yaml loads it: ``torch.<name>`` items are dtypes, ``query.dtype`` follows the variable of
-        the tensor argument ``query`` (``tensors``: argument -> variable), a name in ``arguments`` (the entry's
-        ``ScalarType`` arguments) is the argument, other identifiers name variables."""
+        """The list as yaml loads it: ``torch.<name>`` items are dtypes, a PyTorch spelling
+        (``all_types_and(torch.bool)``) is its dtypes, ``query.dtype`` follows the variable of the tensor argument
+        ``query`` (``tensors``: argument -> variable), a name in ``arguments`` (the entry's ``ScalarType`` arguments)
+        is the argument, other identifiers name variables."""
         dtypes, follows, named = [], [], []
         for item in items:
             if item.startswith(PREFIX):
                 dtypes.append(DType.parse(item))
+            elif (spelled := parse_spelling(item)) is not None:
+                dtypes += spelled
             elif item.endswith(TENSOR_DTYPE):
                 tensor = item.removesuffix(TENSOR_DTYPE)
                 if tensor not in (tensors or {}):

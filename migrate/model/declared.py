@@ -19,11 +19,19 @@ from dataclasses import replace
 from migrate.errors import InputError
 from migrate.model.backends import BACKENDS_KEY, BackendSet, DispatchDtypes
 from migrate.model.constraint import ConstraintError, ConstraintList, DtypeArgument, follows_problem
-from migrate.model.dtypes import TENSOR_DTYPES, UnknownDType, format_set
+from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, format_set
+from migrate.model.named_sets import decoded
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions
 from migrate.model.plan import HAND, Evidence, GlobalSet, Variable
 from migrate.model.promotion import PROMOTION_KEY, Promotion, promotion_problem
 from migrate.model.schema import RETURN_PREFIX
+
+
+def set_dtypes(value: str, sets: Mapping[str, GlobalSet]) -> tuple[DType, ...] | None:
+    """The dtypes a set's text means: a global set of the file by that name, else what the text says itself (a name
+    in the grammar of ``migrate.model.named_sets`` or a PyTorch spelling); None when it is neither."""
+    found = sets.get(value)
+    return found.dtypes if found is not None else decoded(value)
 
 
 def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str, GlobalSet]) -> tuple[Variable, ...]:
@@ -46,9 +54,10 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
 
     def dtypes_of(name: str, value: object) -> ConstraintList:
         if isinstance(value, str):
-            if value not in sets:
+            dtypes = set_dtypes(value, sets)
+            if dtypes is None:
                 raise InputError(f"unresolved type variable {value}", native.path, line, entry.name)
-            return ConstraintList(sets[value].dtypes)
+            return ConstraintList(dtypes)
         if isinstance(value, list) and all(isinstance(d, str) for d in value):
             try:
                 return ConstraintList.from_items(value, *((arguments, tensors) if name in words else ()))
@@ -72,10 +81,11 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
         for other in constraint.follows:
             if other in words:
                 continue
-            if other not in sets:
+            others = set_dtypes(other, sets)
+            if others is None:
                 message = f"unresolved type variable {other} in the list of {name}: neither a type variable, a ScalarType argument of the entry nor a global set"
                 raise InputError(message, native.path, line, entry.name)
-            constraint = ConstraintList((*constraint.dtypes, *sets[other].dtypes), tuple(f for f in constraint.follows if f != other), constraint.argument)
+            constraint = ConstraintList((*constraint.dtypes, *others), tuple(f for f in constraint.follows if f != other), constraint.argument)
         evidence = (Evidence(HAND, f"{native.path.name}:{line}", constraint.dtypes, binds),)
         variables.append(Variable(name, constraint.dtypes, binds, evidence, constraint.follows, argument=argument))
     unnamed = set(stated) - {v.argument.name for v in variables if v.argument is not None}
@@ -106,9 +116,9 @@ def declared_with_backends(native: NativeFunctions, entry: Entry, sets: Mapping[
             if variable is None or variable.listed:
                 why = "no type variable of the entry" if variable is None else "a list naming other variables or an argument, which serves every backend"
                 raise InputError(f"'{BACKENDS_KEY}:' {key} names {name}, {why}", native.path, line, entry.name)
-            if isinstance(value, str) and value not in sets:
+            dtypes = set_dtypes(value, sets) if isinstance(value, str) else value
+            if dtypes is None:
                 raise InputError(f"'{BACKENDS_KEY}:' {key} {name}: unresolved set {value}", native.path, line, entry.name)
-            dtypes = sets[value].dtypes if isinstance(value, str) else value
             beyond = tuple(d for d in dtypes if d not in variable.dtypes)
             if beyond:
                 message = f"'{BACKENDS_KEY}:' {key} {name} holds {format_set(beyond)}, outside {name}'s union in type_constraints"

@@ -128,6 +128,11 @@ def format_set(dtypes: Iterable[DType]) -> str:
     return "[" + ", ".join(str(d) for d in canonical(dtypes)) + "]"
 
 
+def known_dtypes() -> tuple[DType, ...]:
+    """Every dtype of the table, in canonical order."""
+    return tuple(DType(name) for name, _ in _KNOWN)
+
+
 def named(*names: str) -> tuple[DType, ...]:
     return canonical(DType(n) for n in names)
 

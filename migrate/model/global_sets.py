@@ -18,6 +18,7 @@ from migrate.errors import InputError
 from migrate.model.backends import BACKEND_KEYS, DispatchDtypes, SetValue
 from migrate.model.constraint import dtype_of
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, format_set, parse_set
+from migrate.model.named_sets import pytorch_spelling
 from migrate.model.native import CONSTRAINTS_KEY, load_item, top_level_items
 from migrate.model.plan import Conflict, GlobalSet, OverloadPlan, Variable
 from migrate.model.schema import RETURN_PREFIX, is_variable_name
@@ -49,6 +50,8 @@ def constraints_value(
         if variable.argument is not None and not variable.follows and variable.dtypes == (variable.argument.dtypes if variable.argument.optional else ()):
             return f"[{variable.argument.name}]"  # None (when it may be) takes the dtypes the argument may name
         spelled = next((s.name for s in sets.values() if s.dtypes == variable.dtypes and s.name not in taken), None) if variable.dtypes else None
+        if spelled is None and variable.dtypes and shorter_spelling(variable.dtypes).startswith("'"):
+            spelled = shorter_spelling(variable.dtypes)  # a list's item may be a set's PyTorch spelling, quoted
         if spelled is None:
             return variable.constraint.spelled(followed)
         return "[" + ", ".join([spelled, *variable.constraint.spelled_names(followed)]) + "]"
@@ -59,9 +62,20 @@ def constraints_value(
 
 
 def set_value(dtypes: tuple[DType, ...], sets: Mapping[str, GlobalSet]) -> str:
-    """A dtype set as a ``type_constraints`` value: the name of a global set of those dtypes, else the list."""
+    """A dtype set as a ``type_constraints`` value: the name of a global set of those dtypes, else ``shorter_spelling``."""
     equal = next((s.name for s in sets.values() if s.dtypes == dtypes), None)
-    return equal if equal is not None else format_set(dtypes)
+    return equal if equal is not None else shorter_spelling(dtypes)
+
+
+LISTED_UP_TO = 4
+"""Dtypes of a set no global set names that the yaml lists; a larger one takes its PyTorch spelling where shorter."""
+
+
+def shorter_spelling(dtypes: tuple[DType, ...]) -> str:
+    """A set no global set names, as a value of the yaml: its list, or, past ``LISTED_UP_TO`` dtypes, its PyTorch
+    spelling (quoted: its commas are yaml's in a flow mapping) where that is shorter."""
+    listed, spelled = format_set(dtypes), f"'{pytorch_spelling(dtypes)}'"
+    return spelled if len(dtypes) > LISTED_UP_TO and len(spelled) < len(listed) else listed
 
 
 def followed_spelling(variables: Iterable[Variable]) -> dict[str, str]:
@@ -93,7 +107,8 @@ def dispatch_dtypes(variables: Iterable[Variable], sets: Mapping[str, GlobalSet]
     variables = tuple(variables)
 
     def spelled(dtypes: tuple[DType, ...]) -> SetValue:
-        return next((s.name for s in sets.values() if s.dtypes == dtypes), dtypes)
+        named = next((s.name for s in sets.values() if s.dtypes == dtypes), None)
+        return named or (pytorch_spelling(dtypes) if shorter_spelling(dtypes).startswith("'") else dtypes)
 
     by_key = tuple(
         (key, tuple((v.name, spelled(v.on(key))) for v in variables if v.on(key) != v.dtypes))

@@ -1,25 +1,30 @@
-"""Names for dtype sets, composed from the groups PyTorch's maintainers already speak.
+"""Names for dtype sets, composed from the groups PyTorch's maintainers already speak, that decode to exactly
+their dtypes.
 
 A set is spelled two ways, from its contents alone:
 
-- its **PyTorch spelling** (a global set's ``desc``): the largest group of
-  ``torch.testing._internal.common_dtype`` it contains, ``_and`` the rest, as an OpInfo
-  declares dtypes: ``all_types_and(torch.bool, torch.half, torch.bfloat16)``;
-- an **identifier** for the yaml and torchlib, in the words of ATen's dispatch macros
-  (``AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(kBool, kHalf, kBFloat16)`` is
-  ``TAllAndComplexAndBoolHalfBFloat16``): ``T`` + the largest macro group it contains + ``And`` +
-  the words of the rest, or, when shorter, ``TAnyBut`` + the words (three at most) of what
-  the set lacks (``TAnyButBarebonesUnsignedFloat8``); a set with no group is its words joined
-  by ``Or`` (``TInt32OrInt64``), as torchlib spells ``TRealOrUInt8``. An identifier is at most
-  ``NAME_LIMIT`` characters: a longer one keeps its leading words and ends with ``Etc``
-  (``TFloatingAndComplexAndHalfBFloat16Etc``, the floats, complex and ComplexHalf); the ``desc``
-  spells the whole set.
+- its **PyTorch spelling** (a global set's ``desc``, or an entry's own set): the largest group of
+  ``torch.testing._internal.common_dtype`` it contains, ``_and`` the rest, as an OpInfo declares dtypes:
+  ``all_types_and(torch.bool, torch.half, torch.bfloat16)``;
+- its **name**, an identifier for the yaml and torchlib in the words of ATen's dispatch macros
+  (``AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND3(kBool, kHalf, kBFloat16)`` is ``TAllAndComplexAndBoolHalfBFloat16``).
 
-The identifier's words are a partition of the dtypes into ATen's macro groups (``AT_INTEGRAL_TYPES``,
-``AT_BAREBONES_UNSIGNED_TYPES``, ``AT_FLOATING_TYPES``, ``AT_COMPLEX_TYPES``, ``AT_FLOAT8_TYPES``, all
-five float8 kinds) and single dtypes, by their ``ScalarType`` (``kHalf``, ``kComplexHalf``) where it
-has a short name, else by their torch name (``Int64``, ``Float8E4m3fn``). A dtype outside the table (a
-newer torch's) is spelled by its own name, so every set has both spellings.
+The name's grammar (``parse_name`` reads it, ``set_name`` writes it; each is the other's inverse):
+
+- ``T`` + a base + ``And`` + words: the base is the largest of ATen's groups the set contains (``AllAndComplex``,
+  ``All``, ``FloatingAndComplex``, ``Integral``, ``Floating``, ``Complex``, ``Float8``), the words the rest;
+- ``T`` + words joined by ``Or`` when the set contains no group (``TInt32OrInt64``, ``TBool``);
+- ``TAny`` (every dtype the words cover) or ``TAnyBut`` + the words of what the set lacks
+  (``TAnyButBarebonesUnsigned``), when that is shorter.
+
+A word is a macro group (``Integral``, ``BarebonesUnsigned``, ``Floating``, ``Complex``, ``Float8``: each of
+``AT_INTEGRAL_TYPES``, ``AT_BAREBONES_UNSIGNED_TYPES``, ``AT_FLOATING_TYPES``, ``AT_COMPLEX_TYPES``,
+``AT_FLOAT8_TYPES`` whole), a group of three or more less one dtype (``IntegralButUInt8``, ``Float8But_e8m0fnu``),
+or one dtype by its ``ScalarType`` (``Bool``, ``Half``, ``BFloat16``, ``ComplexHalf``; else its torch name:
+``Int64``, ``UInt8``, ``Float8_e4m3fn``, a float8 kind keeping its underscore so that ``Float8`` alone is always the
+group). A name is at most ``NAME_LIMIT`` characters; a set with no name that short has none (the yaml writes a
+letter and the set's PyTorch spelling or list). A dtype outside the table (a newer torch's) is spelled by its own
+name, so every set has a spelling.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from migrate.model.dtypes import DType, canonical, named
+from migrate.model.dtypes import PREFIX, DType, canonical, known_dtypes, named
 
 
 @dataclass(frozen=True)
@@ -103,19 +108,20 @@ SPELLING_BASES: tuple[Spelling, ...] = (
 """common_dtype's functions, largest first: the base of a desc is the first one the set contains."""
 
 SUBTRACTED_WORDS = 3
-"""At most this many words after ``TAnyBut``: a longer list of what a set lacks no longer reads at a glance."""
+"""At most this many words after ``TAnyBut`` unless no other name fits: a longer list of what a set lacks no longer
+reads at a glance."""
 
 NAME_LIMIT = 40
 """Characters of a name, a torchlib twin's digit (``TFloat2``) included: a longer one no longer reads at a glance."""
 
 _COMPOSED_LIMIT = NAME_LIMIT - 1  # room for the twin's digit
-
-ABRIDGED = "Etc"
-"""Ends a name that keeps only its leading words (``TFloatingAndComplexAndHalfBFloat16Etc``); its desc has them all."""
+_BUT = "But"
 
 
 def _dtype_word(dtype: DType) -> str:
-    """A single dtype's word: ``Int16``, ``UInt8``, ``Float8E4m3fn``."""
+    """A single dtype's word: ``Int16``, ``UInt8``; a kind with an underscore keeps it (``Float8_e4m3fn``)."""
+    if "_" in dtype.name:
+        return dtype.name[:1].upper() + dtype.name[1:]
     name = dtype.name.replace("uint", "u_int", 1) if dtype.name.startswith("uint") else dtype.name
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
@@ -132,16 +138,22 @@ def _spellings(dtypes: tuple[DType, ...]) -> list[str]:
     return spellings + [str(d) for d in dtypes if d not in ANY]
 
 
+def _lacking_word(group: Group, lacking: DType) -> str:
+    """``IntegralButUInt8``; a dtype whose word starts with the group's is named by the rest: ``Float8But_e8m0fnu``."""
+    word = _dtype_word(lacking)
+    return f"{group.word}{_BUT}{word.removeprefix(group.word) if word.startswith(group.word + '_') else word}"
+
+
 def _words(dtypes: tuple[DType, ...]) -> list[str]:
-    """The identifier's words of the set: a whole group's word, a group of three or more that lacks one dtype as
-    ``Float8ButE8m0fnu`` (the group's word not repeated), else each dtype's word."""
+    """The name's words of the set: a whole group's word, a group of three or more that lacks one dtype as
+    ``Float8But_e8m0fnu``, else each dtype's word."""
     present, words = set(dtypes), []
     for group in WORDS:
         lacking = [d for d in group.dtypes if d not in present]
         if not lacking:
             words.append(group.word)
         elif len(lacking) == 1 and len(group.dtypes) >= 3:
-            words.append(f"{group.word}But{_dtype_word(lacking[0]).removeprefix(group.word)}")
+            words.append(_lacking_word(group, lacking[0]))
         else:
             words += [_dtype_word(d) for d in group.dtypes if d in present]
     return words + [_dtype_word(d) for d in dtypes if d not in ANY]
@@ -161,31 +173,99 @@ def pytorch_spelling(dtypes: Iterable[DType]) -> str:
     return f"{base.pytorch}_and({', '.join(rest)})" if rest else f"{base.pytorch}()"
 
 
-def composed_name(dtypes: Iterable[DType]) -> str:
-    """The identifier of a set, the first of ``name_candidates``."""
-    return next(name_candidates(dtypes))
-
-
-def name_candidates(dtypes: Iterable[DType]) -> Iterator[str]:
-    """The identifiers of a set, best first, each within ``NAME_LIMIT`` characters (a twin's digit left room): the
-    shorter of the additive spelling and the subtractive one from TAny (three words at most) that fit; else the
-    subtractive one of more words, when it fits; else the additive one abridged (``Etc``), most words kept first
-    (an abridged name may be another set's too: a run takes the next one free)."""
+def full_name(dtypes: Iterable[DType]) -> str:
+    """The set's name in the grammar whatever its length: the shorter of the additive form and the subtractive one
+    of at most ``SUBTRACTED_WORDS`` words, else the shorter of the two (the additive one on a tie)."""
     dtypes = canonical(dtypes)
     base = _base(BASES, dtypes)
     words = _words(tuple(d for d in dtypes if base is None or d not in base.dtypes))
-    head, joiner = ("T", "Or") if base is None else (f"T{base.word}And" if words else f"T{base.word}", "")
-    additive = head + joiner.join(words)
-    missing = _words(tuple(d for d in ANY if d not in dtypes)) if set(dtypes) <= set(ANY) else None
-    subtractive = None if missing is None else "TAny" + ("But" + "".join(missing) if missing else "")
-    at_a_glance = [additive] + ([subtractive] if subtractive is not None and len(missing) <= SUBTRACTED_WORDS else [])
-    fitting = [name for name in at_a_glance if len(name) <= _COMPOSED_LIMIT]
-    if not fitting and subtractive is not None and len(subtractive) <= _COMPOSED_LIMIT:
-        fitting = [subtractive]
-    if fitting:
-        yield min(fitting, key=len)  # the additive one on a tie
+    additive = ("T" + "Or".join(words)) if base is None else f"T{base.word}" + (f"And{''.join(words)}" if words else "")
+    if not set(dtypes) <= set(ANY):
+        return additive
+    missing = _words(tuple(d for d in ANY if d not in dtypes))
+    subtractive = "TAny" + (_BUT + "".join(missing) if missing else "")
+    glance = [additive] + ([subtractive] if len(missing) <= SUBTRACTED_WORDS else [])
+    fitting = [name for name in glance if len(name) <= _COMPOSED_LIMIT]
+    return min(fitting or [additive, subtractive], key=len)
+
+
+def set_name(dtypes: Iterable[DType]) -> str | None:
+    """The set's name (``full_name``) when it has one of at most ``NAME_LIMIT`` characters (a twin's digit left room)."""
+    name = full_name(dtypes)
+    return name if len(name) <= _COMPOSED_LIMIT else None
+
+
+def _vocabulary() -> dict[str, tuple[DType, ...]]:
+    """Every word a name may hold, with its dtypes: the groups, a group less one dtype, each dtype the table knows."""
+    words = {group.word: group.dtypes for group in WORDS}
+    for group in (g for g in WORDS if len(g.dtypes) >= 3):
+        for lacking in group.dtypes:
+            words[_lacking_word(group, lacking)] = tuple(d for d in group.dtypes if d != lacking)
+    for dtype in known_dtypes():
+        words.setdefault(_dtype_word(dtype), (dtype,))
+    return words
+
+
+def _segmentations(text: str, vocabulary: dict[str, tuple[DType, ...]]) -> Iterator[tuple[DType, ...]]:
+    """The dtypes of each way ``text`` is a run of words (at most a few: the words are nearly prefix-free)."""
+    if not text:
+        yield ()
         return
-    for kept in range(len(words) - 1, 0 if base is None else -1, -1):  # with a base, TFloatingAndComplexEtc at least
-        abridged = (head + joiner.join(words[:kept]) if kept else f"T{base.word}") + ABRIDGED
-        if len(abridged) <= _COMPOSED_LIMIT:
-            yield abridged
+    for end in range(len(text), 0, -1):
+        word = vocabulary.get(text[:end])
+        if word is not None:
+            for rest in _segmentations(text[end:], vocabulary):
+                yield word + rest
+
+
+def parse_name(name: str) -> tuple[DType, ...] | None:
+    """The dtypes a name in the grammar means, or None when it is not one (a hand-written or torchlib name):
+    ``parse_name(full_name(d)) == d`` and ``full_name(parse_name(n)) == n``."""
+    if not name.startswith("T"):
+        return None
+    body, vocabulary, found = name[1:], _vocabulary(), []
+    if body.startswith("Any"):
+        rest = body.removeprefix("Any").removeprefix(_BUT)
+        found += [tuple(d for d in ANY if d not in lacking) for lacking in _segmentations(rest, vocabulary)] if rest else [ANY]
+    for base in BASES:
+        if body == base.word:
+            found.append(base.dtypes)
+        elif body.startswith(base.word + "And"):
+            found += [base.dtypes + words for words in _segmentations(body[len(base.word) + 3 :], vocabulary)]
+    parts = [vocabulary.get(part) for part in body.split("Or")]
+    if None not in parts:
+        found.append(tuple(d for part in parts for d in part))
+    return next((canonical(d) for d in found if full_name(d) == name), None)
+
+
+_SHORT = {"torch.half": DType("float16"), "torch.chalf": DType("complex32")}  # torch's short names the spelling uses
+
+
+def parse_spelling(text: str) -> tuple[DType, ...] | None:
+    """The dtypes of a PyTorch spelling as ``pytorch_spelling`` writes it (``floating_types_and(torch.half)``,
+    ``(torch.int32, torch.int64)``), or None when it is not one."""
+    groups = {g.pytorch: g.dtypes for g in (*SPELLINGS, *SPELLING_BASES) if g.is_group or g in SPELLING_BASES}
+    head, _, arguments = text.partition("(")
+    if not arguments.endswith(")"):
+        return None
+    base = groups.get(head.removesuffix("_and")) if head else ()
+    if base is None:
+        return None
+    found = list(base)
+    for item in (i for i in arguments[:-1].split(", ") if i):
+        item = item.rstrip(",")
+        if item.startswith("*") and item.endswith("()") and item[1:-2] in groups:
+            found += groups[item[1:-2]]
+        elif item in _SHORT:
+            found.append(_SHORT[item])
+        elif item.startswith(PREFIX) and DType(item.removeprefix(PREFIX)) in known_dtypes():
+            found.append(DType(item.removeprefix(PREFIX)))
+        else:
+            return None
+    dtypes = canonical(found)
+    return dtypes if pytorch_spelling(dtypes) == text else None
+
+
+def decoded(value: str) -> tuple[DType, ...] | None:
+    """A set's dtypes from its own text, no file read: a name in the grammar or a PyTorch spelling."""
+    return parse_name(value) or parse_spelling(value)

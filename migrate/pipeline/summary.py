@@ -195,7 +195,7 @@ def spelling_summary(native: NativeFunctions, plan: Plan, result: YamlResult) ->
         taken = {v.name for v in overload.variables} | {v.argument.name for v in overload.variables if v.argument is not None}
         for variable in overload.variables if overload.name in written else ():
             value = constraints_value(variable, result.sets, taken)
-            set_names.append(variable.name if value is None else value if not value.startswith("[") else _listed_set(value, result.sets))
+            set_names.append(variable.name if value is None else _listed_set(value, result.sets))
     named = [n for n in set_names if n is not None]
     lines = [len(line) for line in result.native_functions.decode().splitlines() if line.lstrip().startswith(CONSTRAINTS_KEY + ":")]
     growth = round((len(result.native_functions) - len(native.data)) / len(native.data), 4)
@@ -203,11 +203,12 @@ def spelling_summary(native: NativeFunctions, plan: Plan, result: YamlResult) ->
 
 
 def _listed_set(value: str, sets) -> str | None:
-    """A list that spells no dtype out (``[TAny, dtype]``, ``[dtype]``) counts as spelled by a name: its set's, or '' when
-    it holds no dtypes; one with an inline dtype is None."""
-    if PREFIX in value:
-        return None
-    return next((item for item in value.strip("[]").split(", ") if item in sets), "")
+    """The set name a value spells a variable by: the name; a list's global set (``[TAny, dtype]``), or '' for a list
+    of no dtypes (``[dtype]``); None for dtypes written out and for a PyTorch spelling (no set name)."""
+    if not value.startswith("["):
+        return value if value in sets else None
+    items = value.strip("[]").split(", ")
+    return next((item for item in items if item in sets), None if PREFIX in value or "(" in value else "")
 
 
 @dataclass(frozen=True)

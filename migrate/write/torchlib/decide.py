@@ -123,8 +123,12 @@ class AnnotationDecider:
         self.only = only
         self.plans: dict[str, OverloadPlan] = {o.name: o for o in plan.overloads}
         self.global_sets: dict[str, GlobalSet] = {g.name: g for g in plan.global_sets}
-        self._by_dtypes = {g.dtypes: g for g in sorted(plan.global_sets, key=lambda g: g.name, reverse=True)}
-        self._by_onnx = {onnx_part(g.dtypes): g for g in sorted(plan.global_sets, key=lambda g: g.name, reverse=True)}
+        # torchlib's own TypeVars first (shortest name, then first by name), then the yaml's global sets: a rewrite
+        # speaks torchlib's names (TFloat), the yaml its grammar's (TFloatingAndHalfBFloat16)
+        torchlib = sorted(evidence.global_sets, key=lambda g: (len(g.name), g.name), reverse=True)
+        by_name = sorted(plan.global_sets, key=lambda g: g.name, reverse=True)
+        self._by_dtypes = {g.dtypes: g for g in (*by_name, *torchlib)}
+        self._by_onnx = {onnx_part(g.dtypes): g for g in (*by_name, *torchlib)}
         self.notes: dict[str, list[str]] = {kind: [] for kind in NOTE_KINDS}
         self.new_globals: dict[str, TypeVarSpec] = {}
         self._lines = self._registration_lines()
