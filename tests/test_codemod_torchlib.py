@@ -204,20 +204,22 @@ def _build(shared: Path) -> dict:
     installed = Path(next(iter(importlib.util.find_spec("onnxscript").submodule_search_locations)))
     results = {}
     sweep = opinfo_evidence(StageCache.at(), None, False, None)  # the run's own OpInfo and probe evidence (fills a cold cache)
+    inferred = None  # the copies hold the same files: one inference serves both
     for variant in VARIANTS:
         copy = shared / variant
         shutil.copytree(installed, copy / "onnxscript", ignore=shutil.ignore_patterns("__pycache__"))
         root = copy / "onnxscript" / "function_libs" / "torch_lib"
         stages = StageCache.at()  # keyed by content: the copies read what any run derived from the same torch_lib
         evidence = scan_torchlib(root, native, stages)
-        sources = Sources(
-            torchlib=evidence.overloads,
-            opinfo=sweep.opinfo,
-            global_sets=evidence.global_sets,
-            probe=sweep.probe,
-            torchlib_handled=evidence.handled,
-        )
-        inferred = infer_plan(native, sources)
+        if inferred is None:
+            sources = Sources(
+                torchlib=evidence.overloads,
+                opinfo=sweep.opinfo,
+                global_sets=evidence.global_sets,
+                probe=sweep.probe,
+                torchlib_handled=evidence.handled,
+            )
+            inferred = infer_plan(native, sources)
         plan = inferred if variant == "inferred" else hand_plan(inferred)
         rewrite = rewrite_torchlib(evidence, plan, native, stages)
         for path, _, after in rewrite.files:
