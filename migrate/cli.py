@@ -178,8 +178,8 @@ def _lower_parser() -> argparse.ArgumentParser:
 
 
 def run_lower(args: argparse.Namespace) -> int:
-    plain = lowered(args.file)
-    if plain == args.file.read_bytes():
+    plain, declared = lowered(args.file)
+    if not declared:
         sys.stderr.write(f"dtype-migrate lower: {args.file} declares no dtype (no type variable or annotation line): nothing to lower\n")
     _emit(plain, args.output)
     return EXIT_OK

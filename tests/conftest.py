@@ -44,6 +44,16 @@ def real_copy(tmp_path: Path) -> Path:
     return path
 
 
+def real_copies(folder: Path) -> Path:
+    """A new folder holding copies of the installed native_functions.yaml and torch_lib (no bytecode), to run on."""
+    from migrate.torchlib_source.resolve import installed_torchlib
+
+    folder.mkdir()
+    shutil.copyfile(REAL_NATIVE_FUNCTIONS, folder / "native_functions.yaml")
+    shutil.copytree(installed_torchlib(), folder / "torch_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
 EXPORT_STORES = ("export", "export-function")  # export-check's results: a test's own, never the user's
 DERIVED_STAGES = ("recorded", "derived", "derived-summary", "plans", "native", "validated", "declarations", "torchlib-facts", "torchlib-evidence", "applied", "rewrites", "export-keys", "host-paths")
 

@@ -13,12 +13,11 @@ import pytest
 
 from migrate.cache import code_digest, digest
 from migrate.errors import InputError
-from migrate.torchlib_source.resolve import installed_torchlib
 from migrate.model.native import NativeFunctions
 from migrate.model.schema import TypedSchema
 from migrate.pipeline import Options, Session
 from migrate.cli import main
-from tests.conftest import REAL_NATIVE_FUNCTIONS, run_cli, snapshot
+from tests.conftest import REAL_NATIVE_FUNCTIONS, real_copies, run_cli, snapshot
 
 # The OpInfo sweep's cache is keyed by its own files; these runs leave it out to stay fast with an empty cache.
 EVIDENCE = ("--evidence", "torchlib,groups")
@@ -31,16 +30,9 @@ EDITS = {
 }
 
 
-def _copies(folder: Path) -> Path:
-    folder.mkdir()
-    shutil.copyfile(REAL_NATIVE_FUNCTIONS, folder / "native_functions.yaml")
-    shutil.copytree(installed_torchlib(), folder / "torch_lib", ignore=shutil.ignore_patterns("__pycache__"))
-    return folder
-
-
 @pytest.fixture
 def work(tmp_path) -> Path:
-    return _copies(tmp_path / "work")
+    return real_copies(tmp_path / "work")
 
 
 def _arguments(work: Path, cache: Path, out: Path, *extra: str) -> tuple[str, ...]:
@@ -58,7 +50,7 @@ def _run(capfd, work: Path, cache: Path, out: Path, *extra: str) -> dict[str, by
 def filled(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
     """A cache an empty one became in a run on copies of the installed files, and what that run wrote."""
     folder = tmp_path_factory.mktemp("filled")
-    assert main(list(_arguments(_copies(folder / "work"), folder / "cache", folder / "out"))) == 0
+    assert main(list(_arguments(real_copies(folder / "work"), folder / "cache", folder / "out"))) == 0
     return folder / "cache", snapshot(folder / "out")
 
 

@@ -16,7 +16,7 @@ from migrate.model.declared import declared_variables
 from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
-from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, run_cli, snapshot, without_exports
+from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, real_copies, run_cli, snapshot, without_exports
 
 pytestmark = pytest.mark.slow  # full real runs
 
@@ -28,9 +28,7 @@ def migrated(full_run) -> Path:
 
 
 def _copies(folder: Path) -> tuple[str, ...]:
-    folder.mkdir()
-    shutil.copyfile(REAL_NATIVE_FUNCTIONS, folder / "native_functions.yaml")
-    shutil.copytree(installed_torchlib(), folder / "torch_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    real_copies(folder)
     return ("--native-functions", str(folder / "native_functions.yaml"), "--torchlib", str(folder / "torch_lib"))
 
 

@@ -50,7 +50,7 @@ def constraints_value(
         if variable.argument is not None and not variable.follows and variable.dtypes == (variable.argument.dtypes if variable.argument.optional else ()):
             return f"[{variable.argument.name}]"  # None (when it may be) takes the dtypes the argument may name
         spelled = next((s.name for s in sets.values() if s.dtypes == variable.dtypes and s.name not in taken), None) if variable.dtypes else None
-        if spelled is None and variable.dtypes and shorter_spelling(variable.dtypes).startswith("'"):
+        if spelled is None and variable.dtypes and spells_shorter(variable.dtypes):
             spelled = shorter_spelling(variable.dtypes)  # a list's item may be a set's PyTorch spelling, quoted
         if spelled is None:
             return variable.constraint.spelled(followed)
@@ -71,11 +71,16 @@ LISTED_UP_TO = 4
 """Dtypes of a set no global set names that the yaml lists; a larger one takes its PyTorch spelling where shorter."""
 
 
+def spells_shorter(dtypes: tuple[DType, ...]) -> bool:
+    """Whether a set no global set names is written in its PyTorch spelling (quoted) rather than as its list: past
+    ``LISTED_UP_TO`` dtypes, where that is shorter."""
+    return len(dtypes) > LISTED_UP_TO and len(pytorch_spelling(dtypes)) + 2 < len(format_set(dtypes))
+
+
 def shorter_spelling(dtypes: tuple[DType, ...]) -> str:
-    """A set no global set names, as a value of the yaml: its list, or, past ``LISTED_UP_TO`` dtypes, its PyTorch
-    spelling (quoted: its commas are yaml's in a flow mapping) where that is shorter."""
-    listed, spelled = format_set(dtypes), f"'{pytorch_spelling(dtypes)}'"
-    return spelled if len(dtypes) > LISTED_UP_TO and len(spelled) < len(listed) else listed
+    """A set no global set names, as a value of the yaml: its PyTorch spelling (quoted: its commas are yaml's in a flow
+    mapping) where ``spells_shorter``, else its list."""
+    return f"'{pytorch_spelling(dtypes)}'" if spells_shorter(dtypes) else format_set(dtypes)
 
 
 def followed_spelling(variables: Iterable[Variable]) -> dict[str, str]:
@@ -108,7 +113,7 @@ def dispatch_dtypes(variables: Iterable[Variable], sets: Mapping[str, GlobalSet]
 
     def spelled(dtypes: tuple[DType, ...]) -> SetValue:
         named = next((s.name for s in sets.values() if s.dtypes == dtypes), None)
-        return named or (pytorch_spelling(dtypes) if shorter_spelling(dtypes).startswith("'") else dtypes)
+        return named or (pytorch_spelling(dtypes) if spells_shorter(dtypes) else dtypes)
 
     by_key = tuple(
         (key, tuple((v.name, spelled(v.on(key))) for v in variables if v.on(key) != v.dtypes))

@@ -29,6 +29,7 @@ name, so every set has a spelling.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
@@ -195,6 +196,7 @@ def set_name(dtypes: Iterable[DType]) -> str | None:
     return name if len(name) <= _COMPOSED_LIMIT else None
 
 
+@functools.cache
 def _vocabulary() -> dict[str, tuple[DType, ...]]:
     """Every word a name may hold, with its dtypes: the groups, a group less one dtype, each dtype the table knows."""
     words = {group.word: group.dtypes for group in WORDS}
@@ -239,23 +241,23 @@ def parse_name(name: str) -> tuple[DType, ...] | None:
 
 
 _SHORT = {"torch.half": DType("float16"), "torch.chalf": DType("complex32")}  # torch's short names the spelling uses
+_SPELLED_GROUPS = {g.pytorch: g.dtypes for g in (*SPELLINGS, *SPELLING_BASES) if g.is_group or g in SPELLING_BASES}
 
 
 def parse_spelling(text: str) -> tuple[DType, ...] | None:
     """The dtypes of a PyTorch spelling as ``pytorch_spelling`` writes it (``floating_types_and(torch.half)``,
     ``(torch.int32, torch.int64)``), or None when it is not one."""
-    groups = {g.pytorch: g.dtypes for g in (*SPELLINGS, *SPELLING_BASES) if g.is_group or g in SPELLING_BASES}
     head, _, arguments = text.partition("(")
     if not arguments.endswith(")"):
         return None
-    base = groups.get(head.removesuffix("_and")) if head else ()
+    base = _SPELLED_GROUPS.get(head.removesuffix("_and")) if head else ()
     if base is None:
         return None
     found = list(base)
     for item in (i for i in arguments[:-1].split(", ") if i):
         item = item.rstrip(",")
-        if item.startswith("*") and item.endswith("()") and item[1:-2] in groups:
-            found += groups[item[1:-2]]
+        if item.startswith("*") and item.endswith("()") and item[1:-2] in _SPELLED_GROUPS:
+            found += _SPELLED_GROUPS[item[1:-2]]
         elif item in _SHORT:
             found.append(_SHORT[item])
         elif item.startswith(PREFIX) and DType(item.removeprefix(PREFIX)) in known_dtypes():

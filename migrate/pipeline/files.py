@@ -29,9 +29,12 @@ def _checked(path: Path) -> NativeFunctions:
     return native
 
 
-def lowered(path: Path) -> bytes:
-    """The plain yaml of a written file: every type variable back to Tensor, no type_constraints."""
-    return lower(_checked(path)).encode("utf-8")
+def lowered(path: Path) -> tuple[bytes, bool]:
+    """The plain yaml of a written file (every type variable back to Tensor, no type_constraints), and whether the file
+    declared anything (a plain file lowers to its own bytes)."""
+    native = _checked(path)
+    plain = lower(native).encode("utf-8")
+    return plain, plain != native.data
 
 
 def autocast_registrations(path: Path, header: Path | None, keys: list[str] | None) -> tuple[str, tuple[str, ...]]:
