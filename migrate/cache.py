@@ -209,15 +209,40 @@ class Stage:
 
     def get(self, inputs: tuple[bytes | str, ...], compute: Callable[[], T], kind: type | None = None, cold: str = "") -> T:
         """The entry of these inputs, computed and stored on a miss; ``cold`` says on the progress line what a miss runs.
-        A thread asking for an entry another thread is computing waits for it (``migrate.evidence.torch_stages``)."""
-        with _entry_lock(self.path(*inputs)):
+        A thread or a process asking for an entry another one is computing waits for it and reads it
+        (``migrate.evidence.torch_stages``; a test suite's workers, two runs at once)."""
+        path = self.path(*inputs)
+        with _entry_lock(path):
             found = self.read(*inputs, kind=kind)
             if found is None:
-                if cold and self.progress is not None:
-                    self.progress(cold)
-                found = compute()
-                self.write(found, *inputs)
+                with _one_process(path):
+                    found = self.read(*inputs, kind=kind)
+                    if found is None:
+                        if cold and self.progress is not None:
+                            self.progress(cold)
+                        found = compute()
+                        self.write(found, *inputs)
         return found
+
+
+@contextlib.contextmanager
+def _one_process(path: Path) -> Iterator[None]:
+    """Held by one process at a time: a POSIX lock on a file beside the entry (not inherited by the workers a
+    computation forks). Where it cannot be taken (no fcntl, an unwritable cache) nobody waits."""
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path.with_name(path.name + ".lock"), "ab")
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
 
 
 @dataclass(frozen=True)

@@ -201,24 +201,26 @@ def evidence_of(state: SweepState) -> OpInfoEvidence:
 
 def _evidence_of(state: SweepState) -> OpInfoEvidence:
     derived, summaries = _derived(state)
-    evidence = derived.read(state.key, kind=OpInfoEvidence)
-    built_calls = schema_calls_module.STAGE.loaded(state.cache, state.jobs) + catalogue_calls_module.STAGE.loaded(state.cache, state.jobs)
-    built_calls += value_calls.STAGE.loaded(state.cache, state.jobs)
-    if evidence is None:
+
+    def derive() -> OpInfoEvidence:
+        built_calls = schema_calls_module.STAGE.loaded(state.cache, state.jobs) + catalogue_calls_module.STAGE.loaded(state.cache, state.jobs)
+        built_calls += value_calls.STAGE.loaded(state.cache, state.jobs)
         sweep = state.sweep
         catalogue = sweep.catalogue()
         runs = tuple(sweep.runs(catalogue).values())
         stats = SweepStats(len(catalogue), state.ran, len(runs) - state.ran, sum(r.samples for r in runs), 0.0)
         evidence = _derive(SweepResult(runs, catalogue, stats), built_calls, state.models.runs if state.models is not None else ())
-        derived.write(evidence, state.key)
+        uniform, free = catalogue_calls_module.uniform_lists(state.cache), catalogue_calls_module.free_returns(state.cache)
+        schema_calls = schema_calls_module.schema_call_plans(built_calls, uniform, free)  # of every overload: samples speak for those observed
+        return replace(evidence, schema_calls=schema_calls)
+
+    evidence = derived.get((state.key,), derive, kind=OpInfoEvidence)
     if summaries.read(state.key, kind=SweepSummary) is None:
         summaries.write(SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples, evidence.by_opinfo, evidence.models_changed), state.key)
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)
     aliases = tuple(sorted({pair for e in state.sweep.catalogue() for pair in e.aliases}))
     forwards, kernels = forwards_module.STAGE.loaded(state.cache)
-    uniform, free = catalogue_calls_module.uniform_lists(state.cache), catalogue_calls_module.free_returns(state.cache)
-    schema_calls = schema_calls_module.schema_call_plans(built_calls, uniform, free)  # of every overload: samples speak for those observed
-    return replace(evidence, stats=stats, aliases=aliases, forwards=forwards, kernels=kernels, schema_calls=schema_calls)
+    return replace(evidence, stats=stats, aliases=aliases, forwards=forwards, kernels=kernels)
 
 
 def recorded_evidence(

@@ -156,20 +156,19 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
 
 def _cached(native: NativeFunctions, sources: Sources, stage: Stage | None) -> dict:
     """The whole file's inference, read from the stage when the same sources were inferred from before."""
-    stored = stage.read(*sources.key, kind=dict) if stage is not None and sources.key is not None else None
-    if stored is None:
+
+    def make() -> dict:
         found = sources.complete()
         sets, overloads, recordings = _named_plans(native, found)
-        stored = {
+        return {
             "recordings": recordings,
             "sets": sets,
             "overloads": {o.name: pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in overloads},
             "alignment": found.alignment,
             "value_refusals": value_refusals(found.value_calls),
         }
-        if stage is not None and sources.key is not None:
-            stage.write(stored, *sources.key)
-    return stored
+
+    return make() if stage is None or sources.key is None else stage.get(sources.key, make, kind=dict)
 
 
 def with_autocast(plan: Plan, policies: Mapping[str, Policies], only: set[str] | None = None) -> Plan:

@@ -134,6 +134,11 @@ def read_native(path: Path, cache: StageCache) -> NativeFunctions:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path) from exc
+    return native_of(data, path, cache)
+
+
+def native_of(data: bytes, path: Path, cache: StageCache) -> NativeFunctions:
+    """The yaml ``data`` (read from ``path``), its entries scanned once per content (the ``native`` stage)."""
     entries = cache.stage("native", "migrate.model.native").get((data,), lambda: scan_entries(data, path), list)
     return NativeFunctions.parse(data, path, entries)
 

@@ -56,7 +56,7 @@ from migrate.model.declared import check_declarations, declared_variables
 from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile, sets_used
 from migrate.model.names import OverloadName
-from migrate.model.native import NativeFunctions, installed_native_functions, read_native, sibling_constraints_path, source_tree_root
+from migrate.model.native import NativeFunctions, installed_native_functions, native_of, read_native, sibling_constraints_path, source_tree_root
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, plan_text
 from migrate.pipeline.plan_summary import ValuesSummary, dtype_verdict_summary, probe_summary
 from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
@@ -65,7 +65,7 @@ from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
 from migrate.runtime.torch_private import torch_version
 from migrate.torchlib_source.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
 from migrate.write.continued import EarlierOutput, carried_overloads, carried_sets, changed_functions, merged_native, read_earlier
-from migrate.write.native_functions import KEPT, YamlResult, apply_plan
+from migrate.write.native_functions import KEPT, YamlResult, apply_plan, lower
 from migrate.write.outputs import Output, checkout_root, commit, is_installed_path, read_or_none, replacing
 from migrate.write.torchlib.rewrite import TorchlibSummary, rewrite_torchlib, torchlib_outputs, written_form
 
@@ -221,6 +221,17 @@ class Session:
         return read_native(path, self.cache)
 
     @functools.cached_property
+    def plain_native(self) -> NativeFunctions:
+        """The yaml as it lowers (every declaration gone): what the evidence is gathered and inferred against, since a
+        plan follows from the schemas and the evidence, never from what the file declares. An earlier run's output, or
+        a file with a hand-written set, thus reads the plans its plain file's run cached (the ``plans`` stage's key)."""
+        native = self.native
+        plain = lower(native).encode("utf-8")
+        if plain == native.data:
+            return native
+        return native_of(plain, native.path, self.cache)
+
+    @functools.cached_property
     def sets_file(self) -> GlobalSetsFile:
         return GlobalSetsFile.load(sibling_constraints_path(self.native_path))
 
@@ -269,7 +280,7 @@ class Session:
         root = self.torchlib_root
         if not (root / "tensor_typing.py").is_file():
             raise InputError("not onnxscript's torch_lib: it has no tensor_typing.py; nothing was written", root)
-        evidence = scan_torchlib(root, self.native, self.cache)
+        evidence = scan_torchlib(root, self.plain_native, self.cache)
         if not evidence.registrations:
             raise InputError("not onnxscript's torch_lib: no module registers an ATen overload with @torch_op; nothing was written", root)
         for error in evidence.errors:
@@ -346,7 +357,7 @@ class Session:
         recordings = self.recordings
         if recordings and sweep is None:
             raise InputError(f"--recording needs the runtime evidence (--evidence with one of {', '.join(sorted(RUNTIME_EVIDENCE))})", recordings[0][0])
-        return gather(self.native, self.sets_file, self.torchlib, sweep, self.cache, options.evidence, options.autocast_source, recordings)
+        return gather(self.plain_native, self.sets_file, self.torchlib, sweep, self.cache, options.evidence, options.autocast_source, recordings)
 
     @functools.cached_property
     def recordings(self) -> tuple[tuple[str, Recording, str], ...]:
@@ -390,7 +401,7 @@ class Session:
     def inference(self) -> Inference:
         """The inferred plan of the selected overloads (``plans`` stage), with its autocast policies: the one entry into
         ``migrate.infer`` of a run."""
-        return infer(self.native, self.sources, self.cache.stage("plans"), self.selected)
+        return infer(self.plain_native, self.sources, self.cache.stage("plans"), self.selected)
 
     def verdicts_of(self, overload: str, evidence: OverloadEvidence) -> OverloadPlan:
         """The overload's own runtime evidence merged, with each dtype's verdict (``show``)."""
@@ -496,7 +507,7 @@ class Session:
     def _whole_inference(self) -> Inference:
         """The plan of every overload (``plans`` stage): continuing, the others' plans are what the earlier run's
         torchlib rewrite may have applied; the run still enters ``migrate.infer`` once."""
-        return infer(self.native, self.sources, self.cache.stage("plans"))
+        return infer(self.plain_native, self.sources, self.cache.stage("plans"))
 
     def _continued_plan(self, written_plan: Plan, earlier: EarlierOutput, whole: Plan, pool: tuple[GlobalSet, ...]) -> Plan:
         """What torchlib's rewrite applies when continuing: the selected overloads' plan, and for the others the plan
@@ -514,8 +525,9 @@ class Session:
         of the plan torchlib's rewrite reads (``written_form``, its cache's key).
 
         An inferred plan is known by what it was inferred from (the plans stage's key), the autocast policies added
-        to it and the overloads selected: the ``applied`` stage keeps its result under those, so a warm run reads
-        it instead of writing the yaml and counting every variable's verdicts again. A --plan file is applied as is.
+        to it and the overloads selected: the ``applied`` stage keeps its result under those and the yaml it is
+        applied to, so a warm run reads it instead of writing the yaml and counting every variable's verdicts again.
+        A --plan file is applied as is.
         """
         selected = self.selected
         made: list[Applied] = []  # what apply made this run, its written plan computed once
@@ -537,7 +549,8 @@ class Session:
         autocast = self.sources.autocast
         policies = repr(sorted(autocast.policies.items())) if autocast is not None else ""
         scope = ",".join(sorted(selected)) if selected is not None else "\0all"
-        stored = self.cache.stage("applied").get((*key, policies, scope, str(overwrite)), apply, kind=tuple)
+        # the plans' key names the plain yaml: the declarations apply keeps or replaces are the input's own
+        stored = self.cache.stage("applied").get((*key, self.native.data, policies, scope, str(overwrite)), apply, kind=tuple)
         return made[0] if made else Applied(plan, *stored)
 
     def _evidence_summary(self, inference: Inference) -> dict:
@@ -591,7 +604,7 @@ class Session:
         if earlier is not None and earlier.torchlib is not None:
             changed = changed_functions(self.torchlib_root, earlier.torchlib)
             only = only | {o for o, found in self.torchlib.by_overload.items() if any((r.path, r.function) in changed for r in found)}
-        rewrite = rewrite_torchlib(self.torchlib, written_plan, self.native, self.cache, only=only, exported=exported, written=written)
+        rewrite = rewrite_torchlib(self.torchlib, written_plan, self.plain_native, self.cache, only=only, exported=exported, written=written)
         mirrored = torchlib_outputs(rewrite, self.torchlib.root, targets.out, mirror=targets.out is not None)
         return [replace(output, display=targets.display(output.source, output.display)) for output in mirrored], rewrite.summary()
 

@@ -88,11 +88,12 @@ def _plan(name: str, calls: list[ProbedCall], observations: list[Observation]) -
     rows = [tuple(None if i in mixed else d for i, d in enumerate(row)) for row in rows]
     tied = sorted({tie for call in calls for tie in _tied(call)})
     classes = variables_of(slots, rows, [tuple(slots.index(s) for s in tie) for tie in tied])
+    nonempty, on_empty = _evidence(classes, calls), _evidence(classes, empty, ON_EMPTY)
     variables = []
     for number, members in enumerate(classes):
         indices = [slots.index(slot) for slot in members]
         dtypes = {row[i] for row in rows for i in indices} - {None}
-        evidence = tuple(_evidence(members, calls)) + tuple(replace(e, source=EMPTY) for e in _evidence(members, empty, ON_EMPTY))
+        evidence = nonempty[number] + tuple(replace(e, source=EMPTY) for e in on_empty[number])
         variables.append(Variable(f"P{number}", tuple(dtypes), members, evidence))
     return OverloadPlan(name, tuple(variables))
 
@@ -140,53 +141,81 @@ class _Gathered:
         self.calls.add(call)
 
 
-def _evidence(members: tuple[str, ...], calls: list[ProbedCall], note: str = "") -> Iterator[Evidence]:
-    """Per slots cast and context, what ATen accepted; per slots cast and message, what it refused; what it returned.
+class _Pieces:
+    """One variable's evidence being gathered, per kind of verdict and its context."""
+
+    def __init__(self, members: tuple[str, ...]):
+        self.members = members
+        self.accepted: dict[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...], str], _Gathered] = {}
+        self.rejected: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...], str], _Gathered] = {}
+        self.returned = _Gathered()
+        self.returns: list[tuple[int, str]] = []  # (position in a probe's returns, return slot) of this variable's returns
+
+    def evidence(self, note: str) -> tuple[Evidence, ...]:
+        order = {name: i for i, name in enumerate(self.members)}
+        found = []
+        for (cast, beside, numbers, gate), gathered in self.accepted.items():
+            if gathered.dtypes:
+                site = probe_site(cast, _sources(gathered) + note, _built(gathered), beside, numbers, gate)
+                found.append(_made(gathered, Verdict(ACCEPTED, site), order))
+        for (cast, numbers, _), gathered in self.rejected.items():
+            site = probe_site(cast, _sources(gathered) + note, _built(gathered), numbers=numbers)  # the Scalars may have moved its dtype
+            found.append(_made(gathered, Verdict(REJECTED, site, tuple(gathered.messages.items())), order))
+        if self.returned.slots:
+            kind = SCHEMA_CALL_KIND if _built(self.returned) else PROBE_CALL
+            found.append(_made(self.returned, Verdict(RETURNED, seen_on(kind, f"{RETURNS_LABEL}, {_sources(self.returned)}{note}")), order))
+        return tuple(found)
+
+
+def _evidence(classes: list[tuple[str, ...]], calls: list[ProbedCall], note: str = "") -> list[tuple[Evidence, ...]]:
+    """Per variable (its slots), per slots cast and context, what ATen accepted; per slots cast and message, what it
+    refused; what it returned. One pass over the calls serves every variable.
 
     Dtypes accepted only with a gating argument set (``dtype=torch.float32``) are a piece of their own, which says so.
     """
-    accepted: dict[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...], str], _Gathered] = {}
-    rejected: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...], str], _Gathered] = {}
-    returned = _Gathered()
+    pieces = [_Pieces(members) for members in classes]
     if not calls:
-        return
+        return [() for _ in classes]
+    of_slot = {name: piece for piece in pieces for name in piece.members}
     return_names = [name for name, _ in calls[0].slots if name.startswith("return.")]
-    returns = [(i, name) for i, name in enumerate(return_names) if name in members]  # positions in a probe's returns
+    for i, name in enumerate(return_names):
+        if name in of_slot:
+            of_slot[name].returns.append((i, name))
+    returning = [piece for piece in pieces if piece.returns]
     for number, call in enumerate(calls):
         original = dict(call.slots)
         for probe in call.probes:
-            bound = [name for name in probe.cast if name in members]
+            bound: dict[int, list[str]] = {}
+            for name in probe.cast:
+                if name in of_slot:
+                    bound.setdefault(id(of_slot[name]), []).append(name)
             if bound:  # the call as recorded ran, whatever its casts did
                 beside = _beside(call, probe.cast)
                 recorded = {_single(original[name]) for name in probe.cast}
                 gated = {dtype: gate for dtype, gate, _ in probe.gated}
-                gathered = accepted.setdefault((probe.cast, beside, call.numbers, ""), _Gathered())
-                gathered.add((dtype for dtype, _ in probe.accepted if dtype not in gated), bound, call.opinfo, number)
-                if len(recorded) == 1 and None not in recorded:
-                    gathered.dtypes.update(recorded)  # the call as recorded: accepted too
-                for dtype, gate in gated.items():
-                    accepted.setdefault((probe.cast, beside, call.numbers, gate), _Gathered()).add((dtype,), bound, call.opinfo, number)
-            # a gated dtype was refused as recorded too: the gate let it in, and the refusal speaks of the call as it was
-            refusals = [*probe.rejected, *((dtype, message) for dtype, _, message in probe.gated)]
-            for dtype, message in refusals if bound else ():
-                gathered = rejected.setdefault((probe.cast, call.numbers, _template(message)), _Gathered())
-                gathered.add((dtype,), bound, call.opinfo, number)
-                gathered.messages.setdefault(dtype, message)
-            for i, name in returns:
-                found = {_single(returned_dtypes[i]) for _, returned_dtypes in probe.accepted} - {None}
-                if found:
-                    returned.add(found, (name,), call.opinfo, number)
-    order = {name: i for i, name in enumerate(members)}
-    for (cast, beside, numbers, gate), gathered in accepted.items():
-        if gathered.dtypes:
-            site = probe_site(cast, _sources(gathered) + note, _built(gathered), beside, numbers, gate)
-            yield _made(gathered, Verdict(ACCEPTED, site), order)
-    for (cast, numbers, _), gathered in rejected.items():
-        site = probe_site(cast, _sources(gathered) + note, _built(gathered), numbers=numbers)  # the Scalars may have moved its dtype
-        yield _made(gathered, Verdict(REJECTED, site, tuple(gathered.messages.items())), order)
-    if returned.slots:
-        kind = SCHEMA_CALL_KIND if _built(returned) else PROBE_CALL
-        yield _made(returned, Verdict(RETURNED, seen_on(kind, f"{RETURNS_LABEL}, {_sources(returned)}{note}")), order)
+                ungated = [dtype for dtype, _ in probe.accepted if dtype not in gated]
+                # a gated dtype was refused as recorded too: the gate let it in, and the refusal speaks of the call as it was
+                refusals = [*probe.rejected, *((dtype, message) for dtype, _, message in probe.gated)]
+                for piece in pieces:
+                    names = bound.get(id(piece))
+                    if names is None:
+                        continue
+                    gathered = piece.accepted.setdefault((probe.cast, beside, call.numbers, ""), _Gathered())
+                    gathered.add(ungated, names, call.opinfo, number)
+                    if len(recorded) == 1 and None not in recorded:
+                        gathered.dtypes.update(recorded)  # the call as recorded: accepted too
+                    for dtype, gate in gated.items():
+                        piece.accepted.setdefault((probe.cast, beside, call.numbers, gate), _Gathered()).add((dtype,), names, call.opinfo, number)
+                    for dtype, message in refusals:
+                        gathered = piece.rejected.setdefault((probe.cast, call.numbers, _template(message)), _Gathered())
+                        gathered.add((dtype,), names, call.opinfo, number)
+                        gathered.messages.setdefault(dtype, message)
+            for piece in returning:
+                for i, name in piece.returns:
+                    found = {_single(returned_dtypes[i]) for _, returned_dtypes in probe.accepted} - {None}
+                    if found:
+                        piece.returned.add(found, (name,), call.opinfo, number)
+    return [piece.evidence(note) for piece in pieces]
 
 
 def probe_site(

@@ -200,10 +200,14 @@ def rewrite_torchlib(
     stage = cache.stage("rewrites")
     scope = ",".join(sorted(only)) if only is not None else "\0all"
     inputs = (evidence.key, written_form(plan) if written is None else written, scope, _exported_form(exported or {}))
-    if evidence.key and reuse and (cached := stage.read(*inputs, kind=TorchlibRewrite)) is not None:
-        return cached
-    with without_cyclic_gc():
-        rewrite = _rewrite(evidence, plan, native, only, cache, exported or {})
+
+    def make() -> TorchlibRewrite:
+        with without_cyclic_gc():
+            return _rewrite(evidence, plan, native, only, cache, exported or {})
+
+    if evidence.key and reuse:
+        return stage.get(inputs, make, kind=TorchlibRewrite)
+    rewrite = make()
     if evidence.key:
         stage.write(rewrite, *inputs)
     return rewrite
