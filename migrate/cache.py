@@ -209,26 +209,31 @@ class Stage:
 
     def get(self, inputs: tuple[bytes | str, ...], compute: Callable[[], T], kind: type | None = None, cold: str = "") -> T:
         """The entry of these inputs, computed and stored on a miss; ``cold`` says on the progress line what a miss runs.
-        A thread or a process asking for an entry another one is computing waits for it and reads it
-        (``migrate.evidence.torch_stages``; a test suite's workers, two runs at once)."""
-        path = self.path(*inputs)
-        with _entry_lock(path):
+        A thread asking for an entry another thread is computing waits for it (``migrate.evidence.torch_stages``)."""
+        with _entry_lock(self.path(*inputs)):
             found = self.read(*inputs, kind=kind)
             if found is None:
-                with _one_process(path):
-                    found = self.read(*inputs, kind=kind)
-                    if found is None:
-                        if cold and self.progress is not None:
-                            self.progress(cold)
-                        found = compute()
-                        self.write(found, *inputs)
+                if cold and self.progress is not None:
+                    self.progress(cold)
+                found = compute()
+                self.write(found, *inputs)
         return found
 
 
+def made_once(stage: Stage, inputs: tuple[bytes | str, ...], compute: Callable[[], T], kind: type | None = None) -> T:
+    """``stage.get`` for an entry that takes long to make (the derived evidence, the plans, a rewrite): a process asking
+    for an entry another process is making waits for it and reads it (a test suite's workers, two runs at once)."""
+    found = stage.read(*inputs, kind=kind)
+    if found is None:
+        with one_process(stage.path(*inputs)):
+            found = stage.get(inputs, compute, kind)
+    return found
+
+
 @contextlib.contextmanager
-def _one_process(path: Path) -> Iterator[None]:
-    """Held by one process at a time: a POSIX lock on a file beside the entry (not inherited by the workers a
-    computation forks). Where it cannot be taken (no fcntl, an unwritable cache) nobody waits."""
+def one_process(path: Path) -> Iterator[None]:
+    """Held by one process at a time: a POSIX lock on a file beside the entry at ``path`` (not inherited by the workers
+    a computation forks). Where it cannot be taken (no fcntl, an unwritable cache) nobody waits."""
     try:
         import fcntl
 

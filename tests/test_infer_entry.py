@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import sys
 from pathlib import Path
@@ -26,6 +27,8 @@ def calls_into_infer():
 
     def profile(frame, event, arg):
         if event != "call" or not frame.f_code.co_filename.startswith(INFER):
+            return
+        if frame.f_code.co_flags & inspect.CO_GENERATOR:  # resumed by whoever iterates it ('canonical(d for d in ...)')
             return
         caller = frame.f_back
         while caller is not None and not caller.f_code.co_filename.startswith(PROJECT):  # functools, dataclasses' __init__

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from migrate.cache import Stage, StageCache
+from migrate.cache import Stage, StageCache, made_once
 from migrate.evidence.opinfo import observations as observations_module
 from migrate.evidence.opinfo import forwards as forwards_module
 from migrate.evidence.opinfo.forwards import Forward, MetadataKernel
@@ -214,7 +214,7 @@ def _evidence_of(state: SweepState) -> OpInfoEvidence:
         schema_calls = schema_calls_module.schema_call_plans(built_calls, uniform, free)  # of every overload: samples speak for those observed
         return replace(evidence, schema_calls=schema_calls)
 
-    evidence = derived.get((state.key,), derive, kind=OpInfoEvidence)
+    evidence = made_once(derived, (state.key,), derive, kind=OpInfoEvidence)
     if summaries.read(state.key, kind=SweepSummary) is None:
         summaries.write(SweepSummary(evidence.observed, evidence.failures, evidence.stats.samples, evidence.by_opinfo, evidence.models_changed), state.key)
     stats = SweepStats(state.opinfos, state.ran, state.present - state.ran, evidence.stats.samples, 0.0)

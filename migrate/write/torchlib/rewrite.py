@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from migrate.cache import StageCache, without_cyclic_gc
+from migrate.cache import StageCache, made_once, without_cyclic_gc
 from migrate.errors import InputError
 from migrate.torchlib_source.resolve import TorchlibEvidence
 from migrate.model.dtypes import DType
@@ -206,7 +206,7 @@ def rewrite_torchlib(
             return _rewrite(evidence, plan, native, only, cache, exported or {})
 
     if evidence.key and reuse:
-        return stage.get(inputs, make, kind=TorchlibRewrite)
+        return made_once(stage, inputs, make, kind=TorchlibRewrite)
     rewrite = make()
     if evidence.key:
         stage.write(rewrite, *inputs)
