@@ -55,7 +55,7 @@ def real_copies(folder: Path) -> Path:
 
 
 EXPORT_STORES = ("export", "export-function")  # export-check's results: a test's own, never the user's
-DERIVED_STAGES = ("recorded", "derived", "derived-summary", "plans", "native", "validated", "declarations", "torchlib-facts", "torchlib-evidence", "applied", "rewrites", "export-keys", "host-paths")
+DERIVED_STAGES = ("recorded", "derived", "derived-summary", "recorded-derived", "plans", "native", "validated", "declarations", "torchlib-facts", "torchlib-evidence", "applied", "rewrites", "export-keys", "host-paths")
 
 
 def without_exports(folder: Path) -> Path:

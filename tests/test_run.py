@@ -160,15 +160,16 @@ def test_hand_written_constraints_survive_and_the_conflict_is_reported(tmp_path,
     path = tmp_path / "work" / "native_functions.yaml"
     hand = "- func: where.self(C condition, Tensor self, Tensor other) -> Tensor\n  type_constraints: {C: [torch.bool, torch.float32]}\n"
     path.write_text(path.read_text().replace("- func: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor\n", hand, 1))
-    code, _, err = run_cli(capfd, *args, "--report", tmp_path / "report.json")
+    code, _, err = run_cli(capfd, *args, "--out", tmp_path / "kept", "--report", tmp_path / "report.json")
     assert code == 0
-    assert hand in path.read_text()
+    assert hand in (tmp_path / "kept" / "native_functions.yaml").read_text()
     assert "conflict: where.self: kept the declared C(condition)" in err
     report = json.loads((tmp_path / "report.json").read_text())
     (where,) = [o for o in report["overloads"] if o["name"] == "where.self"]
     assert any(c["kind"] == "hand-written-kept" for c in where["conflicts"])
-    assert run_cli(capfd, *args, "--overwrite")[0] == 0
-    assert hand not in path.read_text()
+    assert run_cli(capfd, *args, "--out", tmp_path / "replaced", "--overwrite")[0] == 0
+    assert hand not in (tmp_path / "replaced" / "native_functions.yaml").read_text()
+    assert "- func: where.self(TBoolOrUInt8 condition, " in (tmp_path / "replaced" / "native_functions.yaml").read_text()
 
 
 def test_show_v_prints_each_source_by_set_names_and_the_lists_behind_v(migrated, capfd):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from migrate.cache import StageCache
+from migrate.cache import StageCache, made_once
 from migrate.evidence.align import Alignment, align_runtime_evidence
 from migrate.evidence.autocast.policies import AutocastEvidence, autocast_policies
 from migrate.evidence.derived import OpInfoEvidence, SweepState, evidence_of, recorded_evidence, sweep_summary
@@ -166,7 +166,7 @@ def _runtime_sources(
         for name, claims in evidence.claims.items()
         if "opinfo" in wanted and name in native.by_name and all(native.by_name[name].schema.slot(slot) is not None for slot, *_ in claims)
     }  # a file of another release: the claims of the overloads whose slots it still names
-    recorded = tuple(_recorded(native, reference, recording, kernel, schema_calls) for recording in recordings)
+    recorded = tuple(_recorded(native, reference, recording, kernel, schema_calls, cache) for recording in recordings)
     return {
         "recorded": recorded,
         "opinfo": opinfo,
@@ -186,14 +186,16 @@ def _runtime_sources(
 
 
 def _recorded(
-    native: NativeFunctions, installed: NativeFunctions, named: tuple[str, Recording, str], kernel: Any, schema_calls: Any
+    native: NativeFunctions, installed: NativeFunctions, named: tuple[str, Recording, str], kernel: Any, schema_calls: Any, cache: StageCache
 ) -> RecordedEvidence:
-    """One recording's runs as plans, aligned to the file as the local sweep's are, with the overloads it covers: those
-    whose schema in the recording's torch is the installed torch's (another release's counts where it matches)."""
-    file, recording, _ = named
+    """One recording's runs as plans (derived once per recording's content, the ``recorded-derived`` stage), aligned to
+    the file as the local sweep's are, with the overloads it covers: those whose schema in the recording's torch is the
+    installed torch's (another release's counts where it matches)."""
+    file, recording, content = named
     matched, skipped = matching(recording, {name: str(entry.schema) for name, entry in installed.by_name.items()})
     keep = lambda plans: {name: plan for name, plan in plans.items() if name in matched}  # noqa: E731
-    runs = recorded_evidence(trusted(recording.runs), recording.catalogue, recording.built)
+    derive = lambda: recorded_evidence(trusted(recording.runs), recording.catalogue, recording.built)  # noqa: E731
+    runs = made_once(cache.stage("recorded-derived", "migrate.evidence.derived"), (content,), derive, kind=OpInfoEvidence)
     (opinfo, probe, _, _), _ = align_runtime_evidence(native, installed, keep(runs.opinfo), keep(runs.probe), kernel, schema_calls)
     summary = RecordingSummary(file, recording.key, recording.origin, len(matched), len(skipped))
     return RecordedEvidence(summary, frozenset(matched & native.by_name.keys()), opinfo, probe, keep(runs.follows))

@@ -79,7 +79,10 @@ class Evidence:
     @property
     def messages(self) -> dict[DType, str]:
         """Each refused dtype of this evidence with ATen's message."""
-        return {d: self.verdict.message_of(d) for d in self.dtypes} if self.verdict is not None else {}
+        if self.verdict is None:
+            return {}
+        found = dict(self.verdict.messages)
+        return {d: found.get(d, "") for d in self.dtypes}
 
     def to_json(self) -> dict[str, Any]:
         found: dict[str, Any] = {"source": self.source}
