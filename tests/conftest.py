@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import io
 import os
@@ -150,8 +151,10 @@ def run_cli(capfd, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@functools.lru_cache(maxsize=4)
 def lint_round_trip(text: str) -> str:
-    """PyTorch's NATIVEFUNCTIONS lint: a plain ruamel.yaml load and dump with its settings."""
+    """PyTorch's NATIVEFUNCTIONS lint: a plain ruamel.yaml load and dump with its settings (seconds for the whole file:
+    a worker's tests that round-trip the same text, the installed yaml or the full run's, share one)."""
     yaml = YAML()
     yaml.preserve_quotes = True
     yaml.width = 1000

@@ -82,8 +82,8 @@ def _plan(name: str, calls: list[ProbedCall], observations: list[Observation]) -
     calls = [call for call in calls if call.nonempty]
     raw = {tuple(d for _, d in o.slots) for o in observations if o.nonempty}
     raw.update(tuple(d for _, d in call.slots) for call in calls)
-    raw.update(row for call in calls for row in call.accepted_rows())
-    rows = [tuple(map(effective, row)) for row in raw]
+    rows = {tuple(map(effective, row)) for row in raw}
+    rows.update(row for call in calls for row in _accepted_rows(call))
     mixed = {i for row in rows for i, d in enumerate(row) if d == MIXED}
     rows = [tuple(None if i in mixed else d for i, d in enumerate(row)) for row in rows]
     tied = sorted({tie for call in calls for tie in _tied(call)})
@@ -96,6 +96,28 @@ def _plan(name: str, calls: list[ProbedCall], observations: list[Observation]) -
         evidence = nonempty[number] + tuple(replace(e, source=EMPTY) for e in on_empty[number])
         variables.append(Variable(f"P{number}", tuple(dtypes), members, evidence))
     return OverloadPlan(name, tuple(variables))
+
+
+def _accepted_rows(call: ProbedCall) -> Iterator[tuple[DType | str | None, ...]]:
+    """``ProbedCall.accepted_rows``, each slot's dtype as ``effective`` gives it: the slots a probe leaves are built once
+    per probe, not once per dtype it accepted."""
+    recorded = [effective(dtypes) for _, dtypes in call.slots]
+    returns = [i for i, (name, _) in enumerate(call.slots) if name.startswith("return.")]
+    for probe in call.probes:
+        if not probe.accepted:
+            continue
+        cast = [
+            i
+            for i, (name, dtypes) in enumerate(call.slots)
+            if name in probe.cast and not name.startswith("return.") and not (isinstance(dtypes, tuple) and recorded[i] is None)  # a list of holes stays one
+        ]
+        row = list(recorded)
+        for dtype, returned in probe.accepted:
+            for i in cast:
+                row[i] = dtype
+            for i, dtypes in zip(returns, returned):
+                row[i] = effective(dtypes)
+            yield tuple(row)
 
 
 def _single(dtypes: object) -> DType | None:
@@ -137,8 +159,9 @@ class _Gathered:
     def add(self, dtypes: Iterable[DType], slots: Iterable[str], opinfo: OpInfoId, call: int) -> None:
         self.dtypes.update(dtypes)
         self.slots.update(slots)
-        self.opinfos[opinfo] = None
-        self.calls.add(call)
+        if call not in self.calls:  # a call's probes share its OpInfo
+            self.opinfos[opinfo] = None
+            self.calls.add(call)
 
 
 class _Pieces:
