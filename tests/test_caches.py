@@ -6,7 +6,9 @@ empty cache writes: no output ever comes from an entry an older input made.
 
 from __future__ import annotations
 
+import multiprocessing
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -15,13 +17,16 @@ from migrate.cache import code_digest, digest
 from migrate.errors import InputError
 from migrate.model.native import NativeFunctions
 from migrate.model.schema import TypedSchema
-from migrate.pipeline import Options, Session
+from migrate.pipeline import Options, RunRequest, Session
 from migrate.cli import main
 from tests.conftest import REAL_NATIVE_FUNCTIONS, real_copies, run_cli, snapshot
 
 # The OpInfo sweep's cache is keyed by its own files; these runs leave it out to stay fast with an empty cache.
 EVIDENCE = ("--evidence", "torchlib,groups")
 ACOS = "- func: acos(Tensor self) -> Tensor\n"
+ABS = "- func: abs(Tensor self) -> Tensor\n"
+ABS_HAND = "- func: abs(T self) -> T\n  type_constraints: {T: [torch.float32]}\n"
+ROOT = Path(__file__).resolve().parent.parent
 EDITS = {
     # The schema's argument renamed: torchlib's parameter no longer maps to it, so acos loses its constraint.
     "yaml": ("native_functions.yaml", ACOS, "- func: acos(Tensor input) -> Tensor\n"),
@@ -149,3 +154,47 @@ def test_a_stage_product_is_unpickled_frozen_out_of_the_cyclic_collector(tmp_pat
         assert gc.isenabled() and gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+def test_an_annotated_yaml_is_inferred_as_the_plain_file_it_lowers_to(tmp_path):
+    """A hand-written set (or an earlier run's output) changes what is written, never what is inferred: the run reads the
+    plans its plain file's run cached, and the writer still keeps the declared set."""
+    fixture = (ROOT / "fixtures" / "torchlib_native_functions.yaml").read_text()
+    plain, annotated = tmp_path / "plain" / "native_functions.yaml", tmp_path / "annotated" / "native_functions.yaml"
+    for path, text in ((plain, fixture), (annotated, fixture.replace(ABS, ABS_HAND, 1))):
+        path.parent.mkdir()
+        path.write_text(text)
+    assert annotated.read_text() != fixture
+
+    def session(path: Path) -> Session:
+        return Session(Options(native_functions=path, torchlib=ROOT / "fixtures" / "torchlib_variants", evidence=("torchlib", "groups"), cache_dir=tmp_path / "cache"))
+
+    first, second = session(plain), session(annotated)
+    assert second.plain_native.data == first.native.data and second.sources.key == first.sources.key
+    assert second.inference.plan == first.inference.plan
+    written = second.migrate(RunRequest(yaml_only=True, out=tmp_path / "out")).outputs[0].after.decode()
+    assert ABS_HAND in written
+
+
+def _count_once(stage_folder: str, marks: str) -> None:
+    from migrate.cache import Stage, made_once
+
+    def compute() -> int:
+        with open(marks, "a") as f:
+            f.write("x")
+        time.sleep(0.5)  # long enough that the other process asks while this one computes
+        return 7
+
+    assert made_once(Stage(Path(stage_folder)), ("inputs",), compute, kind=int) == 7
+
+
+def test_two_processes_asking_for_one_costly_entry_make_it_once(tmp_path):
+    marks = tmp_path / "marks"
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=_count_once, args=(str(tmp_path / "stage"), str(marks))) for _ in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+    assert [p.exitcode for p in processes] == [0, 0]
+    assert marks.read_text() == "x"
