@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import io
 import sys
 from pathlib import Path
@@ -22,18 +21,24 @@ PROJECT = str(Path(migrate.__file__).parent.parent) + "/"  # the tool and its te
 
 @contextlib.contextmanager
 def calls_into_infer():
-    """The functions of ``migrate.infer`` entered from the project's code outside it, in call order, one per call."""
+    """The functions of ``migrate.infer`` entered from the project's code outside it, in call order, one per call.
+
+    A call made while some function of ``migrate.infer`` is still running is no entry: the stage cache calling back the
+    computation infer handed it, ``canonical`` iterating a generator infer made."""
     entered: list[str] = []
 
     def profile(frame, event, arg):
         if event != "call" or not frame.f_code.co_filename.startswith(INFER):
             return
-        if frame.f_code.co_flags & inspect.CO_GENERATOR:  # resumed by whoever iterates it ('canonical(d for d in ...)')
-            return
         caller = frame.f_back
         while caller is not None and not caller.f_code.co_filename.startswith(PROJECT):  # functools, dataclasses' __init__
             caller = caller.f_back
-        if caller is not None and not caller.f_code.co_filename.startswith(INFER):
+        if caller is None or caller.f_code.co_filename.startswith(INFER):
+            return
+        outer = caller
+        while outer is not None and not outer.f_code.co_filename.startswith(INFER):
+            outer = outer.f_back
+        if outer is None:
             entered.append(f"{frame.f_globals['__name__']}.{frame.f_code.co_qualname}")
 
     sys.setprofile(profile)

@@ -10,13 +10,12 @@ gathered.
 
 from __future__ import annotations
 
-import contextlib
 import pickle
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from migrate.cache import Stage, long_lived, one_process
+from migrate.cache import Stage, long_lived, made_once
 from migrate.evidence.align import Alignment
 from migrate.evidence.gather import Sources
 from migrate.evidence.recording import RecordingSummary
@@ -157,24 +156,19 @@ def infer_plan(native: NativeFunctions, sources: Sources, only: set[str] | None 
 
 def _cached(native: NativeFunctions, sources: Sources, stage: Stage | None) -> dict:
     """The whole file's inference, read from the stage when the same sources were inferred from before."""
-    cached = stage is not None and sources.key is not None
-    stored = stage.read(*sources.key, kind=dict) if cached else None
-    if stored is None:
-        with one_process(stage.path(*sources.key)) if cached else contextlib.nullcontext():  # another process may be making it
-            stored = stage.read(*sources.key, kind=dict) if cached else None
-            if stored is None:
-                found = sources.complete()
-                sets, overloads, recordings = _named_plans(native, found)
-                stored = {
-                    "recordings": recordings,
-                    "sets": sets,
-                    "overloads": {o.name: pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in overloads},
-                    "alignment": found.alignment,
-                    "value_refusals": value_refusals(found.value_calls),
-                }
-                if cached:
-                    stage.write(stored, *sources.key)
-    return stored
+
+    def make() -> dict:
+        found = sources.complete()
+        sets, overloads, recordings = _named_plans(native, found)
+        return {
+            "recordings": recordings,
+            "sets": sets,
+            "overloads": {o.name: pickle.dumps(o, protocol=pickle.HIGHEST_PROTOCOL) for o in overloads},
+            "alignment": found.alignment,
+            "value_refusals": value_refusals(found.value_calls),
+        }
+
+    return make() if stage is None or sources.key is None else made_once(stage, sources.key, make, kind=dict)
 
 
 def with_autocast(plan: Plan, policies: Mapping[str, Policies], only: set[str] | None = None) -> Plan:

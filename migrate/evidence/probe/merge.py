@@ -199,19 +199,19 @@ def _evidence(classes: list[tuple[str, ...]], calls: list[ProbedCall], note: str
     pieces = [_Pieces(members) for members in classes]
     if not calls:
         return [() for _ in classes]
-    of_slot = {name: piece for piece in pieces for name in piece.members}
+    of_slot = {name: number for number, piece in enumerate(pieces) for name in piece.members}  # the variable each slot is in
     return_names = [name for name, _ in calls[0].slots if name.startswith("return.")]
     for i, name in enumerate(return_names):
         if name in of_slot:
-            of_slot[name].returns.append((i, name))
+            pieces[of_slot[name]].returns.append((i, name))
     returning = [piece for piece in pieces if piece.returns]
     for number, call in enumerate(calls):
         original = dict(call.slots)
         for probe in call.probes:
-            bound: dict[int, list[str]] = {}
+            bound: dict[int, list[str]] = {}  # per variable, the slots of it this probe cast
             for name in probe.cast:
                 if name in of_slot:
-                    bound.setdefault(id(of_slot[name]), []).append(name)
+                    bound.setdefault(of_slot[name], []).append(name)
             if bound:  # the call as recorded ran, whatever its casts did
                 beside = _beside(call, probe.cast)
                 recorded = {_single(original[name]) for name in probe.cast}
@@ -219,10 +219,8 @@ def _evidence(classes: list[tuple[str, ...]], calls: list[ProbedCall], note: str
                 ungated = [dtype for dtype, _ in probe.accepted if dtype not in gated]
                 # a gated dtype was refused as recorded too: the gate let it in, and the refusal speaks of the call as it was
                 refusals = [*probe.rejected, *((dtype, message) for dtype, _, message in probe.gated)]
-                for piece in pieces:
-                    names = bound.get(id(piece))
-                    if names is None:
-                        continue
+                for index, names in bound.items():
+                    piece = pieces[index]
                     gathered = piece.accepted.setdefault((probe.cast, beside, call.numbers, ""), _Gathered())
                     gathered.add(ungated, names, call.opinfo, number)
                     if len(recorded) == 1 and None not in recorded:
