@@ -249,7 +249,7 @@ ATEN_SDPA = [
 
 def test_a_slot_whose_accepted_dtypes_move_with_the_query_follows_it():
     (fact,) = follows_facts(ATEN_SDPA)["scaled_dot_product_attention"]
-    assert (fact.slot, fact.on, fact.dtypes) == ("attn_mask", ("query", "key", "value"), named("bool", "float32"))
+    assert (fact.slots, fact.on, fact.dtypes) == (("attn_mask",), ("query", "key", "value"), named("bool", "float32"))
     assert fact.evidence.source == PROBE and "at float16: [torch.bool, torch.float16, torch.float32]" in fact.evidence.where
 
 
@@ -308,6 +308,41 @@ def test_a_follower_may_take_the_union_and_keeps_it_when_its_followed_slots_are_
     assert plan.possible(plan.variables[1]) == named("bool", *FLOATS_NAMES)
     kept = plan.kept({"attn_mask"})  # the followed variable gone: the follower keeps every dtype it could take
     assert (kept.variables[0].dtypes, kept.variables[0].follows) == (named("bool", *FLOATS_NAMES), ())
+
+
+def _layer_norm(input: str, accepted: tuple[str, ...]) -> ProbedCall:
+    """A native_layer_norm call with weight and bias at float32, cast together to each dtype beside ``input``."""
+    slots = (("input", DType(input)), ("weight", DType("float32")), ("bias", DType("float32")), ("return.0", DType(input)), ("return.1", DType("float32")))
+    probe = Probe(("weight", "bias"), tuple((DType(d), ((DType(input),), (DType(d),))) for d in accepted if d != "float32"), ())
+    return ProbedCall("aten::native_layer_norm", slots, OpInfoId("native_layer_norm", ""), DType("float32"), True, (probe,))
+
+
+ATEN_LAYER_NORM = [_layer_norm("float32", ("float32",)), _layer_norm("float16", ("float16", "float32")), _layer_norm("bfloat16", ("bfloat16", "float32"))]
+
+
+def test_slots_cast_together_follow_a_group_as_one_slot_does():
+    (fact,) = follows_facts(ATEN_LAYER_NORM)["native_layer_norm"]
+    assert (fact.slots, fact.on, fact.dtypes) == (("weight", "bias"), ("input",), named("float32"))
+    assert fact.evidence.where.startswith("weight, bias cast together with input at each dtype (at float16: [torch.float16, torch.float32];")
+
+
+def test_slots_cast_together_that_took_two_dtypes_in_one_call_follow_nothing():
+    from migrate.runtime.runs import Observation
+
+    slots = (("input", DType("float16")), ("weight", DType("float16")), ("bias", DType("float32")), ("return.0", DType("float16")), ("return.1", DType("float32")))
+    split = Observation("aten::native_layer_norm", slots, OpInfoId("native_layer_norm", ""), DType("float32"), True, 1)
+    assert follows_facts(ATEN_LAYER_NORM, [split]) == {}
+
+
+def test_a_variable_of_the_facts_slots_and_returns_follows_and_one_with_another_input_does_not():
+    (fact,) = follows_facts(ATEN_LAYER_NORM)["native_layer_norm"]
+    halves = named("float16", "bfloat16", "float32")
+    merged = OverloadPlan("native_layer_norm", (Variable("P0", halves, ("input", "return.0")), Variable("P1", halves, ("weight", "bias", "return.1"))))
+    followed = with_follows(merged, [fact])
+    assert (followed.variables[1].dtypes, followed.variables[1].follows) == (named("float32"), ("P0",))
+    assert followed.possible(followed.variables[1]) == halves  # nothing narrowed: float16 and bfloat16 beside an input of theirs
+    wider = OverloadPlan("native_layer_norm", (merged.variables[0], Variable("P1", halves, ("weight", "bias", "running_mean"))))
+    assert with_follows(wider, [fact]).variables[1].follows == ()
 
 
 # -- the real run

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from migrate.infer.verdicts import returns_probed
-from migrate.model.plan import OverloadPlan, Variable
+from migrate.infer.verdicts import returns_probed, verdicts_of
+from migrate.model.dtypes import canonical
+from migrate.model.plan import KERNEL, OPINFO, PROBE, OverloadPlan, Variable
 from migrate.model.schema import TypedSchema
-
-_DTYPE_CARRIERS = frozenset({"Scalar", "ScalarType"})  # argument words besides tensors whose value may set a return's dtype
 
 FALLBACK_SUFFIX = "~group"  # appended to a carried variable's name where the sibling's own variables use it
 
@@ -66,6 +65,30 @@ def with_inputs_read_as_the_functional(own: OverloadPlan, sibling: TypedSchema, 
     return replace(own, variables=tuple(variables)) if changed else own
 
 
+def with_what_the_functional_returns(own: OverloadPlan, written_at: dict[str, Variable]) -> OverloadPlan:
+    """``own`` (an out= sibling's plan from its own calls) with each variable that binds only slots it writes widened by
+    the dtypes the functional overload's calls returned there (``written_at``: its return's variable per written slot):
+    the out= overload runs the functional's computation and writes its result, so ``out`` at the result's dtype is a
+    call that runs. Its own calls held the inputs at the few dtypes some sample had (``fft_ifft.out``'s, float32 and
+    int64, wrote complex64 alone; a complex128 input writes complex128), and a refusal beside those is no refusal beside
+    every input. Only a functional's return of its own variable (no input's dtype) widens it: where the return is an
+    input's dtype, the out= calls cast ``out`` with that input, and may meet a kernel the functional never reaches
+    (``conj_physical`` of uint16 copies; ``conj_physical.out`` calls ``conj_cpu``, which refuses it). A variable that
+    follows another already says what ``out`` takes beside each input's dtype. Only calls that ran widen it; the functional's claims for other devices reach it with the family's."""
+    variables, changed = [], False
+    for variable in own.variables:
+        returned = [written_at[slot] for slot in variable.binds if slot in written_at]
+        if returned and len(returned) == len(variable.binds) and not variable.follows and all(s.startswith("return.") for theirs in returned for s in theirs.binds):
+            ran = tuple(e for theirs in returned for e in theirs.evidence if e.source in (OPINFO, PROBE, KERNEL) and not e.refused)
+            if {d for e in ran for d in e.dtypes} - set(variable.dtypes):
+                evidence = tuple(replace(e, slots=variable.binds) for e in ran)
+                variable = replace(variable, dtypes=canonical(d for e in (*ran, variable) for d in e.dtypes), evidence=variable.evidence + evidence)
+                variable = replace(variable, verdicts=verdicts_of(variable))
+                changed = True
+        variables.append(variable)
+    return replace(own, variables=tuple(variables)) if changed else own
+
+
 def fixed_returns(own: OverloadPlan, schema: TypedSchema) -> tuple[Variable, ...]:
     """The variables of ``own`` (an overload's plan from its own calls) that bind only returns every call returned at
     one dtype while probes cast the inputs to two or more: the return has that dtype whatever the inputs' dtypes.
@@ -73,7 +96,7 @@ def fixed_returns(own: OverloadPlan, schema: TypedSchema) -> tuple[Variable, ...
     None where a Scalar or ScalarType argument may set the return (``where.Scalar``'s numbers, ``to.device``'s
     ``dtype``): the calls held each such argument at one value, so the one dtype may be that value's.
     """
-    if any(not s.is_return and s.word in _DTYPE_CARRIERS for s in schema.slots):
+    if schema.numbers_may_set_returns:
         return ()
     inputs = [v for v in own.variables if not all(slot.startswith("return.") for slot in v.binds)]
     if not any(len(v.dtypes) > 1 for v in inputs):

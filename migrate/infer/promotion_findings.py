@@ -37,6 +37,7 @@ class PromotionFinding:
     tensors: tuple[str, ...] = ()  # the promoted tensor arguments (the promotion's args less its Scalars)
     conflicts: tuple[Conflict, ...] = ()
     diagonal: tuple[Evidence, ...] = ()  # the calls built for promotion with every promoted tensor at one dtype
+    returned: tuple[Evidence, ...] = ()  # where only numbers promote: the dtypes those calls returned (``numbers_returned``)
 
     def kept(self, arguments: set[str]) -> PromotionFinding | None:
         """The finding for a file whose schema has these arguments; None when one of its arguments is missing."""
@@ -102,7 +103,16 @@ def finding_of(report: dict[str, Any]) -> PromotionFinding:
     if promotion is None or identity:
         return PromotionFinding(name, None, (), conflicts)
     tensors = tuple(a for a in promotion.args if a in chosen["tensors"])
-    return PromotionFinding(name, promotion, tensors, conflicts, _diagonal(chosen, tensors))
+    returned = () if tensors else numbers_returned(chosen)
+    return PromotionFinding(name, promotion, tensors, conflicts, _diagonal(chosen, tensors), returned)
+
+
+def numbers_returned(tried: dict[str, Any]) -> tuple[Evidence, ...]:
+    """Where every promoted argument is a number, the dtypes the calls built for promotion returned, at ``return.0``:
+    the numbers' kinds set it (``where.Scalar(cond, True, False)`` is bool, with ``1`` and ``2`` int64)."""
+    returned = canonical(DType(r) for _, r, _, _ in tried["diagonal"] if r is not None)
+    site = seen_on(PROMOTION_CALL, f"{', '.join(tried['args'])} Python numbers of each kind, {WHERE}")
+    return (Evidence(PROBE, "", returned, ("return.0",), verdict=Verdict(ACCEPTED, site)),) if returned else ()
 
 
 def _diagonal(tried: dict[str, Any], tensors: tuple[str, ...]) -> tuple[Evidence, ...]:

@@ -200,6 +200,20 @@ def one_tensor_return(schema: TypedSchema) -> bool:
     return len(returned) == 1 and returned[0].is_tensor and not returned[0].mods
 
 
+def _with_numbers_returned(plan: OverloadPlan, returned: tuple[Evidence, ...]) -> OverloadPlan:
+    """The plan whose variable of returns alone at ``return.0`` also takes what the calls that promoted numbers alone
+    returned (``PromotionFinding.returned``); a return that shares a variable with an input is left as it is."""
+    if not returned:
+        return plan
+    variables = []
+    for variable in plan.variables:
+        if "return.0" in variable.binds and all(s.startswith("return.") for s in variable.binds):
+            dtypes = canonical((*variable.dtypes, *(d for e in returned for d in e.dtypes)))
+            variable = replace(variable, dtypes=dtypes, evidence=variable.evidence + returned)
+        variables.append(variable)
+    return replace(plan, variables=tuple(variables))
+
+
 def with_promotion(
     plan: OverloadPlan,
     finding: PromotionFinding | None,
@@ -225,6 +239,7 @@ def with_promotion(
     if finding is None:
         return plan
     if finding.promotion is None or not finding.tensors:
+        plan = _with_numbers_returned(plan, finding.returned) if returns else plan
         return replace(plan, promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
     finding = finding if sibling else _checked_by_returns(plan, finding)
     bound = {s for v in plan.variables for s in v.binds}

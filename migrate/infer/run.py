@@ -74,7 +74,7 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
             optional = native.by_name[name].schema.dtype_arguments.get(fact.argument)
             if (plan := with_dtype_arguments(merged.get(name), name, fact, optional)) is not None:
                 merged[name] = plan
-    merged = {name: with_verdicts(plan, native.has_cpu_kernel(native.by_name[name])) for name, plan in merged.items()}  # siblings and aliases take them as they are
+    merged = {name: _with_verdicts(native, plan) for name, plan in merged.items()}  # siblings and aliases take them as they are
     for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
         merged.update(alias_plans(sources.aliases, merged))
         if sources.groups:
@@ -85,6 +85,11 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
         merged.update(family_claims(native, merged))  # one kernel: the functional's claims for other devices are its siblings'
     merged.update(alias_plans(sources.aliases, merged))  # an OpInfo alias declares what its target finally declares
     return merged
+
+
+def _with_verdicts(native: NativeFunctions, plan: OverloadPlan) -> OverloadPlan:
+    entry = native.by_name[plan.name]
+    return with_verdicts(plan, native.has_cpu_kernel(entry), not entry.schema.numbers_may_set_returns)
 
 
 def _recorded_sets(native: NativeFunctions, sources: Sources) -> tuple[dict[str, dict[str, Recorded]], tuple[RecordingSummary, ...]]:
@@ -193,6 +198,7 @@ def infer(native: NativeFunctions, sources: Sources, stage: Stage | None = None,
     return Inference(plan, stored["sets"], stored["alignment"], stored["recordings"], stored["value_refusals"])
 
 
-def verdict_plan(name: str, opinfo: OverloadPlan | None, probe: OverloadPlan | None) -> OverloadPlan:
-    """One overload's own runtime evidence merged, with each dtype's verdict per variable (what ``show`` prints)."""
-    return with_verdicts(merge_overload(name, None, opinfo, probe))
+def verdict_plan(name: str, opinfo: OverloadPlan | None, probe: OverloadPlan | None, tensors_set_returns: bool = True) -> OverloadPlan:
+    """One overload's own runtime evidence merged, with each dtype's verdict per variable (what ``show`` prints;
+    ``tensors_set_returns`` as ``migrate.infer.verdicts.verdicts_of`` takes it)."""
+    return with_verdicts(merge_overload(name, None, opinfo, probe), tensors_set_returns=tensors_set_returns)

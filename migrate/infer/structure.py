@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from migrate.evidence.gather import Sources
-from migrate.infer.own_calls import fixed_returns, with_fallback, with_inputs_read_as_the_functional, written_by_own_calls
+from migrate.infer.own_calls import fixed_returns, with_fallback, with_inputs_read_as_the_functional, with_what_the_functional_returns, written_by_own_calls
 from migrate.infer.verdicts import with_verdicts
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GROUPS, Evidence, OverloadPlan
@@ -48,6 +48,8 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
             own = written_by_own_calls(plans.get(sibling_name, OverloadPlan(sibling_name, ())), sibling, covered)
             if sibling_name in group.of_kind("out"):
                 own = with_inputs_read_as_the_functional(own, sibling, read)
+                returned = {s: v for v in plan.variables for slot in v.binds if slot.startswith("return.") for s in sibling_slot(slot, sibling, functional)}
+                own = with_what_the_functional_returns(own, returned)
             bound = {s for v in own.variables for s in v.binds}
             variables = []
             for variable in plan.variables:

@@ -11,7 +11,8 @@ So every dtype a plain tensor can have gets one verdict per variable, the first 
   that claim; the MPS, XPU and HPU sets OpInfo derives by default are no evidence);
 - ``rejected``: a probe of such a call raised, with ATen's message; for a variable of returns only,
   also a dtype no accepted call returned although probing cast the inputs to every dtype
-  (``NEVER_RETURNED``): a return takes what the inputs give it;
+  (``NEVER_RETURNED``): a return takes what the inputs give it, unless a number may set it (a ``Scalar``
+  or ``ScalarType`` argument, which probes never vary);
 - ``promoted``: a diagonal call with every promoted tensor at this dtype ran, and the kernel computed
   in another dtype, as the overload's ``type_promotion:`` kind says (``acos`` of int64 computes in
   float32 under ``int_to_float``): settled, and not in the set of computation dtypes;
@@ -53,8 +54,11 @@ def returns_probed(variable: Variable) -> bool:
     )
 
 
-def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
-    """The verdicts its evidence gives (see the module's docstring), each unknown one with why (``UNKNOWN_REASONS``)."""
+def verdicts_of(variable: Variable, cpu_kernel: bool = True, tensors_set_returns: bool = True) -> Verdicts:
+    """The verdicts its evidence gives (see the module's docstring), each unknown one with why (``UNKNOWN_REASONS``).
+
+    ``tensors_set_returns`` False: an argument other than a tensor may set a return (``TypedSchema.numbers_may_set_returns``),
+    which no probe varied, so what probes never returned is no refusal (``where.Scalar`` with complex numbers)."""
     accepted, other, rejected, empty, promoted = set(), set(), {}, set(), {}
     for evidence in variable.evidence:
         if evidence.source == PROBE and evidence.outcome == PROMOTED:
@@ -69,7 +73,7 @@ def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
             other.update(evidence.dtypes)
         elif evidence.source == EMPTY:
             empty.update(evidence.dtypes)
-    if returns_probed(variable):
+    if tensors_set_returns and returns_probed(variable):
         for dtype in TENSOR_DTYPES:
             if dtype not in accepted and dtype not in other:
                 rejected.setdefault(dtype, NEVER_RETURNED)
@@ -82,6 +86,7 @@ def verdicts_of(variable: Variable, cpu_kernel: bool = True) -> Verdicts:
     return Verdicts(tuple(accepted), tuple(other), tuple(rejected.items()), tuple(reason.items()), tuple(promoted.items()))
 
 
-def with_verdicts(plan: OverloadPlan, cpu_kernel: bool = True) -> OverloadPlan:
-    """The plan with each variable's verdicts (``cpu_kernel``: whether a CPU call can reach the overload at all)."""
-    return replace(plan, variables=tuple(replace(v, verdicts=verdicts_of(v, cpu_kernel)) for v in plan.variables))
+def with_verdicts(plan: OverloadPlan, cpu_kernel: bool = True, tensors_set_returns: bool = True) -> OverloadPlan:
+    """The plan with each variable's verdicts (``cpu_kernel``: whether a CPU call can reach the overload at all;
+    ``tensors_set_returns`` as ``verdicts_of`` takes it)."""
+    return replace(plan, variables=tuple(replace(v, verdicts=verdicts_of(v, cpu_kernel, tensors_set_returns)) for v in plan.variables))

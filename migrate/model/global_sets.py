@@ -41,15 +41,16 @@ def constraints_value(
     """How an entry's type_constraints spells a variable: nothing for a global set's own name, else a set name or a list.
 
     A variable that follows others or is set by an argument is always a list: its dtypes, then the names, a
-    followed variable as ``followed`` spells it (``query.dtype``, see ``followed_spelling``). Its dtypes are the
-    name of the global set of exactly those dtypes when one is and no variable or argument of the entry
-    (``taken``) has that name, which a list's names would mean first.
+    followed variable as ``followed`` spells it (``query.dtype``, see ``followed_spelling``). Its dtypes, two or
+    more, are the name of the global set of exactly those dtypes when one is and no variable or argument of the entry
+    (``taken``) has that name, which a list's names would mean first; one dtype is its own name
+    (``[torch.float32, input.dtype]``, never ``[TFloat32, input.dtype]``).
     """
     followed = followed or {}
     if variable.listed:
         if variable.argument is not None and not variable.follows and variable.dtypes == (variable.argument.dtypes if variable.argument.optional else ()):
             return f"[{variable.argument.name}]"  # None (when it may be) takes the dtypes the argument may name
-        spelled = next((s.name for s in sets.values() if s.dtypes == variable.dtypes and s.name not in taken), None) if variable.dtypes else None
+        spelled = next((s.name for s in sets.values() if s.dtypes == variable.dtypes and s.name not in taken), None) if len(variable.dtypes) > 1 else None
         if spelled is None and variable.dtypes and spells_shorter(variable.dtypes):
             spelled = shorter_spelling(variable.dtypes)  # a list's item may be a set's PyTorch spelling, quoted
         if spelled is None:

@@ -150,6 +150,9 @@ def _parse_slot(piece: str, offset: int, return_index: int | None) -> Slot | Non
     return Slot(name, m.group("word"), start, start + len(m.group("word")), m.group("mods"), alias)
 
 
+_DTYPE_CARRIERS = frozenset({"Scalar", SCALAR_TYPE})  # argument words besides tensors whose value may set a return's dtype
+
+
 @dataclass(frozen=True)
 class TypedSchema:
     """A ``func:`` string, plain or typed, with the spans of all its slots."""
@@ -212,6 +215,12 @@ class TypedSchema:
     def dtype_arguments(self) -> dict[str, bool]:
         """Each ``ScalarType`` argument's name, with whether it may be None (``ScalarType? dtype=None``)."""
         return {s.name: s.mods == "?" for s in self.slots if not s.is_return and s.word == SCALAR_TYPE and s.mods in ("", "?")}
+
+    @functools.cached_property
+    def numbers_may_set_returns(self) -> bool:
+        """Whether an argument other than a tensor may set a return's dtype: a ``Scalar`` (``where.Scalar(cond, True,
+        False)`` is bool, ``where.Scalar(cond, 1, 2)`` int64) or a ``ScalarType`` (``to.dtype``)."""
+        return any(not s.is_return and s.word in _DTYPE_CARRIERS for s in self.slots)
 
     def with_words(self, words: dict[str, str]) -> str:
         """The text with the type word of each named slot replaced (every other byte kept)."""

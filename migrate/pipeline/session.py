@@ -405,7 +405,8 @@ class Session:
 
     def verdicts_of(self, overload: str, evidence: OverloadEvidence) -> OverloadPlan:
         """The overload's own runtime evidence merged, with each dtype's verdict (``show``)."""
-        return verdict_plan(overload, evidence.opinfo, evidence.probe)
+        entry = self.native.by_name.get(overload)
+        return verdict_plan(overload, evidence.opinfo, evidence.probe, entry is None or not entry.schema.numbers_may_set_returns)
 
     # --- the run ------------------------------------------------------------------------------------
 

@@ -585,6 +585,14 @@ MIXED: tuple[Mixed, ...] = (
     *mixed("mul.out", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), out=v(s[2], 2, 3)), "float32 float32 int32", "int32 int32 float64", "int64 float32 float32"),
     *mixed("sin.out", lambda s: A(v(s[0], 2, 3), out=v(s[1], 2, 3)), "int64 int64", "int64 float64"),
     *mixed("lerp.Tensor", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "float32 float64 float32", "float64 float32 float32"),
+    # the norms' weight and bias: the input's dtype, or float32 beside a half input (``mixed dtype (CPU): expect parameter
+    # to have scalar type of Float``); float32 beside a float64 input is refused too (``all inputs must share same datatype``)
+    *mixed("native_layer_norm", lambda s: A(v(s[0], 2, 4), [4], v(s[1], 4), v(s[2], 4), 1e-5), "float64 float16 float16", "float32 bfloat16 bfloat16", "bfloat16 float32 float32", "float64 float32 float32"),
+    *mixed("layer_norm", lambda s: A(v(s[0], 2, 4), [4], v(s[1], 4), v(s[2], 4)), "float64 float16 float16", "float16 float32 float32"),
+    *mixed("native_group_norm", lambda s: A(v(s[0], 2, 4, 3), v(s[1], 4), v(s[2], 4), 2, 4, 3, 2, 1e-5), "float32 float16 float16", "float16 float32 float32"),
+    *mixed("native_batch_norm", lambda s: A(v(s[0], 2, 3, 4), *(v(x, 3) for x in s[1:]), True, 0.1, 1e-5), "float32 bfloat16 bfloat16 bfloat16 bfloat16"),
+    # out= of a computation in the input's complex counterpart: ``out`` is exactly that dtype
+    *mixed("fft_ifft.out", lambda s: A(v(s[0], 4), out=v(s[1], 4)), "complex128 complex128", "float64 complex128", "float32 complex64", "float32 complex128"),
 )
 
 

@@ -1,0 +1,112 @@
+"""Returns and relations between arguments: an out= overload's ``out`` takes what its functional returns, numbers that
+promote alone set a return, a norm's weight is its input's dtype or float32. Rules on hand-made plans, then the real
+full run's entries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from migrate.evidence.sites import seen_on
+from migrate.infer.own_calls import with_what_the_functional_returns
+from migrate.infer.promotion_findings import finding_of
+from migrate.infer.promotion_sets import with_promotion
+from migrate.infer.verdicts import NEVER_RETURNED, verdicts_of
+from migrate.model.dtypes import named
+from migrate.model.plan import PROBE, Evidence, OverloadPlan, Variable
+from migrate.model.schema import TypedSchema
+from migrate.model.verdict import ACCEPTED, PROBE_CALL, REJECTED, RETURNED, Verdict
+
+COMPLEX = named("complex64", "complex128")
+
+
+def _ran(dtypes: tuple, slots: tuple[str, ...]) -> Evidence:
+    return Evidence(PROBE, "", dtypes, slots, 1, Verdict(ACCEPTED, seen_on(PROBE_CALL, "self cast alone")))
+
+
+def test_an_out_of_its_own_variable_takes_what_the_functional_returned_there():
+    returned = Variable("R", COMPLEX, ("return.0",), (_ran(COMPLEX, ("return.0",)),))
+    refused = Evidence(PROBE, "", named("complex128"), ("out", "return.0"), 1, Verdict(REJECTED, seen_on(PROBE_CALL, "out cast alone"), ((named("complex128")[0], "Found dtype ComplexDouble but expected ComplexFloat"),)))
+    out = Variable("O", named("complex64"), ("out", "return.0"), (_ran(named("complex64"), ("out", "return.0")), refused))
+    widened = with_what_the_functional_returns(OverloadPlan("fft_ifft.out", (out,)), {"out": returned, "return.0": returned}).variables[0]
+    assert widened.dtypes == COMPLEX
+    assert widened.verdicts.accepted == COMPLEX  # the functional's calls ran: complex128 is accepted, not refused
+
+
+def test_an_out_whose_functional_return_is_an_inputs_dtype_or_that_follows_keeps_its_own_calls():
+    both = Variable("T", named("uint16", "float32"), ("self", "return.0"), (_ran(named("uint16", "float32"), ("self", "return.0")),))
+    out = Variable("O", named("float32"), ("out", "return.0"), (_ran(named("float32"), ("out", "return.0")),))
+    plan = OverloadPlan("conj_physical.out", (out,))
+    assert with_what_the_functional_returns(plan, {"out": both, "return.0": both}) == plan  # conj_physical.out refuses uint16
+    returned = Variable("R", COMPLEX, ("return.0",), (_ran(COMPLEX, ("return.0",)),))
+    follower = OverloadPlan("x.out", (Variable("O", named("complex64"), ("out", "return.0"), (), ("T",)),))
+    assert with_what_the_functional_returns(follower, {"out": returned, "return.0": returned}) == follower
+
+
+def _predicted(returned: str) -> dict[str, list[str]]:
+    """Every kind's (computation, result) dtypes of numbers of ``returned``'s kind, as torch's rules predict them."""
+    from migrate.model.promotion import KINDS
+
+    moved = {"int_to_float": ["float32", "float32"], "bool_to_long": ["int64", "int64"] if returned == "bool" else [returned, returned]}
+    return {kind: moved.get(kind, [returned, "bool" if kind == "always_bool" else returned]) for kind in KINDS}
+
+
+WHERE_SCALAR = {
+    "overload": "aten::where.Scalar",
+    "declared": {"kind": "no_opmath", "args": ["self", "other"]},
+    "tried": [
+        {
+            "args": ["self", "other"],
+            "tensors": [],
+            "mixed": [],
+            "diagonal": [[dtype, returned, "", _predicted(returned)] for dtype, returned in (("bool", "bool"), ("int8", "int64"), ("int64", "int64"))],
+        }
+    ],
+}
+
+
+def test_numbers_that_promote_alone_set_the_return_their_calls_returned():
+    finding = finding_of(WHERE_SCALAR)
+    assert finding.tensors == () and [e.dtypes for e in finding.returned] == [named("bool", "int64")]
+    plan = OverloadPlan("where.Scalar", (Variable("C", named("bool", "uint8"), ("condition",)), Variable("R", named("int64", "float32"), ("return.0",))))
+    promoted = with_promotion(plan, finding)
+    assert promoted.variables[1].dtypes == named("bool", "int64", "float32")
+    assert promoted.promotion == finding.promotion
+
+
+def test_what_probes_never_returned_is_no_refusal_where_a_number_may_set_the_return():
+    returned = Evidence(PROBE, "", named("int64"), ("return.0",), 1, Verdict(RETURNED, seen_on(PROBE_CALL, "returned by accepted probes")))
+    variable = Variable("R", named("int64"), ("return.0",), (returned,))
+    assert dict(verdicts_of(variable).rejected)[named("bool")[0]] == NEVER_RETURNED
+    assert verdicts_of(variable, tensors_set_returns=False).rejected == ()
+    assert TypedSchema.parse("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor").numbers_may_set_returns
+    assert not TypedSchema.parse("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor").numbers_may_set_returns
+
+
+# -- the real full run
+
+
+def _constraints(full_run: Path, overload: str) -> tuple[str, str]:
+    lines = (full_run / "native_functions.yaml").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"- func: {overload}("))
+    return lines[at], lines[at + 1]
+
+
+NORMS = ("layer_norm", "native_layer_norm", "group_norm", "native_group_norm", "batch_norm", "native_batch_norm")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overload", NORMS)
+def test_a_norms_weight_and_statistics_are_float32_or_the_inputs_dtype(full_run: Path, overload):
+    func, constraints = _constraints(full_run, overload)
+    assert "U? weight" in func and "U? bias" in func
+    assert constraints == "  type_constraints: {T: TFloatingAndHalfBFloat16, U: [torch.float32, input.dtype]}"
+
+
+@pytest.mark.slow
+def test_out_overloads_write_what_their_functional_returns(full_run: Path):
+    assert _constraints(full_run, "fft_ifft.out")[0].endswith("*, TComplex(a!) out) -> TComplex(a!)")
+    assert _constraints(full_run, "bucketize.Tensor_out")[0].endswith("TInt32OrInt64(a!) out) -> TInt32OrInt64(a!)")  # out_int32=True
+    func, constraints = _constraints(full_run, "where.Scalar")
+    assert func.endswith("-> T") and constraints == "  type_constraints: {T: [torch.bool, torch.int64, torch.float32]}"
