@@ -274,6 +274,31 @@ def test_no_argument_where_a_dtype_was_not_tried_the_return_differs_or_the_schem
         assert plan.variables[0].dtypes  # the full set the argument produced, as before
 
 
+def _unset(fact: ProbedArgument, cast: tuple[str, ...], returned: dict[str, str]) -> ProbedArgument:
+    """``fact`` with calls that left the argument None, ``cast`` at each dtype of ``returned`` and returning its value."""
+    return replace(fact, unset_cast=cast, unset=tuple((DType(d), (DType(r),)) for d, r in returned.items()))
+
+
+def test_with_the_argument_none_a_return_of_the_inputs_dtype_follows_their_variable():
+    self_variable = Variable("T", named(*ALL), ("self",))
+    observed = OverloadPlan("_to_copy", (self_variable, Variable("R", named("float32"), ("return.0",))))
+    fact = _unset(_fact(ALL), ("self",), {d: d for d in ALL})
+    plan = with_dtype_arguments(observed, "_to_copy", fact, optional=True, numbers=False)
+    returned = plan.variables[1]
+    assert (returned.dtypes, returned.follows, returned.argument.name) == ((), ("T",), "dtype")
+    assert plan.possible(returned) == named(*ALL)  # uint16 and float8 too, which no sample returned
+
+
+def test_with_the_argument_none_a_return_that_moves_takes_what_those_calls_returned_unless_a_number_may_set_it():
+    seen = named("int32", "int64", "float32")
+    observed = OverloadPlan("sum", (Variable("T", named("int32", "float32"), ("self",)), Variable("R", seen, ("return.0",), (Evidence(OPINFO, "samples", seen, ("return.0",)),))))
+    fact = _unset(_fact(ALL), ("self",), {"int32": "int64", "int64": "int64", "float32": "float32"})
+    plan = with_dtype_arguments(observed, "sum", fact, optional=True, numbers=False)
+    assert (plan.variables[1].dtypes, plan.variables[1].follows) == (named("int64", "float32"), ())  # never int32 without dtype=
+    full = with_dtype_arguments(observed, "full", fact, optional=True, numbers=True)
+    assert full.variables[1].dtypes == named("int32", "int64", "float32")  # full(size, True) is bool: the calls' one fill value says too little
+
+
 # -- the real written yaml
 
 

@@ -68,7 +68,7 @@ WHERE_SCALAR = {
 
 def test_numbers_that_promote_alone_set_the_return_their_calls_returned():
     finding = finding_of(WHERE_SCALAR)
-    assert finding.tensors == () and [e.dtypes for e in finding.returned] == [named("bool", "int64")]
+    assert finding.tensors == () and [e.dtypes for e in finding.returned] == [named("bool", "int64")]  # a recorded report of ints alone
     plan = OverloadPlan("where.Scalar", (Variable("C", named("bool", "uint8"), ("condition",)), Variable("R", named("int64", "float32"), ("return.0",))))
     promoted = with_promotion(plan, finding)
     assert promoted.variables[1].dtypes == named("bool", "int64", "float32")
@@ -109,4 +109,13 @@ def test_out_overloads_write_what_their_functional_returns(full_run: Path):
     assert _constraints(full_run, "fft_ifft.out")[0].endswith("*, TComplex(a!) out) -> TComplex(a!)")
     assert _constraints(full_run, "bucketize.Tensor_out")[0].endswith("TInt32OrInt64(a!) out) -> TInt32OrInt64(a!)")  # out_int32=True
     func, constraints = _constraints(full_run, "where.Scalar")
-    assert func.endswith("-> T") and constraints == "  type_constraints: {T: [torch.bool, torch.int64, torch.float32]}"
+    assert func.endswith("-> T") and constraints == "  type_constraints: {T: [torch.bool, torch.int64, torch.float32, torch.complex64]}"
+
+
+@pytest.mark.slow
+def test_a_return_a_dtype_argument_sets_is_what_calls_with_it_none_returned(full_run: Path):
+    assert _constraints(full_run, "_to_copy")[1] == "  type_constraints: {T: [dtype, self.dtype]}"
+    assert _constraints(full_run, "zeros")[1] == "  type_constraints: {T: [torch.float32, dtype]}"
+    assert _constraints(full_run, "sum.dim_IntList")[1].startswith("  type_constraints: {T: [TFloatingAndComplexAndInt64HalfBFloat16, dtype]")
+    func, constraints = _constraints(full_run, "cumsum_")
+    assert func.endswith("-> T(a!)") and "dtype" not in constraints  # an in-place return is its self

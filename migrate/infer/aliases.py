@@ -37,5 +37,6 @@ def alias_plans(aliases: Mapping[str, AliasOf], plans: Mapping[str, OverloadPlan
         bound = [slot for v in variables for slot in v.binds]
         if variables and len(bound) == len(set(bound)):
             promotion = plan.promotion if of.same_operator else None
-            taken[alias] = OverloadPlan(alias, plan.followed_within(variables), own.conflicts if own is not None else (), promotion=promotion)
+            carried = plan.followed_within(variables, same_schema=alias == of.target)  # an OpInfo alias of its own overload keeps its arguments
+            taken[alias] = OverloadPlan(alias, carried, own.conflicts if own is not None else (), promotion=promotion)
     return taken

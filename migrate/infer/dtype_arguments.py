@@ -49,7 +49,9 @@ def _returned_by_calls(variable: Variable | None) -> tuple[DType, ...]:
     return tuple(d for d in variable.dtypes if d in shown)
 
 
-def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgument | None, optional: bool | None = None) -> OverloadPlan | None:
+def with_dtype_arguments(
+    plan: OverloadPlan | None, name: str, fact: DtypeArgument | None, optional: bool | None = None, numbers: bool = True
+) -> OverloadPlan | None:
     """The plan with each tensor return its ScalarType argument sets taken out of its variable and given its own.
 
     Where other evidence speaks for the returns, only when the argument was accepted at ``ARGUMENT_DTYPES``
@@ -61,9 +63,14 @@ def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgume
     (``probed_everywhere``) and in the yaml's schema (``optional``: whether it may be None there), is
     *set by* the argument: its variable names it (``U: [dtype]``), the argument's own dtypes are those it was
     accepted at, and the variable's dtypes are what it is when the argument is None: none for a required
-    argument (``to.dtype``), else what other calls returned there (samples, probes; not torchlib, which a run rewrites) (``zeros`` with ``dtype=None`` returns the
-    default dtype; the run keeps every dtype it saw there, as it cannot tell calls that gave the argument
-    from calls that did not), or, when no other call returned there, every dtype the argument was accepted at.
+    argument (``to.dtype``); the inputs' variable, followed, where the calls with the argument None returned the
+    dtype their tensors were cast to (``_to_copy``: ``[dtype, self.dtype]``); else, where no ``Scalar`` argument may
+    set it (``numbers`` False) and those calls cast every tensor input, what they returned (``sum``: int64 for
+    integers, the input's dtype for floats; ``zeros``: the default dtype; not ``_scaled_mm``, whose float32 scales
+    stay); else what other calls returned there (samples, probes; not torchlib, which a run
+    rewrites: ``full(size, True)`` is bool, the run keeps every dtype it saw there, as it cannot tell calls that gave
+    the argument from calls that did not), or, when no other call returned there, every dtype the argument was
+    accepted at.
     Any other return takes the dtypes the argument was accepted at if it was its value, else every dtype it
     returned; both keep what other calls returned there (``linalg_vector_norm(float16 tensor)`` returns
     float16 with ``dtype=None``). Inputs keep what the rest of the evidence says.
@@ -76,16 +83,38 @@ def with_dtype_arguments(plan: OverloadPlan | None, name: str, fact: DtypeArgume
         return plan
     kept = plan.kept({s for v in plan.variables for s in v.binds} - set(fact.returns))
     variables = list(kept.variables)
+    inputs = {s for v in plan.variables for s in v.binds if not s.startswith("return.")}
     for number, slot in enumerate(fact.returns):
         dtypes, evidence = _returned_evidence(fact, slot)
         theirs = next((v for v in plan.variables if slot in v.binds), None)
         if theirs is not None:  # what other calls returned there stays (the argument at None, other inputs)
             evidence = tuple(replace(e, slots=(slot,)) for e in theirs.evidence if not e.slots or slot in e.slots) + evidence
-        argument = None
+        argument, follows = None, ()
         if optional is not None and fact.follows_argument(slot) and probed_everywhere(fact) and len(fact.accepted_dtypes) >= ARGUMENT_DTYPES:
             argument = SetByArgument(fact.argument, dtypes, optional)
-            dtypes = (_returned_by_calls(theirs) or dtypes) if optional else ()
+            if not optional:
+                dtypes = ()
+            elif (followed := _followed_when_unset(fact, slot, kept)) is not None:
+                dtypes, follows, evidence = (), (followed.name,), evidence + (_unset_evidence(fact, slot),)
+            elif fact.unset and not numbers and set(fact.unset_cast) == inputs:
+                dtypes, evidence = fact.unset_returned(slot), evidence + (_unset_evidence(fact, slot),)
+            else:
+                dtypes = _returned_by_calls(theirs) or dtypes
         elif theirs is not None:
             dtypes = canonical((*dtypes, *theirs.dtypes))
-        variables.append(Variable(f"R{number}~{fact.argument}", dtypes, (slot,), evidence, argument=argument))
+        variables.append(Variable(f"R{number}~{fact.argument}", dtypes, (slot,), evidence, follows, argument=argument))
     return replace(kept, variables=tuple(variables))
+
+
+def _followed_when_unset(fact: DtypeArgument, slot: str, kept: OverloadPlan) -> Variable | None:
+    """The variable the return follows when the argument is None: the one binding every tensor the calls with the
+    argument None cast, where the return had their dtype in each of those calls (``fact.unset_follows_inputs``)."""
+    if not fact.unset_cast or not fact.unset_follows_inputs(slot):
+        return None
+    return next((v for v in kept.variables if set(fact.unset_cast) <= set(v.binds)), None)
+
+
+def _unset_evidence(fact: DtypeArgument, slot: str) -> Evidence:
+    cast = ", ".join(fact.unset_cast) or "no tensor"
+    site = seen_on(DTYPE_ARGUMENT, f"{fact.argument} None, {cast} at each dtype, a call built from the schema (what it returned)")
+    return Evidence(PROBE, "", fact.unset_returned(slot), (slot,), len(fact.unset), Verdict(ACCEPTED, site))

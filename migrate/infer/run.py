@@ -35,6 +35,7 @@ from migrate.model.values import ValueRefusal
 from migrate.model.global_sets import sets_used
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan
+from migrate.model.schema import TypedSchema
 from migrate.model.verdict import ACCEPTED, REJECTED
 
 
@@ -70,9 +71,10 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan
     for name, fact in sorted(sources.dtype_arguments.items()):  # the return a dtype argument sets speaks for itself
-        if name in native.by_name and all(native.by_name[name].schema.slot(slot) is not None for slot in fact.returns):
-            optional = native.by_name[name].schema.dtype_arguments.get(fact.argument)
-            if (plan := with_dtype_arguments(merged.get(name), name, fact, optional)) is not None:
+        if name in native.by_name and all(_set_by_the_call(native.by_name[name].schema, slot) for slot in fact.returns):
+            schema = native.by_name[name].schema
+            numbers = any(not s.is_return and s.word == "Scalar" for s in schema.slots)
+            if (plan := with_dtype_arguments(merged.get(name), name, fact, schema.dtype_arguments.get(fact.argument), numbers)) is not None:
                 merged[name] = plan
     merged = {name: _with_verdicts(native, plan) for name, plan in merged.items()}  # siblings and aliases take them as they are
     for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups
@@ -85,6 +87,13 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
         merged.update(family_claims(native, merged))  # one kernel: the functional's claims for other devices are its siblings'
     merged.update(alias_plans(sources.aliases, merged))  # an OpInfo alias declares what its target finally declares
     return merged
+
+
+def _set_by_the_call(schema: TypedSchema, slot: str) -> bool:
+    """Whether the schema has this return and the call makes it: a return that is a tensor the call writes into
+    (``cumsum_``'s ``-> Tensor(a!)``, its ``self``) has that tensor's dtype, whatever a ``dtype`` argument says."""
+    found = schema.slot(slot)
+    return found is not None and "!" not in found.alias
 
 
 def _with_verdicts(native: NativeFunctions, plan: OverloadPlan) -> OverloadPlan:

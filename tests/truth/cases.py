@@ -527,6 +527,16 @@ CASES: tuple[Case, ...] = (
     c("arange", "dtype return.0", lambda d: A(5, dtype=d)),
     c("arange.start", "dtype return.0", lambda d: A(0, 5, dtype=d)),
     c("randn", "dtype return.0", lambda d: A([2, 3], dtype=d)),
+    # the same returns with the argument left None: the input's dtype (``_to_copy``), int64 for an integer sum, the
+    # default dtype for a factory
+    c("_to_copy", "self return.0", lambda d: A(t(d, 2, 3))),
+    c("zeros_like", "self return.0", lambda d: A(t(d, 2, 3))),
+    c("sum", "self return.0", lambda d: A(t(d, 2, 3))),
+    c("cumsum", "self return.0", lambda d: A(t(d, 2, 3), 1)),
+    c("zeros", "return.0", lambda d: A([2, 3])),
+    c("randn", "return.0", lambda d: A([2, 3])),
+    # numbers alone set the return: ``where(c, True, False)`` is bool, ``where(c, 1j, 2j)`` complex64
+    c("where.Scalar", "return.0", lambda d: A(mask(2, 3), kept_scalars(d)[0], kept_scalars(d)[0]), given={"condition": "bool"}),
     # returns of one dtype whatever the input's: ``_cast_Byte`` of a float32 tensor returns uint8, no other dtype
     *(c(f"_cast_{name}", "return.0", lambda d: A(t(F32, 2, 3)), given=_FLOAT32) for name in ("Byte", "Char", "Short", "Int", "Long", "Half", "Float", "Double")),
 )

@@ -3,7 +3,9 @@
 ``to.device(Tensor self, Device device, ScalarType dtype, ...)`` returns a tensor of whatever
 ``dtype`` says; so do ``_to_copy``, ``zeros``, ``full``, ``arange``, ``randn``, ``empty``,
 ``sum(..., dtype=)`` and ``ones_like(..., dtype=)``. Samples pass a few ``dtype=`` values, so the
-return's set was the few they happened to pass (``to.device`` written ``[torch.float64]``).
+return's set was the few they happened to pass (``to.device`` written ``[torch.float64]``). An optional argument is
+also left None beside the tensors cast to each dtype: what the return is then (``_to_copy(x)`` has ``x``'s dtype,
+``sum`` of an int32 tensor is int64).
 
 For each overload of the installed torch with a CPU kernel, a ``ScalarType`` argument and a
 tensor return (out= aside), a worker builds calls from the schema with that argument at
@@ -45,6 +47,8 @@ class DtypeArgument:
     returns: tuple[str, ...]  # its tensor return slots, 'return.0', ...
     accepted: tuple[tuple[DType, tuple[DType | None, ...]], ...]  # per call that ran: the dtype asked for, each return's dtype
     refused: tuple[tuple[DType, str], ...]  # per dtype no call ran at: ATen's first message
+    unset_cast: tuple[str, ...] = ()  # an optional argument left None: the tensor arguments cast to each dtype
+    unset: tuple[tuple[DType, tuple[DType | None, ...]], ...] = ()  # per such call that ran: their dtype, each return's
 
     @property
     def accepted_dtypes(self) -> tuple[DType, ...]:
@@ -55,24 +59,47 @@ class DtypeArgument:
         at = self.returns.index(slot)
         return bool(self.accepted) and all(returned[at] == asked for asked, returned in self.accepted)
 
+    def unset_follows_inputs(self, slot: str) -> bool:
+        """Whether, with the argument None, the return slot had the cast tensors' dtype in every call that ran, two
+        dtypes or more: the None case is the inputs' dtype (``_to_copy(x)`` is ``x``'s dtype, uint16 as float32)."""
+        at = self.returns.index(slot)
+        return len(self.unset) >= 2 and all(returned[at] == cast for cast, returned in self.unset)
+
+    def unset_returned(self, slot: str) -> tuple[DType, ...]:
+        """What the return slot was, with the argument None, beside the tensors at each dtype (``sum`` of int32: int64)."""
+        at = self.returns.index(slot)
+        return canonical(returned[at] for _, returned in self.unset if returned[at] is not None)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "overload": self.overload,
             "argument": self.argument,
             "returns": list(self.returns),
-            "accepted": [[d.name, [r.name if r is not None else None for r in returned]] for d, returned in self.accepted],
+            "accepted": _returned_json(self.accepted),
             "refused": [[d.name, message] for d, message in self.refused],
+            "unset": {"cast": list(self.unset_cast), "returned": _returned_json(self.unset)},
         }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> DtypeArgument:
+        unset = obj.get("unset", {"cast": [], "returned": []})
         return cls(
             obj["overload"],
             obj["argument"],
             tuple(obj["returns"]),
-            tuple((interned_dtype(d), tuple(None if r is None else interned_dtype(r) for r in returned)) for d, returned in obj["accepted"]),
+            _returned_of(obj["accepted"]),
             tuple((interned_dtype(d), message) for d, message in obj["refused"]),
+            tuple(unset["cast"]),
+            _returned_of(unset["returned"]),
         )
+
+
+def _returned_json(calls: tuple[tuple[DType, tuple[DType | None, ...]], ...]) -> list[Any]:
+    return [[d.name, [r.name if r is not None else None for r in returned]] for d, returned in calls]
+
+
+def _returned_of(obj: list[Any]) -> tuple[tuple[DType, tuple[DType | None, ...]], ...]:
+    return tuple((interned_dtype(d), tuple(None if r is None else interned_dtype(r) for r in returned)) for d, returned in obj)
 
 
 def _dtype_argument(schema: Any) -> Any | None:
@@ -155,7 +182,38 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
     taken = {d for d, _ in accepted}
     names = [slot for _, slot, _ in slots.returns]
     refusals = [[d, message] for d, message in refused.items() if d not in taken]
-    return {"overload": slots.name, "argument": argument.name, "returns": names, "accepted": accepted, "refused": refusals}
+    report = {"overload": slots.name, "argument": argument.name, "returns": names, "accepted": accepted, "refused": refusals}
+    if "Optional" in str(getattr(argument, "real_type", argument.type)):
+        report["unset"] = _unset(func, calls[0], position, argument.kwarg_only or position >= len(calls[0].args), timeout)
+    return report
+
+
+def _unset(func: Any, call: Any, position: int, keyword: bool, timeout: float) -> dict[str, Any]:
+    """The call with the argument None and its tensors of the call's base dtype cast to each dtype: what each return
+    is when the argument is left out (``sum`` of an int32 tensor is int64, ``_to_copy`` keeps the input's dtype)."""
+    import torch  # here, as the modules below: the parent imports this module without torch (the --op fast path)
+
+    from migrate.evidence.probe.prober import dtype_universe  # imports torch: workers only (the --op fast path)
+    from migrate.runtime.dispatch import has_elements  # as above
+    from migrate.runtime.recorders import dtype_name  # as above
+
+    slots, base = call.slots, getattr(torch, call.sample_dtype)
+    cast = [name for (_, name, _, _), held in zip(slots.arguments, call.dtypes) if held == base]
+    returned = []
+    for dtype in dtype_universe():
+        args, kwargs = _cast(list(call.args), dtype, base), {k: _cast(v, dtype, base) for k, v in call.kwargs.items()}
+        if keyword:
+            kwargs[func._schema.arguments[position].name] = None
+        else:
+            args[position] = None
+        outcome = call_aten(lambda: func(*args, **kwargs), timeout, 0)
+        if outcome.refused:
+            continue
+        outs = outcome.returned if slots.returns_tuple else (outcome.returned,)
+        values = [outs[at] for at, _, _ in slots.returns]
+        if all(isinstance(v, torch.Tensor) and has_elements(v) for v in values):
+            returned.append([dtype_name(dtype), [dtype_name(v.dtype) for v in values]])
+    return {"cast": cast, "returned": returned}
 
 
 def _reports_of(name: str) -> Iterator[dict[str, Any]]:

@@ -12,7 +12,8 @@ Scalar input, then each of those but one), makes:
   promoting Scalar, else in a tensor's place where the schema lets a number in);
 - **diagonal calls**: every promoted tensor at one dtype, for each dtype of the universe, and each promoting
   Scalar a Python number of no higher kind than that dtype (``le(bool tensor, True)``: ``1`` would move the
-  computation to int64).
+  computation to int64); where only numbers promote, a number of that dtype's own kind (``where.Scalar``'s
+  ``True``, ``1``, ``1.5``, ``1j``).
 
 A loss's call refused is made again with ``reduction`` none: ``l1_loss`` of integers runs, only
 their mean has no dtype.
@@ -232,6 +233,18 @@ def _own_kind(number: Any, dtype: Any) -> Any:
     return number
 
 
+def _of_kind(number: Any, dtype: Any) -> Any:
+    """Where only numbers promote (``where.Scalar``), the Scalar as a Python number of ``dtype``'s own kind (True, 1,
+    1.5, 1j), whatever it was built as: the numbers alone set the computation, each kind its dtype."""
+    import torch  # here: the parent imports this module without torch (the --op fast path)
+
+    if dtype == torch.bool:
+        return True
+    if dtype.is_complex:
+        return 1j
+    return 1.5 if dtype.is_floating_point else 1
+
+
 def _promoted_values(names: list[str], replaced: dict[str, Any]) -> list[Any]:
     values = []
     for name in names:
@@ -284,7 +297,8 @@ def _tried(caller: _Caller, names: list[str], kinds: dict[str, str], universe) -
     if not mixed or any(m[1] is not None for m in mixed):
         for dtype in universe:
             replaced = _assigned(caller, names, kinds, units, [(dtype, False)] * len(units))
-            replaced.update({n: _own_kind(replaced[n], dtype) for n in names if kinds[n] == "scalar"})
+            scalar = _own_kind if units else _of_kind
+            replaced.update({n: scalar(replaced[n], dtype) for n in names if kinds[n] == "scalar"})
             returned, message, _ = caller.call(replaced)
             diagonal.append([_spelled(dtype), returned, message, _predicted(_promoted_values(names, replaced))])
     return {"args": names, "tensors": [n for n in names if kinds[n] != "scalar"], "mixed": mixed, "diagonal": diagonal}
