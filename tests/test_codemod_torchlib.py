@@ -271,7 +271,8 @@ def test_the_copy_imports_and_registers_the_same_functions(real, variant):
 
 
 def _expected(plan: Plan, record: dict) -> dict[str, set[str]]:
-    """Each TypeVar's ONNX types from the plan alone: the union, over the function's overloads, of the sets its slots have."""
+    """Each TypeVar's ONNX types from the plan alone: the union, over the function's overloads, of the sets its slots have
+    (a list's: every dtype it may take, ``[dtype, self.dtype]`` the argument's and ``self``'s)."""
     by_name = {o.name: o for o in plan.overloads}
     sets = {g.name: g.dtypes for g in plan.global_sets}
     found: dict[str, set[DType]] = {}
@@ -279,7 +280,8 @@ def _expected(plan: Plan, record: dict) -> dict[str, set[str]]:
         for overload in record["overloads"]:
             declared = by_name[overload].variable_of(slot)
             if declared is not None:
-                found.setdefault(typevar, set()).update(declared.dtypes or sets[declared.name])
+                dtypes = by_name[overload].possible(declared) if declared.listed else declared.dtypes or sets[declared.name]
+                found.setdefault(typevar, set()).update(dtypes)
     return {typevar: {d.onnx for d in canonical(dtypes) if d.onnx is not None} for typevar, dtypes in found.items()}
 
 

@@ -214,9 +214,11 @@ def _written_spelling(out: Path) -> tuple[int, int, list[int]]:
         for name in entry.schema.variables():
             variables += 1
             value = constraints.get(name)
-            # a list holding a set's name ([TAny, dtype]) or no dtype ([dtype]: a return a ScalarType argument sets) counts
-            # as named; a PyTorch spelling names no set
-            listed = isinstance(value, list) and (any(item in sets for item in value) or not any(item.startswith("torch.") or "(" in item for item in value))
+            # a list holding a set's name ([TAny, dtype]), one dtype ([torch.float32, input.dtype]: a one-dtype set's
+            # name says no more) or none ([dtype]: a return a ScalarType argument sets) counts as named; a PyTorch
+            # spelling names no set
+            spelled = [item for item in value if item.startswith("torch.") or "(" in item] if isinstance(value, list) else []
+            listed = isinstance(value, list) and (any(item in sets for item in value) or len(spelled) <= 1 and not any("(" in item for item in spelled))
             named += (isinstance(value, str) and value in sets) or listed or (name not in constraints and name in sets)
     lines = [len(line.rstrip("\r\n")) for line in native.lines if line.lstrip().startswith("type_constraints:")]
     return variables, named, lines

@@ -62,7 +62,7 @@ from migrate.pipeline.plan_summary import ValuesSummary, dtype_verdict_summary, 
 from migrate.pipeline.summary import NO_CPU_KERNEL, CoverageSummary, RunSummary, ValidationSummary, run_summary
 from migrate.runtime.processes import forked
 from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
-from migrate.runtime.torch_private import torch_version
+from migrate.runtime.torch_private import CURRENT_GPU_TEXT, torch_version
 from migrate.torchlib_source.resolve import TorchlibEvidence, installed_torchlib, scan_torchlib
 from migrate.write.continued import EarlierOutput, carried_overloads, carried_sets, changed_functions, merged_native, read_earlier
 from migrate.write.native_functions import KEPT, YamlResult, apply_plan, lower
@@ -581,7 +581,7 @@ class Session:
 
     def _recordings_summary(self, inference: Inference) -> RecordingsSummary:
         """Where each backend's evidence came from: this host's workers, OpInfo's claims, or the recordings merged."""
-        origins = {"CPU": f"observed on {WORKERS}, torch {torch_release()}", "CUDA": f"{CLAIMED}, torch {torch_release()}"}
+        origins = {"CPU": f"observed on {WORKERS}, torch {torch_release()}", "CUDA": f"{CLAIMED} {CURRENT_GPU_TEXT}, torch {torch_release()}"}
         for recording in inference.recordings:
             origins[recording.key] = f"{recording.origin} at {recording.matched} overloads, else {origins[recording.key]}"
         return RecordingsSummary(tuple(origins.items()), inference.recordings)

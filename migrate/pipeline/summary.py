@@ -204,11 +204,13 @@ def spelling_summary(native: NativeFunctions, plan: Plan, result: YamlResult) ->
 
 def _listed_set(value: str, sets) -> str | None:
     """The set name a value spells a variable by: the name; a list's global set (``[TAny, dtype]``), or '' for a list
-    of no dtypes (``[dtype]``); None for dtypes written out and for a PyTorch spelling (no set name)."""
+    of no dtype or one (``[dtype]``, ``[torch.float32, input.dtype]``: a one-dtype set's name would say no more); None
+    for dtypes written out and for a PyTorch spelling (no set name)."""
     if not value.startswith("["):
         return value if value in sets else None
     items = value.strip("[]").split(", ")
-    return next((item for item in items if item in sets), None if PREFIX in value or "(" in value else "")
+    spelled = [item for item in items if item.startswith(PREFIX) or "(" in item]
+    return next((item for item in items if item in sets), None if len(spelled) > 1 or "(" in value else "")
 
 
 @dataclass(frozen=True)

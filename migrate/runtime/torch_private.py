@@ -99,6 +99,45 @@ def opinfo_cpu_dtypes(op: Any) -> frozenset[Any]:
     return frozenset(_attribute(op, "supported_dtypes", "OpInfo.supported_dtypes")("cpu"))
 
 
+CURRENT_GPU = (9, 0)  # the capability OpInfo's CUDA claims are evaluated for: a Hopper GPU (sm_90)
+CURRENT_CUDA = (13, 0)  # and the CUDA release its torch is built with
+CURRENT_GPU_TEXT = f"as on a GPU of capability {CURRENT_GPU[0]}.{CURRENT_GPU[1]} with CUDA {CURRENT_CUDA[0]}.{CURRENT_CUDA[1]}"
+
+_CLAIMS_ON_A_CURRENT_GPU = """
+import json, re, sys
+import torch.testing._internal.common_cuda as cuda
+gpu, release = tuple(json.loads(sys.argv[1])), tuple(json.loads(sys.argv[2]))
+for name in dir(cuda):
+    if (found := re.fullmatch(r"SM(\\d+)OrLater", name)):
+        setattr(cuda, name, (int(found.group(1)) // 10, int(found.group(1)) % 10) <= gpu)
+    elif (found := re.fullmatch(r"IS_SM(\\d+)", name)):
+        setattr(cuda, name, (int(found.group(1)) // 10, int(found.group(1)) % 10) == gpu)
+    elif name.startswith("PLATFORM_SUPPORTS_"):
+        setattr(cuda, name, True)
+cuda._get_torch_cuda_version = lambda: release
+from torch.testing._internal import common_methods_invocations as database
+ops = list(database.op_db) + [op for name in sorted(vars(database)) if re.fullmatch(r"foreach_\\w+_op_db", name) for op in getattr(database, name)]
+print(json.dumps([[op.name, op.variant_test_name, sorted(str(d).removeprefix("torch.") for d in op.supported_dtypes("cuda"))] for op in ops]))
+"""
+
+
+@functools.cache
+def opinfo_claims_on_a_current_gpu() -> dict[tuple[str, str], tuple[str, ...]]:
+    """Each OpInfo's CUDA claim (dtype names), as ``dtypesIfCUDA`` is on a current GPU (``CURRENT_GPU``, ``CURRENT_CUDA``):
+    the database evaluates ``SM53OrLater``, ``SM80OrLater``, ``PLATFORM_SUPPORTS_*`` and the CUDA release when it is
+    imported, as False on a host without one (``bilinear``'s bfloat16, attention's). Read in a fresh interpreter whose
+    ``common_cuda`` says so: the sweep's own database stays as this host makes it, so its samples do not change."""
+    import json
+    import subprocess
+    import sys
+
+    arguments = [json.dumps(list(CURRENT_GPU)), json.dumps(list(CURRENT_CUDA))]
+    done = subprocess.run([sys.executable, "-c", _CLAIMS_ON_A_CURRENT_GPU, *arguments], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise TorchAPIChanged(f"OpInfo's CUDA claims on a current GPU could not be read: {done.stderr.strip().splitlines()[-1:]}")
+    return {(name, variant): tuple(dtypes) for name, variant, dtypes in json.loads(done.stdout.strip().splitlines()[-1])}
+
+
 def opinfo_declared_dtypes(op: Any) -> dict[str, frozenset[Any]]:
     """Dtypes the OpInfo claims for another device that PyTorch's CI tests: CUDA's (``dtypesIfCUDA``, as
     ``supported_dtypes('cuda')`` gives it; ``test_ops.py::TestCommon::test_dtypes`` checks it). The MPS, XPU

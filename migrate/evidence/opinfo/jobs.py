@@ -18,16 +18,21 @@ from migrate.runtime.runs import CatalogueEntry, OpInfoId, interned_dtype
 
 
 def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
-    """The catalogue job: check the recorders work on this torch, then describe every OpInfo."""
+    """The catalogue job: check the recorders work on this torch, then describe every OpInfo, its CUDA claim as on a
+    current GPU (``torch_private.opinfo_claims_on_a_current_gpu``), never as this host evaluates it."""
     from migrate.runtime import recorders  # imports torch: workers only (the --op fast path)
 
     recorders.check_recorders()
+    on_a_gpu = torch_private.opinfo_claims_on_a_current_gpu()
     entries = []
     for op in torch_private.op_db():
+        identity = torch_private.opinfo_identity(op)
+        claimed = {"cuda": canonical(interned_dtype(d) for d in on_a_gpu[identity])} if identity in on_a_gpu else {}
+        declared = {device: _canonical(d) for device, d in torch_private.opinfo_declared_dtypes(op).items()} | claimed
         entry = CatalogueEntry(
-            OpInfoId(*torch_private.opinfo_identity(op)),
+            OpInfoId(*identity),
             _canonical(torch_private.opinfo_cpu_dtypes(op)),
-            tuple(sorted((device, _canonical(d)) for device, d in torch_private.opinfo_declared_dtypes(op).items())),
+            tuple(sorted(declared.items())),
             tuple(sorted(torch_private.opinfo_operator_names(op))),
             torch_private.opinfo_aliases(op),
         )
