@@ -211,19 +211,15 @@ def test_an_empty_backend_set_is_never_a_named_set_however_many_entries_state_it
     assert [g.name for g in sets] == ["TFloat"]  # the line spells it [], as short as any name
 
 
-@pytest.mark.slow
-def test_opinfo_cuda_claims_are_read_as_on_a_current_gpu_and_the_shipped_catalogue_holds_them():
-    """``SM53OrLater`` and ``SM80OrLater`` are False on a host without a GPU: the database would claim no bfloat16
-    ``bilinear`` or flash attention on CUDA. Read as on capability 9.0, it does, and the shipped facts say so."""
+def test_the_shipped_catalogue_holds_opinfo_s_cuda_claims_as_on_a_current_gpu():
+    """``SM53OrLater`` is False on a host without a GPU: the database would claim no bfloat16 ``bilinear`` on CUDA.
+    Read as on capability 9.0 (``torch_private.opinfo_claims_on_a_current_gpu``), it does, and the shipped facts say so;
+    ``test_opinfo_sweep`` reads a cold catalogue so."""
     import gzip
 
     from migrate.evidence.recording import SHIPPED
-    from migrate.runtime import torch_private
 
-    claims = torch_private.opinfo_claims_on_a_current_gpu()
-    for opinfo in ("nn.functional.bilinear", "torch.ops.aten._flash_attention_forward", "matmul"):
-        assert "bfloat16" in claims[opinfo, ""]
     (recording,) = sorted(SHIPPED.glob("cpu-*.json.gz"))
-    catalogue = json.loads(gzip.decompress(recording.read_bytes()))["catalogue"]
-    shipped = {(e["name"], e["variant"]): e for e in catalogue}
-    assert "bfloat16" in shipped["nn.functional.bilinear", ""]["declared"]["cuda"]
+    catalogue = {(e["name"], e["variant"]): e for e in json.loads(gzip.decompress(recording.read_bytes()))["catalogue"]}
+    for opinfo in ("nn.functional.bilinear", "matmul", "bmm", "torch.ops.aten._flash_attention_forward"):
+        assert "bfloat16" in catalogue[opinfo, ""]["declared"]["cuda"]

@@ -89,6 +89,13 @@ def test_the_cold_filter_selects_opinfos_by_operator_name(result):
     assert result.stats.ran == 6 and result.stats.from_cache == 0  # _flash_attention_forward has no CPU dtypes
 
 
+def test_a_cold_catalogue_reads_cuda_claims_as_on_a_current_gpu(result):
+    """The database decides ``SM80OrLater`` when it is imported, False on a host without a GPU: flash attention would
+    claim float16 alone on CUDA. Read as on capability 9.0, it claims bfloat16 too."""
+    (flash,) = [e for e in result.catalogue if str(e.opinfo) == "torch.ops.aten._flash_attention_forward"]
+    assert names(dict(flash.declared)["cuda"]) == ["float16", "bfloat16"]
+
+
 def test_sdpa_is_seen_at_its_own_name_with_one_variable_over_the_float_dtypes(result, plans):
     direct = {o.overload for o in result.observations if o.direct and o.opinfo == SDPA}
     assert "aten::scaled_dot_product_attention" in direct

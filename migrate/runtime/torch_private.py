@@ -16,7 +16,7 @@ import functools
 import importlib.metadata
 import inspect
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,21 +121,29 @@ print(json.dumps([[op.name, op.variant_test_name, sorted(str(d).removeprefix("to
 """
 
 
-@functools.cache
-def opinfo_claims_on_a_current_gpu() -> dict[tuple[str, str], tuple[str, ...]]:
+def opinfo_claims_on_a_current_gpu() -> Callable[[], dict[tuple[str, str], tuple[str, ...]]]:
     """Each OpInfo's CUDA claim (dtype names), as ``dtypesIfCUDA`` is on a current GPU (``CURRENT_GPU``, ``CURRENT_CUDA``):
     the database evaluates ``SM53OrLater``, ``SM80OrLater``, ``PLATFORM_SUPPORTS_*`` and the CUDA release when it is
     imported, as False on a host without one (``bilinear``'s bfloat16, attention's). Read in a fresh interpreter whose
-    ``common_cuda`` says so: the sweep's own database stays as this host makes it, so its samples do not change."""
+    ``common_cuda`` says so: the sweep's own database stays as this host makes it, so its samples do not change.
+
+    The interpreter starts now and the claims are read by calling what this returns: the caller works meanwhile."""
     import json
     import subprocess
     import sys
 
     arguments = [json.dumps(list(CURRENT_GPU)), json.dumps(list(CURRENT_CUDA))]
-    done = subprocess.run([sys.executable, "-c", _CLAIMS_ON_A_CURRENT_GPU, *arguments], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise TorchAPIChanged(f"OpInfo's CUDA claims on a current GPU could not be read: {done.stderr.strip().splitlines()[-1:]}")
-    return {(name, variant): tuple(dtypes) for name, variant, dtypes in json.loads(done.stdout.strip().splitlines()[-1])}
+    process = subprocess.Popen(
+        [sys.executable, "-c", _CLAIMS_ON_A_CURRENT_GPU, *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+    def claims() -> dict[tuple[str, str], tuple[str, ...]]:
+        out, err = process.communicate()
+        if process.returncode != 0:
+            raise TorchAPIChanged(f"OpInfo's CUDA claims on a current GPU could not be read: {err.strip().splitlines()[-1:]}")
+        return {(name, variant): tuple(dtypes) for name, variant, dtypes in json.loads(out.strip().splitlines()[-1])}
+
+    return claims
 
 
 def opinfo_declared_dtypes(op: Any) -> dict[str, frozenset[Any]]:

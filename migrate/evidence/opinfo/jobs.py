@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from migrate.model.dtypes import DType, canonical
@@ -22,22 +23,27 @@ def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
     current GPU (``torch_private.opinfo_claims_on_a_current_gpu``), never as this host evaluates it."""
     from migrate.runtime import recorders  # imports torch: workers only (the --op fast path)
 
+    reading = torch_private.opinfo_claims_on_a_current_gpu()
     recorders.check_recorders()
-    on_a_gpu = torch_private.opinfo_claims_on_a_current_gpu()
     entries = []
     for op in torch_private.op_db():
         identity = torch_private.opinfo_identity(op)
-        claimed = {"cuda": canonical(interned_dtype(d) for d in on_a_gpu[identity])} if identity in on_a_gpu else {}
-        declared = {device: _canonical(d) for device, d in torch_private.opinfo_declared_dtypes(op).items()} | claimed
-        entry = CatalogueEntry(
-            OpInfoId(*identity),
-            _canonical(torch_private.opinfo_cpu_dtypes(op)),
-            tuple(sorted(declared.items())),
-            tuple(sorted(torch_private.opinfo_operator_names(op))),
-            torch_private.opinfo_aliases(op),
+        declared = {device: _canonical(d) for device, d in torch_private.opinfo_declared_dtypes(op).items()}
+        entries.append(
+            CatalogueEntry(
+                OpInfoId(*identity),
+                _canonical(torch_private.opinfo_cpu_dtypes(op)),
+                tuple(sorted(declared.items())),
+                tuple(sorted(torch_private.opinfo_operator_names(op))),
+                torch_private.opinfo_aliases(op),
+            )
         )
-        entries.append(entry.to_json())
-    yield entries
+    on_a_gpu = reading()
+    for at, entry in enumerate(entries):
+        if (claimed := on_a_gpu.get((entry.opinfo.name, entry.opinfo.variant))) is not None:
+            declared = dict(entry.declared) | {"cuda": canonical(interned_dtype(d) for d in claimed)}
+            entries[at] = replace(entry, declared=tuple(sorted(declared.items())))
+    yield [entry.to_json() for entry in entries]
 
 
 def _canonical(dtypes: Iterable[Any]) -> tuple[DType, ...]:
