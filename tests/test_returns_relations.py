@@ -119,3 +119,10 @@ def test_a_return_a_dtype_argument_sets_is_what_calls_with_it_none_returned(full
     assert _constraints(full_run, "sum.dim_IntList")[1].startswith("  type_constraints: {T: [TFloatingAndComplexAndInt64HalfBFloat16, dtype]")
     func, constraints = _constraints(full_run, "cumsum_")
     assert func.endswith("-> T(a!)") and "dtype" not in constraints  # an in-place return is its self
+    # randint's dtype=long: left out it is long, so a call that passes None (float32) says nothing of it
+    assert _constraints(full_run, "randint")[1].startswith("  type_constraints: {T: [TAllAndHalfBFloat16, dtype]")
+
+
+def test_an_arguments_default_as_the_schema_spells_it():
+    randint = TypedSchema.parse("randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, ScalarType? out_dtype=None) -> Tensor")
+    assert (randint.default_of("dtype"), randint.default_of("out_dtype"), randint.default_of("high"), randint.default_of("nothing")) == ("long", "None", None, None)

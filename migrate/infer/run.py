@@ -74,6 +74,8 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
         if name in native.by_name and all(_set_by_the_call(native.by_name[name].schema, slot) for slot in fact.returns):
             schema = native.by_name[name].schema
             numbers = any(not s.is_return and s.word == "Scalar" for s in schema.slots)
+            if schema.default_of(fact.argument) not in (None, "None"):
+                fact = replace(fact, unset_cast=(), unset=())  # left out it is its default (randint's long), not None
             if (plan := with_dtype_arguments(merged.get(name), name, fact, schema.dtype_arguments.get(fact.argument), numbers)) is not None:
                 merged[name] = plan
     merged = {name: _with_verdicts(native, plan) for name, plan in merged.items()}  # siblings and aliases take them as they are

@@ -216,6 +216,11 @@ class TypedSchema:
         """Each ``ScalarType`` argument's name, with whether it may be None (``ScalarType? dtype=None``)."""
         return {s.name: s.mods == "?" for s in self.slots if not s.is_return and s.word == SCALAR_TYPE and s.mods in ("", "?")}
 
+    def default_of(self, argument: str) -> str | None:
+        """The argument's default as the schema spells it (``long`` for ``ScalarType? dtype=long``), None without one."""
+        found = re.search(rf"\b{re.escape(argument)}\s*=\s*([^,)]+)", self.text) if self.slot(argument) is not None else None
+        return found.group(1).strip() if found else None
+
     @functools.cached_property
     def numbers_may_set_returns(self) -> bool:
         """Whether an argument other than a tensor may set a return's dtype: a ``Scalar`` (``where.Scalar(cond, True,
