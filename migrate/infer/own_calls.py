@@ -74,15 +74,18 @@ def with_what_the_functional_returns(own: OverloadPlan, written_at: dict[str, Va
     every input. Only a functional's return of its own variable (no input's dtype) widens it: where the return is an
     input's dtype, the out= calls cast ``out`` with that input, and may meet a kernel the functional never reaches
     (``conj_physical`` of uint16 copies; ``conj_physical.out`` calls ``conj_cpu``, which refuses it). A variable that
-    follows another already says what ``out`` takes beside each input's dtype. Only calls that ran widen it; the functional's claims for other devices reach it with the family's."""
+    follows another already says what ``out`` takes beside each input's dtype. Only calls that ran widen it; the
+    functional's claims for other devices reach it with the family's."""
     variables, changed = [], False
     for variable in own.variables:
         returned = [written_at[slot] for slot in variable.binds if slot in written_at]
-        if returned and len(returned) == len(variable.binds) and not variable.follows and all(s.startswith("return.") for theirs in returned for s in theirs.binds):
+        own_kind = all(s.startswith("return.") for theirs in returned for s in theirs.binds)
+        if returned and len(returned) == len(variable.binds) and own_kind and not variable.follows:
             ran = tuple(e for theirs in returned for e in theirs.evidence if e.source in (OPINFO, PROBE, KERNEL) and not e.refused)
-            if {d for e in ran for d in e.dtypes} - set(variable.dtypes):
-                evidence = tuple(replace(e, slots=variable.binds) for e in ran)
-                variable = replace(variable, dtypes=canonical(d for e in (*ran, variable) for d in e.dtypes), evidence=variable.evidence + evidence)
+            added = {d for e in ran for d in e.dtypes} - set(variable.dtypes)
+            if added:
+                evidence = variable.evidence + tuple(replace(e, slots=variable.binds) for e in ran)
+                variable = replace(variable, dtypes=canonical((*variable.dtypes, *added)), evidence=evidence)
                 variable = replace(variable, verdicts=verdicts_of(variable))
                 changed = True
         variables.append(variable)
