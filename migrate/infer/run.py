@@ -71,12 +71,12 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
         if not (sources.opinfo.get(name) or sources.probe.get(name)):
             merged[name] = plan
     for name, fact in sorted(sources.dtype_arguments.items()):  # the return a dtype argument sets speaks for itself
-        if name in native.by_name and all(_set_by_the_call(native.by_name[name].schema, slot) for slot in fact.returns):
-            schema = native.by_name[name].schema
-            numbers = any(not s.is_return and s.word == "Scalar" for s in schema.slots)
+        schema = native.by_name[name].schema if name in native.by_name else None
+        if schema is not None and all(_set_by_the_call(schema, slot) for slot in fact.returns):
             if schema.default_of(fact.argument) not in (None, "None"):
                 fact = replace(fact, unset_cast=(), unset=())  # left out it is its default (randint's long), not None
-            if (plan := with_dtype_arguments(merged.get(name), name, fact, schema.dtype_arguments.get(fact.argument), numbers)) is not None:
+            optional = schema.dtype_arguments.get(fact.argument)
+            if (plan := with_dtype_arguments(merged.get(name), name, fact, optional, schema.scalars_may_set_returns)) is not None:
                 merged[name] = plan
     merged = {name: _with_verdicts(native, plan) for name, plan in merged.items()}  # siblings and aliases take them as they are
     for _ in range(2):  # a second round for aliases of overloads only their group types, and their own groups

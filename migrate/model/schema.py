@@ -16,6 +16,7 @@ from enum import Enum
 
 TENSOR = "Tensor"
 SCALAR_TYPE = "ScalarType"
+SCALAR = "Scalar"  # a number argument: its value may set a return's dtype
 
 # Type words of schemas that torchgen's BaseTy may not list in every release.
 _HISTORICAL_TYPE_WORDS = frozenset({"Dimname", "DimVector", "ConstQuantizerPtr", "Any", "Tensor"})
@@ -150,9 +151,6 @@ def _parse_slot(piece: str, offset: int, return_index: int | None) -> Slot | Non
     return Slot(name, m.group("word"), start, start + len(m.group("word")), m.group("mods"), alias)
 
 
-_DTYPE_CARRIERS = frozenset({"Scalar", SCALAR_TYPE})  # argument words besides tensors whose value may set a return's dtype
-
-
 @dataclass(frozen=True)
 class TypedSchema:
     """A ``func:`` string, plain or typed, with the spans of all its slots."""
@@ -225,7 +223,12 @@ class TypedSchema:
     def numbers_may_set_returns(self) -> bool:
         """Whether an argument other than a tensor may set a return's dtype: a ``Scalar`` (``where.Scalar(cond, True,
         False)`` is bool, ``where.Scalar(cond, 1, 2)`` int64) or a ``ScalarType`` (``to.dtype``)."""
-        return any(not s.is_return and s.word in _DTYPE_CARRIERS for s in self.slots)
+        return self.scalars_may_set_returns or bool(self.dtype_arguments)
+
+    @functools.cached_property
+    def scalars_may_set_returns(self) -> bool:
+        """Whether a ``Scalar`` argument may set a return's dtype (``full(size, True)`` is bool)."""
+        return any(not s.is_return and s.word == SCALAR for s in self.slots)
 
     def with_words(self, words: dict[str, str]) -> str:
         """The text with the type word of each named slot replaced (every other byte kept)."""
