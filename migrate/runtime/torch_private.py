@@ -115,9 +115,9 @@ for name in dir(cuda):
     elif name.startswith("PLATFORM_SUPPORTS_"):
         setattr(cuda, name, True)
 cuda._get_torch_cuda_version = lambda: release
-from torch.testing._internal import common_methods_invocations as database
-ops = list(database.op_db) + [op for name in sorted(vars(database)) if re.fullmatch(r"foreach_\\w+_op_db", name) for op in getattr(database, name)]
-print(json.dumps([[op.name, op.variant_test_name, sorted(str(d).removeprefix("torch.") for d in op.supported_dtypes("cuda"))] for op in ops]))
+from migrate.runtime import torch_private
+claims = [[*torch_private.opinfo_identity(op), sorted(str(d).removeprefix("torch.") for d in torch_private.opinfo_declared_dtypes(op)["cuda"])] for op in torch_private.op_db()]
+print(json.dumps(claims))
 """
 
 
@@ -129,12 +129,16 @@ def opinfo_claims_on_a_current_gpu() -> Callable[[], dict[tuple[str, str], tuple
 
     The interpreter starts now and the claims are read by calling what this returns: the caller works meanwhile."""
     import json
+    import os
     import subprocess
     import sys
+    from pathlib import Path
 
     arguments = [json.dumps(list(CURRENT_GPU)), json.dumps(list(CURRENT_CUDA))]
+    package_root = str(Path(__file__).resolve().parents[2])  # the interpreter reads the database through this module
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
     process = subprocess.Popen(
-        [sys.executable, "-c", _CLAIMS_ON_A_CURRENT_GPU, *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", _CLAIMS_ON_A_CURRENT_GPU, *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
 
     def claims() -> dict[tuple[str, str], tuple[str, ...]]:

@@ -144,10 +144,7 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
     to that dtype too: a return is the argument's value only if it is so beside inputs of other dtypes
     (``linalg_vector_norm`` of a complex tensor returns the real dtype ``dtype=`` names). Its index tensors stay:
     ``sparse_csr_tensor``'s values must have the dtype ``dtype=`` names, its indices an integer one."""
-    import torch  # here, as the modules below: the parent imports this module without torch (the --op fast path)
-
     from migrate.evidence.probe.prober import dtype_universe  # imports torch: workers only (the --op fast path)
-    from migrate.runtime.dispatch import has_elements  # as above
     from migrate.runtime.recorders import dtype_name  # as above
 
     func = torch_private.aten_overload(name)
@@ -156,64 +153,70 @@ def _report(name: str, timeout: float) -> dict[str, Any] | None:
     if not calls or any(is_quantized(d) for c in calls for d in c.dtypes[len(c.slots.arguments) :]):
         return None  # a quantized return (quantize_per_tensor_dynamic's quint8) no set can state: it stays free
     slots = calls[0].slots
-    position = [a.name for a in func._schema.arguments].index(argument.name)
     accepted, refused = [], {}
     tries = [(call, False) for call in calls] + [(calls[0], True)]
     for call, cast in tries:
-        keyword = argument.kwarg_only or position >= len(call.args)
         for dtype in dtype_universe():
-            args, kwargs = list(call.args), dict(call.kwargs)
-            if cast:
-                base = getattr(torch, call.sample_dtype)
-                args, kwargs = _cast(args, dtype, base), {k: _cast(v, dtype, base) for k, v in kwargs.items()}
-            if keyword:
-                kwargs[argument.name] = dtype
-            else:
-                args[position] = dtype
-            outcome = call_aten(lambda: func(*args, **kwargs), timeout, 0)
+            outcome, returned = _called_with(func, argument, call, dtype, dtype if cast else None, timeout)
             if outcome.refused:
                 if not cast:  # a refusal beside tensors cast too may be about the tensors
                     refused.setdefault(dtype_name(dtype), outcome.refusal)
-                continue
-            outs = outcome.returned if slots.returns_tuple else (outcome.returned,)
-            values = [outs[at] for at, _, _ in slots.returns]
-            if all(isinstance(v, torch.Tensor) and has_elements(v) for v in values):
-                accepted.append([dtype_name(dtype), [dtype_name(v.dtype) for v in values]])
+            elif returned is not None:
+                accepted.append([dtype_name(dtype), returned])
     taken = {d for d, _ in accepted}
     names = [slot for _, slot, _ in slots.returns]
     refusals = [[d, message] for d, message in refused.items() if d not in taken]
     report = {"overload": slots.name, "argument": argument.name, "returns": names, "accepted": accepted, "refused": refusals}
     if "Optional" in str(getattr(argument, "real_type", argument.type)):
-        report["unset"] = _unset(func, calls[0], position, argument.kwarg_only or position >= len(calls[0].args), timeout)
+        report["unset"] = _unset(func, argument, calls[0], timeout)
     return report
 
 
-def _unset(func: Any, call: Any, position: int, keyword: bool, timeout: float) -> dict[str, Any]:
+def _unset(func: Any, argument: Any, call: Any, timeout: float) -> dict[str, Any]:
     """The call with the argument None and its tensors of the call's base dtype cast to each dtype: what each return
     is when the argument is left out (``sum`` of an int32 tensor is int64, ``_to_copy`` keeps the input's dtype)."""
     import torch  # here, as the modules below: the parent imports this module without torch (the --op fast path)
 
     from migrate.evidence.probe.prober import dtype_universe  # imports torch: workers only (the --op fast path)
-    from migrate.runtime.dispatch import has_elements  # as above
     from migrate.runtime.recorders import dtype_name  # as above
 
-    slots, base = call.slots, getattr(torch, call.sample_dtype)
-    cast = [name for (_, name, _, _), held in zip(slots.arguments, call.dtypes) if held == base]
-    returned = []
+    base = getattr(torch, call.sample_dtype)
+    cast = [name for (_, name, _, _), held in zip(call.slots.arguments, call.dtypes) if held == base]
+    found = []
     for dtype in dtype_universe():
-        args, kwargs = _cast(list(call.args), dtype, base), {k: _cast(v, dtype, base) for k, v in call.kwargs.items()}
-        if keyword:
-            kwargs[func._schema.arguments[position].name] = None
-        else:
-            args[position] = None
-        outcome = call_aten(lambda: func(*args, **kwargs), timeout, 0)
-        if outcome.refused:
-            continue
-        outs = outcome.returned if slots.returns_tuple else (outcome.returned,)
-        values = [outs[at] for at, _, _ in slots.returns]
-        if all(isinstance(v, torch.Tensor) and has_elements(v) for v in values):
-            returned.append([dtype_name(dtype), [dtype_name(v.dtype) for v in values]])
-    return {"cast": cast, "returned": returned}
+        _, returned = _called_with(func, argument, call, None, dtype, timeout)
+        if returned is not None:
+            found.append([dtype_name(dtype), returned])
+    return {"cast": cast, "returned": found}
+
+
+def _called_with(func: Any, argument: Any, call: Any, value: Any, cast_to: Any, timeout: float) -> tuple[Any, list[str] | None]:
+    """``call`` made again with ``argument`` at ``value`` (a dtype, or None) and, where ``cast_to`` is a dtype, its
+    tensors of the call's base dtype cast to it: ATen's outcome, and each return's dtype where the call ran and every
+    return has an element (else None)."""
+    import torch  # here, as the modules below: the parent imports this module without torch (the --op fast path)
+
+    from migrate.runtime.dispatch import has_elements  # imports torch: workers only (the --op fast path)
+    from migrate.runtime.recorders import dtype_name  # as above
+
+    args, kwargs = list(call.args), dict(call.kwargs)
+    if cast_to is not None:
+        base = getattr(torch, call.sample_dtype)
+        args, kwargs = _cast(args, cast_to, base), {k: _cast(v, cast_to, base) for k, v in kwargs.items()}
+    position = [a.name for a in func._schema.arguments].index(argument.name)
+    if argument.kwarg_only or position >= len(call.args):
+        kwargs[argument.name] = value
+    else:
+        args[position] = value
+    outcome = call_aten(lambda: func(*args, **kwargs), timeout, 0)
+    if outcome.refused:
+        return outcome, None
+    slots = call.slots
+    outs = outcome.returned if slots.returns_tuple else (outcome.returned,)
+    values = [outs[at] for at, _, _ in slots.returns]
+    if not all(isinstance(v, torch.Tensor) and has_elements(v) for v in values):
+        return outcome, None
+    return outcome, [dtype_name(v.dtype) for v in values]
 
 
 def _reports_of(name: str) -> Iterator[dict[str, Any]]:
