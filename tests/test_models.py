@@ -106,8 +106,13 @@ def test_the_run_splits_half_activations_from_float32_statistics(full_run):
     assert "native_layer_norm_backward" in models["verdicts_changed"]
 
 
+# The five models whose calls reach 154 of the 168 overloads the twelve reach (chosen greedily, most new overloads
+# first); bench/models_checked.py runs all twelve under the checker.
+CHECKED_ARCHITECTURES = ("t5", "wav2vec2", "mixtral", "clip", "resnet")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("arch", [a.name for a in zoo.ARCHITECTURES])
+@pytest.mark.parametrize("arch", CHECKED_ARCHITECTURES)
 def test_the_models_run_under_the_checker_against_the_runs_yaml(full_run, arch):
     """0 violations; distinct calls per model and mode (from the run's models stage) beside the calls the checker judged."""
     architecture = zoo.architecture(arch)

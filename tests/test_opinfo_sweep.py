@@ -7,6 +7,7 @@ samples) in a temporary cache.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -94,6 +95,14 @@ def test_a_cold_catalogue_reads_cuda_claims_as_on_a_current_gpu(result):
     claim float16 alone on CUDA. Read as on capability 9.0, it claims bfloat16 too."""
     (flash,) = [e for e in result.catalogue if str(e.opinfo) == "torch.ops.aten._flash_attention_forward"]
     assert names(dict(flash.declared)["cuda"]) == ["float16", "bfloat16"]
+
+
+def test_the_cold_catalogue_reads_alias_pairs_from_torch(cache):
+    catalogue = SweepCache.of(StageCache.at(cache)).cached_catalogue()  # every OpInfo, as the worker read them
+    pairs = {pair for entry in catalogue for pair in entry.aliases}
+    assert ("clip", "clamp") in pairs and ("special_expit", "sigmoid") in pairs
+    stored = json.loads(next(cache.rglob("catalogue.json")).read_text())
+    assert any(["clip", "clamp"] in o["aliases"] for o in stored)
 
 
 def test_sdpa_is_seen_at_its_own_name_with_one_variable_over_the_float_dtypes(result, plans):

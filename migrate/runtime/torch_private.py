@@ -121,17 +121,20 @@ print(json.dumps(claims))
 """
 
 
+@functools.cache
 def opinfo_claims_on_a_current_gpu() -> Callable[[], dict[tuple[str, str], tuple[str, ...]]]:
     """Each OpInfo's CUDA claim (dtype names), as ``dtypesIfCUDA`` is on a current GPU (``CURRENT_GPU``, ``CURRENT_CUDA``):
     the database evaluates ``SM53OrLater``, ``SM80OrLater``, ``PLATFORM_SUPPORTS_*`` and the CUDA release when it is
     imported, as False on a host without one (``bilinear``'s bfloat16, attention's). Read in a fresh interpreter whose
     ``common_cuda`` says so: the sweep's own database stays as this host makes it, so its samples do not change.
 
-    The interpreter starts now and the claims are read by calling what this returns: the caller works meanwhile."""
+    The interpreter starts at the process's first call and the claims are read by calling what this returns: the caller
+    works meanwhile. They depend on the installed torch alone: a process reads them once (a test suite's cold catalogues)."""
     import json
     import os
     import subprocess
     import sys
+    import threading
     from pathlib import Path
 
     arguments = [json.dumps(list(CURRENT_GPU)), json.dumps(list(CURRENT_CUDA))]
@@ -141,11 +144,17 @@ def opinfo_claims_on_a_current_gpu() -> Callable[[], dict[tuple[str, str], tuple
         [sys.executable, "-c", _CLAIMS_ON_A_CURRENT_GPU, *arguments], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
 
+    read: list[dict[tuple[str, str], tuple[str, ...]]] = []
+    reading = threading.Lock()  # the interpreter is read once, whichever thread asks first
+
     def claims() -> dict[tuple[str, str], tuple[str, ...]]:
-        out, err = process.communicate()
-        if process.returncode != 0:
-            raise TorchAPIChanged(f"OpInfo's CUDA claims on a current GPU could not be read: {err.strip().splitlines()[-1:]}")
-        return {(name, variant): tuple(dtypes) for name, variant, dtypes in json.loads(out.strip().splitlines()[-1])}
+        with reading:
+            if not read:
+                out, err = process.communicate()
+                if process.returncode != 0:
+                    raise TorchAPIChanged(f"OpInfo's CUDA claims on a current GPU could not be read: {err.strip().splitlines()[-1:]}")
+                read.append({(name, variant): tuple(dtypes) for name, variant, dtypes in json.loads(out.strip().splitlines()[-1])})
+        return read[0]
 
     return claims
 

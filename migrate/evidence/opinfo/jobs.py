@@ -19,11 +19,10 @@ from migrate.runtime.runs import CatalogueEntry, OpInfoId, interned_dtype
 
 
 def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
-    """The catalogue job: check the recorders work on this torch, then describe every OpInfo, its CUDA claim as on a
-    current GPU (``torch_private.opinfo_claims_on_a_current_gpu``), never as this host evaluates it."""
+    """The catalogue job: check the recorders work on this torch, then describe every OpInfo (its CUDA claim as this
+    host evaluates it: ``with_claims_on_a_current_gpu`` replaces it)."""
     from migrate.runtime import recorders  # imports torch: workers only (the --op fast path)
 
-    reading = torch_private.opinfo_claims_on_a_current_gpu()
     recorders.check_recorders()
     entries = []
     for op in torch_private.op_db():
@@ -38,12 +37,21 @@ def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
                 torch_private.opinfo_aliases(op),
             )
         )
-    on_a_gpu = reading()
-    for at, entry in enumerate(entries):
+    yield [entry.to_json() for entry in entries]
+
+
+def with_claims_on_a_current_gpu(
+    entries: Iterable[CatalogueEntry], on_a_gpu: dict[tuple[str, str], tuple[str, ...]]
+) -> tuple[CatalogueEntry, ...]:
+    """The entries with each OpInfo's CUDA claim as on a current GPU (``torch_private.opinfo_claims_on_a_current_gpu``),
+    never as this host evaluates it."""
+    found = []
+    for entry in entries:
         if (claimed := on_a_gpu.get((entry.opinfo.name, entry.opinfo.variant))) is not None:
             declared = dict(entry.declared) | {"cuda": canonical(interned_dtype(d) for d in claimed)}
-            entries[at] = replace(entry, declared=tuple(sorted(declared.items())))
-    yield [entry.to_json() for entry in entries]
+            entry = replace(entry, declared=tuple(sorted(declared.items())))
+        found.append(entry)
+    return tuple(found)
 
 
 def _canonical(dtypes: Iterable[Any]) -> tuple[DType, ...]:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from migrate.runtime import torch_private
 from migrate.cache import store
-from migrate.evidence.opinfo.jobs import catalogue_reports, opinfo_reports
+from migrate.evidence.opinfo.jobs import catalogue_reports, opinfo_reports, with_claims_on_a_current_gpu
 from migrate.runtime.runs import (
     PROBE_CRASH,
     PROBE_TIMEOUT,
@@ -78,11 +78,13 @@ class SweepCache(RunFiles):
             return cached
         if self.stage.progress is not None:
             self.stage.progress("reading the OpInfo database in a worker (once per torch and code)")
+        reading = torch_private.opinfo_claims_on_a_current_gpu()  # an interpreter of its own, beside the worker
         (outcome,) = run_in_workers([Job(catalogue_reports, None, "catalogue")], jobs=1, progress=False)
         if outcome.status != DONE:
             raise torch_private.TorchAPIChanged(f"reading the OpInfo database failed: {outcome.reason}")
-        store(self.folder / CATALOGUE, json.dumps(outcome.reports[0], separators=(",", ":")).encode())
-        return tuple(CatalogueEntry.from_json(obj) for obj in outcome.reports[0])
+        entries = with_claims_on_a_current_gpu((CatalogueEntry.from_json(obj) for obj in outcome.reports[0]), reading())
+        store(self.folder / CATALOGUE, json.dumps([entry.to_json() for entry in entries], separators=(",", ":")).encode())
+        return entries
 
 
 def run_sweep(
