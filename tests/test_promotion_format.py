@@ -215,12 +215,6 @@ def test_real_file_gains_one_promotion_line_per_planned_overload_and_lowers_back
     parse_native_yaml(path, REAL_NATIVE_FUNCTIONS.with_name("tags.yaml"))  # torchgen reads the lowered model as before
 
 
-@pytest.mark.slow  # PyTorch's lint round trip of the whole real yaml
-def test_real_file_with_promotions_survives_the_lint_round_trip(real_written):
-    text = real_written[2].native_functions.decode()
-    assert lint_round_trip(text) == text
-
-
 def test_the_command_line_writes_checks_and_lowers_promotions_with_op_dry_run_and_check(tmp_path, capfd, monkeypatch):
     path = _fixture(tmp_path)
     FIXTURE_PLAN.write(tmp_path / "plan.json")

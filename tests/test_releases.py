@@ -146,6 +146,7 @@ def test_runtime_evidence_of_the_installed_torch_meets_the_release(release_run):
     assert counts in release_run.stderr
 
 
+@pytest.mark.parametrize("release_run", [OLD_TORCH], indirect=True)  # one more run of a release's file: the older one's
 def test_an_argument_renamed_in_the_release_keeps_only_the_evidence_that_maps(release_run, tmp_path):
     """The release's own file with one observed argument renamed: its evidence is dropped, listed, never a crash."""
     native = NativeFunctions.load(release_run.original)
