@@ -32,29 +32,6 @@ def _reference_cpu_paths():
         yield
 
 
-# The order ./test.sh hands files to its two workers (pytest-xdist --dist loadfile --no-loadscope-reorder; the rest
-# follow alphabetically): the files whose tests make their own ATen calls in caches of their own alternate with those
-# that wait for the full run's evidence, so that one worker derives it while the other calls ATen, then the longest.
-FIRST_FILES = (
-    "test_opinfo_sweep.py",
-    "test_codemod_torchlib.py",
-    "test_release_facts.py",
-    "test_releases.py",
-    "test_caches.py",
-    "test_run.py",
-    "test_probe.py",
-    "test_cli.py",
-    "test_recording.py",
-    "test_incremental.py",
-    "test_models.py",
-)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {name: at for at, name in enumerate(FIRST_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: within a file, and among the rest, as collected
-
-
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 REAL_NATIVE_FUNCTIONS = installed_native_functions()
 FLOATS = named("float16", "bfloat16", "float32", "float64")
