@@ -141,6 +141,17 @@ def test_a_run_with_a_cache_dir_writes_nothing_outside_it(tmp_path, monkeypatch,
     assert {p.name for p in cache.iterdir()} >= {"native", "validated", "torchlib-facts", "torchlib-evidence", "plans", "rewrites"}
 
 
+def test_a_recorded_entry_is_decoded_once_per_process_whichever_cache_holds_it(tmp_path):
+    """Its file's name is its content's digest: a test suite's caches (each test's own) share the value read."""
+    from migrate.runtime.recorded import RecordedStage
+
+    stages = [RecordedStage(tmp_path / name / "stage") for name in ("first", "second")]
+    stages[0].write({"calls": (1, 2)})
+    stages[1].folder.mkdir(parents=True)
+    shutil.copyfile(stages[0].path(), stages[1].folder / stages[0].path().name)
+    assert stages[0].read() == {"calls": (1, 2)} and stages[1].read() is stages[0].read()
+
+
 def test_a_stage_product_is_unpickled_frozen_out_of_the_cyclic_collector(tmp_path):
     import gc
 

@@ -95,6 +95,8 @@ def test_a_cold_catalogue_reads_cuda_claims_as_on_a_current_gpu(result):
     claim float16 alone on CUDA. Read as on capability 9.0, it claims bfloat16 too."""
     (flash,) = [e for e in result.catalogue if str(e.opinfo) == "torch.ops.aten._flash_attention_forward"]
     assert names(dict(flash.declared)["cuda"]) == ["float16", "bfloat16"]
+    # they depend on the installed torch alone: the process read them once, and every later catalogue takes those
+    assert torch_private.opinfo_claims_on_a_current_gpu()() is torch_private.opinfo_claims_on_a_current_gpu()()
 
 
 def test_the_cold_catalogue_reads_alias_pairs_from_torch(cache):

@@ -320,17 +320,19 @@ def seed(cache: StageCache, shipped: Path | None = None) -> Seeded:
     reasons = []
     for path in sorted(shipped.glob("*.json.gz")):
         try:
-            theirs, device, facts = _shipped(path, installed)
+            obj, _ = recording_json(path)
+            theirs = Release.from_json(obj["release"]) if "release" in obj else None
         except (InputError, KeyError, TypeError, AttributeError) as exc:
             reasons.append(f"{path} cannot be read ({exc})")
             continue
-        if theirs is None or device != "cpu":
+        if theirs is None or obj["device"] != "cpu":
             continue
-        if facts is None:  # packed exactly where it is the installed torch's
-            reasons.append(f"the shipped {path.name} is not this torch's: {theirs.differs(installed)}")
+        why = theirs.differs(installed)
+        if why:
+            reasons.append(f"the shipped {path.name} is not this torch's: {why}")
             continue
         try:
-            _write_facts(cache, facts)
+            _write_facts(cache, obj)
         except OSError as exc:  # an unwritable cache only costs time: the stages make their calls
             return Seeded(why=f"recording torch {installed.torch}'s facts afresh: the cache cannot hold the shipped {path.name} ({exc})")
         return Seeded(source=str(path))
@@ -349,50 +351,14 @@ def refreshed(cache: StageCache) -> str:
     return f"--refresh: making every ATen call of torch {installed_release().torch} again (minutes)"
 
 
-@dataclass(frozen=True)
-class _PackedFacts:
-    """A recording's facts as the bytes their files hold: each stage's entry, each run, the catalogue."""
-
-    stages: tuple[tuple[str, bytes], ...]
-    runs: tuple[tuple[OpInfoId, bytes], ...]
-    catalogue: bytes
-
-
-_SHIPPED: dict[tuple[str, str], tuple[Release | None, str, _PackedFacts | None]] = {}
-
-
-def _shipped(path: Path, installed: Release) -> tuple[Release | None, str, _PackedFacts | None]:
-    """A shipped recording's release and device, and its facts packed where it is the installed torch's CPU recording.
-    Read once per process, by the digest of its bytes: a test suite's worker seeds many caches from one file."""
-    try:
-        key: tuple[str, str] | None = (hashlib.sha256(path.read_bytes()).hexdigest(), installed.key)
-    except OSError:
-        key = None  # recording_json says why
-    if key in _SHIPPED:
-        return _SHIPPED[key]
-    obj, _ = recording_json(path)
-    theirs = Release.from_json(obj["release"]) if "release" in obj else None
-    facts = None
-    if theirs is not None and obj["device"] == "cpu" and not theirs.differs(installed):
-        facts = _PackedFacts(
-            tuple((name, recorded.packed(entry)) for name, entry in obj["stages"].items()),
-            tuple((OpInfoId(run["name"], run["variant"]), json.dumps(run, separators=(",", ":")).encode()) for run in obj["runs"]),
-            json.dumps(obj["catalogue"], separators=(",", ":")).encode(),
-        )
-    found = (theirs, obj["device"], facts)
-    if key is not None:
-        _SHIPPED[key] = found
-    return found
-
-
-def _write_facts(cache: StageCache, facts: _PackedFacts) -> None:
+def _write_facts(cache: StageCache, obj: dict[str, Any]) -> None:
     target = recorded.folder(cache)
-    for name, data in facts.stages:
-        recorded.RecordedStage(target / name).write_packed(data)
+    for name, entry in obj["stages"].items():
+        recorded.RecordedStage(target / name).write_encoded(entry)
     sweep = SweepCache.of(cache)
-    for opinfo, data in facts.runs:  # as the sweep stores a run (its JSON, timings zero), into a folder that holds none yet
-        sweep.store_run_data(opinfo, data)
-    store(sweep.folder / CATALOGUE, facts.catalogue)
+    for run in obj["runs"]:  # as the sweep stores a run (its JSON, timings zero), into a folder that holds none yet
+        sweep.store_run_json(OpInfoId(run["name"], run["variant"]), run)
+    store(sweep.folder / CATALOGUE, json.dumps(obj["catalogue"], separators=(",", ":")).encode())
 
 
 # --- merged into a run ---------------------------------------------------------------------------

@@ -154,10 +154,7 @@ class RecordedStage(Stage):
 
     def write_encoded(self, value: Any) -> None:
         """Store an entry already as JSON (``encode``), as a recording holds it."""
-        self.write_packed(packed(value))
-
-    def write_packed(self, data: bytes) -> None:
-        """Store an entry already as its file's bytes (``packed``)."""
+        data = packed(value)
         old = self._entry()
         path = self.folder / f"{hashlib.sha256(data).hexdigest()[:16]}{SUFFIX}"
         try:

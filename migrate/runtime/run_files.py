@@ -87,10 +87,7 @@ class RunFiles:
 
     def store_run_json(self, opinfo: OpInfoId, run: dict[str, Any]) -> Path:
         """Store a run given as its JSON (``OpInfoRun.to_json``) in the file its content names; where it goes."""
-        return self.store_run_data(opinfo, json.dumps(run, separators=(",", ":")).encode())
-
-    def store_run_data(self, opinfo: OpInfoId, data: bytes) -> Path:
-        """Store a run given as its file's bytes (``store_run_json``'s) in the file its content names; where it goes."""
+        data = json.dumps(run, separators=(",", ":")).encode()
         path = self.folder / f"{opinfo.file_stem}.{digest(data)[:16]}.json"
         store(path, data)
         return path
