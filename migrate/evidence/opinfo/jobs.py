@@ -26,18 +26,15 @@ def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
     recorders.check_recorders()
     entries = []
     for op in torch_private.op_db():
-        identity = torch_private.opinfo_identity(op)
-        declared = {device: _canonical(d) for device, d in torch_private.opinfo_declared_dtypes(op).items()}
-        entries.append(
-            CatalogueEntry(
-                OpInfoId(*identity),
-                _canonical(torch_private.opinfo_cpu_dtypes(op)),
-                tuple(sorted(declared.items())),
-                tuple(sorted(torch_private.opinfo_operator_names(op))),
-                torch_private.opinfo_aliases(op),
-            )
+        entry = CatalogueEntry(
+            OpInfoId(*torch_private.opinfo_identity(op)),
+            _canonical(torch_private.opinfo_cpu_dtypes(op)),
+            tuple(sorted((device, _canonical(d)) for device, d in torch_private.opinfo_declared_dtypes(op).items())),
+            tuple(sorted(torch_private.opinfo_operator_names(op))),
+            torch_private.opinfo_aliases(op),
         )
-    yield [entry.to_json() for entry in entries]
+        entries.append(entry.to_json())
+    yield entries
 
 
 def with_claims_on_a_current_gpu(
