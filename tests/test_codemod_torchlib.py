@@ -2,10 +2,10 @@
 
 Two copies: one rewritten with the plan the full default run infers (read from its cache), one with a
 hand-built plan that changes sets (a narrower set on a mask, a new global set, a set
-wider than the function, a dtype ONNX lacks, a union across overloads). For each, and
-for the installed original, a subprocess with ``PYTHONPATH=<copy>`` imports onnxscript
-and dumps its registry and every function's signature; for each copy, it also exports a
-small attention block (float mask, bool mask) and a small MLP with
+wider than the function, a dtype ONNX lacks, a union across overloads). For each copy
+a subprocess with ``PYTHONPATH=<copy>`` imports onnxscript and dumps its registry and
+every function's signature (the test process does the same for the installed original);
+it also exports a small attention block (float mask, bool mask) and a small MLP with
 ``torch.onnx.export(..., dynamo=True)``, comparing onnxruntime with PyTorch. The work is
 done once per session and shared by pytest-xdist workers through a file lock.
 
@@ -95,21 +95,24 @@ def probe(exports: bool = True) -> dict:
             want = model(*args).numpy()
         found[case] = float(np.abs(got - want).max())
 
-    from torch.onnx._internal.exporter import _registration
+    sdpa_file = None
+    if exports:
+        from torch.onnx._internal.exporter import _registration
 
-    sdpa = _registration.ONNXRegistry.from_torchlib(OPSET).get_decomps(torch.ops.aten.scaled_dot_product_attention.default)[0]
+        sdpa = _registration.ONNXRegistry.from_torchlib(OPSET).get_decomps(torch.ops.aten.scaled_dot_product_attention.default)[0]
+        sdpa_file = (getattr(sdpa.onnx_function, "function", None) or sdpa.onnx_function.func).__code__.co_filename
     return {
         "onnxscript": onnxscript.__file__,
         "registry": registry,
         "functions": functions,
         "keyword_misses": keyword_misses,
         "exports": found,
-        "sdpa_file": (getattr(sdpa.onnx_function, "function", None) or sdpa.onnx_function.func).__code__.co_filename,
+        "sdpa_file": sdpa_file,
     }
 
 
 if __name__ == "__main__":
-    json.dump(probe(exports="--no-exports" not in sys.argv), sys.stdout)
+    json.dump(probe(), sys.stdout)
     sys.exit(0)
 
 # -- the tests ------------------------------------------------------------------------------------
@@ -169,15 +172,11 @@ def hand_plan(inferred: Plan) -> Plan:
     return Plan((*inferred.global_sets, new_set, mask), overloads)
 
 
-def _start_probe(pythonpath: Path | None) -> subprocess.Popen:
-    """The probe of a rewritten copy (``pythonpath``), or of the installed onnxscript without exports: the original is
-    what the copies' registry and signatures are compared with, and its exports test onnxscript, not the rewrite."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if pythonpath is not None:
-        env["PYTHONPATH"] = str(pythonpath)
+def _start_probe(pythonpath: Path) -> subprocess.Popen:
+    """The probe of a rewritten copy, in an interpreter of its own whose ``onnxscript`` is the copy."""
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(pythonpath)}
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    flags = [] if pythonpath is not None else ["--no-exports"]
-    return subprocess.Popen([sys.executable, __file__, *flags], env=env, cwd=pythonpath or Path(__file__).parent, **pipes)
+    return subprocess.Popen([sys.executable, __file__], env=env, cwd=pythonpath, **pipes)
 
 
 def _finish(process: subprocess.Popen) -> dict:
@@ -199,7 +198,7 @@ def _record(function) -> dict:
 def _build(shared: Path) -> dict:
     """Copies, rewrites and probes; everything the tests read, as JSON."""
     started = time.perf_counter()
-    probes = {"original": _start_probe(None)}
+    probes = {}
     native = NativeFunctions.load(installed_native_functions())
     installed = Path(next(iter(importlib.util.find_spec("onnxscript").submodule_search_locations)))
     results = {}
@@ -207,7 +206,7 @@ def _build(shared: Path) -> dict:
     inferred = Session(Options()).inference.plan
     for variant in VARIANTS:
         copy = shared / variant
-        shutil.copytree(installed, copy / "onnxscript", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(installed, copy / "onnxscript")  # its bytecode too: a rewritten module's no longer matches, and is compiled again
         root = copy / "onnxscript" / "function_libs" / "torch_lib"
         stages = StageCache.at()  # keyed by content: the copies read what any run derived from the same torch_lib
         evidence = scan_torchlib(root, native, stages)
@@ -226,8 +225,11 @@ def _build(shared: Path) -> dict:
             "parameters": [[p.path, p.function, p.param, p.new, p.outcome] for p in rewrite.parameters],
             "second_run_files": [path for path, _, _ in again.files],
         }
+    # The installed onnxscript, which the copies' registry and signatures are compared with, probed here while the
+    # copies' interpreters run: its exports would test onnxscript, not the rewrite.
+    results["original"] = {"probe": probe(exports=False)}
     for name, process in probes.items():
-        results.setdefault(name, {})["probe"] = _finish(process)
+        results[name]["probe"] = _finish(process)
     results["seconds"] = time.perf_counter() - started
     return results
 

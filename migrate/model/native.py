@@ -26,6 +26,7 @@ from migrate.model.schema import SchemaError, TypedSchema
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ITEM = re.compile(r"-(?: +|$)")
 _FUNC_KEY = re.compile(r"func:[ \t]*")
+_KEY_HEAD = re.compile(r"(.*?):(?:\s|$)")  # a mapping key at the start of a line's text: the shortest name before ': '
 CONSTRAINTS_KEY = "type_constraints"
 
 
@@ -152,6 +153,7 @@ class NativeFunctions:
     lines: list[str]
     entries: tuple[Entry, ...]
     by_name: dict[str, Entry] = field(repr=False)
+    _keys_of: dict[int, dict[str, int]] = field(default_factory=dict, repr=False, compare=False)  # ``_key_lines`` per entry start
 
     @classmethod
     def load(cls, path: Path | str) -> NativeFunctions:
@@ -192,17 +194,29 @@ class NativeFunctions:
 
     def key_span(self, entry: Entry, key: str) -> KeySpan | None:
         """Where a top-level key of the entry and its value stand (block or flow style)."""
-        head = re.compile(re.escape(key) + r":(?:\s|$)")
-        for number in range(entry.start, entry.end):
-            body = _key_body(self.lines[number], number == entry.start, entry.key_indent)
-            if body is not None and head.match(body):
-                stop = number + 1
-                while stop < entry.end and (_is_gap(self.lines[stop]) or _indent(self.lines[stop]) > entry.key_indent):
-                    stop += 1
-                while stop > number + 1 and _is_gap(self.lines[stop - 1]):
-                    stop -= 1
-                return KeySpan(number, stop)
-        return None
+        number = self._key_lines(entry).get(key)
+        if number is None:
+            return None
+        stop = number + 1
+        while stop < entry.end and (_is_gap(self.lines[stop]) or _indent(self.lines[stop]) > entry.key_indent):
+            stop += 1
+        while stop > number + 1 and _is_gap(self.lines[stop - 1]):
+            stop -= 1
+        return KeySpan(number, stop)
+
+    def _key_lines(self, entry: Entry) -> dict[str, int]:
+        """The line of each top-level key of the entry (its first), read in one pass: the writers ask for several keys
+        of every entry."""
+        found = self._keys_of.get(entry.start)
+        if found is None:
+            found = {}
+            for number in range(entry.start, entry.end):
+                body = _key_body(self.lines[number], number == entry.start, entry.key_indent)
+                head = _KEY_HEAD.match(body) if body is not None else None
+                if head is not None:
+                    found.setdefault(head.group(1), number)
+            self._keys_of[entry.start] = found
+        return found
 
     def autogen_names(self, entry: Entry) -> tuple[str, ...]:
         """Overloads torchgen generates from this entry (``autogen: foo.out``): not in the file themselves."""
@@ -422,10 +436,17 @@ def _yaml_error_line(exc: yaml.YAMLError, text: str) -> int:
 def load_item(path: Path, text: str, first_line: int, op: str | None = None) -> Any:
     """The one item of a top-level list item's text; a parse error names file, line and op."""
     try:
-        items = yaml.load(text, Loader=_LOADER)
+        items = _loaded(text)
     except yaml.YAMLError as exc:
         raise InputError(f"yaml does not parse: {_yaml_problem(exc)}", path, first_line + _yaml_error_line(exc, text), op) from exc
     return items[0] if isinstance(items, list) and len(items) == 1 else None
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _loaded(text: str) -> Any:
+    """libyaml's reading of an item's text, once per process whichever file holds it (copies of one yaml, a file and
+    its rewrite share most entries); the values are only read, never changed."""
+    return yaml.load(text, Loader=_LOADER)
 
 
 @functools.lru_cache(maxsize=8192)

@@ -161,6 +161,12 @@ class TypedSchema:
 
     @classmethod
     def parse(cls, text: str) -> TypedSchema:
+        """The schema of a ``func:`` string; parsed once per process (a run and a test read the same file's schemas
+        again and again), which the value being immutable allows."""
+        return _parsed(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> TypedSchema:
         open_at = text.find("(")
         if open_at <= 0:
             raise SchemaError("no argument list")
@@ -248,6 +254,11 @@ class TypedSchema:
     def torchgen(self):
         """torchgen's FunctionSchema of the lowered text; raises SchemaError when torchgen refuses it."""
         return _torchgen_parse(self.lowered())
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _parsed(text: str) -> TypedSchema:
+    return TypedSchema._parse(text)
 
 
 @functools.lru_cache(maxsize=None)

@@ -37,7 +37,7 @@ class TorchlibModule:
 
     @functools.cached_property
     def tree(self) -> cst.Module:
-        return cst.parse_module(self.data)
+        return _parsed(self.data)
 
     @functools.cached_property
     def index(self) -> ModuleIndex:
@@ -48,6 +48,13 @@ class TorchlibModule:
         self.__dict__.update(tree=tree)
         self.__dict__.pop("index", None)
         self.edited = True
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(data: bytes) -> cst.Module:
+    """libcst's tree of a module's bytes, parsed once per process: a run's passes and the runs of one process (a test
+    suite's) rewrite the same modules, and a tree is never changed in place (an edit makes a new one)."""
+    return cst.parse_module(data)
 
 
 def _module_name(relative: Path) -> str:
