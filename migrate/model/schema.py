@@ -249,6 +249,10 @@ class TypedSchema:
 
     def lowered(self) -> str:
         """The plain schema: every type variable written back as ``Tensor``."""
+        return self._lowered
+
+    @functools.cached_property
+    def _lowered(self) -> str:
         return self.with_words({s.name: TENSOR for s in self.tensor_slots if s.word != TENSOR})
 
     def torchgen(self):

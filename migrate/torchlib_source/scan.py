@@ -23,6 +23,7 @@ indented no deeper than the def), not from the tree, for the same reason.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -412,6 +413,13 @@ def module_facts(data: bytes, stage: Stage) -> tuple[ModuleFacts, bool]:
     facts = stage.read(data, kind=ModuleFacts)
     if facts is not None:
         return facts, True
-    facts = scan_module(data)
+    facts = _scanned(data)
     stage.write(facts, data)
     return facts, False
+
+
+@functools.lru_cache(maxsize=128)
+def _scanned(data: bytes) -> ModuleFacts:
+    """``scan_module``, once per process for each content: the runs of one process (a test suite's) scan the same
+    modules into caches of their own."""
+    return scan_module(data)
