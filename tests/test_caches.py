@@ -152,6 +152,27 @@ def test_a_recorded_entry_is_decoded_once_per_process_whichever_cache_holds_it(t
     assert stages[0].read() == {"calls": (1, 2)} and stages[1].read() is stages[0].read()
 
 
+def test_copies_of_one_yaml_and_torchlib_share_what_their_bytes_make_and_an_edit_makes_its_own(tmp_path):
+    """Schemas, entries' yaml and torchlib modules' trees and scans are made once per process for each content."""
+    from migrate.cache import StageCache
+    from migrate.torchlib_source.facts import facts_stage
+    from migrate.torchlib_source.scan import module_facts
+    from migrate.torchlib_source.resolve import installed_torchlib
+    from migrate.write.torchlib.tree import TorchlibModule
+
+    copies = [real_copies(tmp_path / name) for name in ("first", "second")]
+    first, second = (NativeFunctions.load(folder / "native_functions.yaml") for folder in copies)
+    pairs = list(zip(first.entries, second.entries))
+    assert all(a.schema is b.schema for a, b in pairs) and all(first.fields(a) is second.fields(b) for a, b in pairs[:50])
+    edited = TypedSchema.parse(first.entries[0].schema.text.replace("Tensor", "T", 1))
+    assert edited is not first.entries[0].schema and edited.lowered() == first.entries[0].schema.text
+    data = (installed_torchlib() / "ops" / "core.py").read_bytes()
+    modules = [TorchlibModule("ops/core.py", "ops.core", data, None) for _ in range(2)]
+    assert modules[0].tree is modules[1].tree and modules[0].tree.code.encode() == data
+    scans = [module_facts(data, facts_stage(StageCache.at(tmp_path / name / "cache"))) for name in ("first", "second")]
+    assert scans[0] == (scans[1][0], False) and scans[0][0] is scans[1][0]
+
+
 def test_a_stage_product_is_unpickled_frozen_out_of_the_cyclic_collector(tmp_path):
     import gc
 

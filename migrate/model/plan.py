@@ -20,6 +20,7 @@ from migrate.model.autocast import Policies, ordered
 from migrate.model.backends import BACKEND_KEYS, BackendSet
 from migrate.model.constraint import ConstraintList, DtypeArgument, possible_dtypes
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, canonical, parse_set
+from migrate.model.json_text import indented
 from migrate.model.promotion import Promotion
 from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, PROMOTED, REJECTED, UNKNOWN, Verdict
 
@@ -451,4 +452,4 @@ def line_of(text: str, name: Any) -> int | None:
 
 def plan_text(obj: dict[str, Any]) -> str:
     """A plan's JSON as ``--report`` writes it (a merged report too: the same bytes for the same plan)."""
-    return json.dumps(obj, indent=1) + "\n"
+    return indented(obj) + "\n"
