@@ -17,7 +17,6 @@ every backend (docs/evidence.md, "Recordings").
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import json
@@ -152,7 +151,7 @@ def recording_json(path: Path) -> tuple[dict[str, Any], str]:
     except OSError as exc:
         raise InputError(f"cannot read the recording: {exc.strerror}", path) from exc
     try:
-        obj = _decoded(data)
+        obj = json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
     except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"not a dtype-migrate recording (not gzipped JSON: {exc})", path) from exc
     try:
@@ -160,13 +159,6 @@ def recording_json(path: Path) -> tuple[dict[str, Any], str]:
     except ValueError as exc:
         raise InputError(str(exc), path) from exc
     return obj, hashlib.sha256(data).hexdigest()
-
-
-@functools.lru_cache(maxsize=2)
-def _decoded(data: bytes) -> Any:
-    """A recording's bytes as JSON, decoded once per process (seconds for the shipped one: every fresh cache of a test
-    suite is seeded from it); its readers only read it."""
-    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
 
 
 def recorded_overloads(runs: Iterable[OpInfoRun]) -> set[str]:

@@ -418,7 +418,7 @@ def module_facts(data: bytes, stage: Stage) -> tuple[ModuleFacts, bool]:
     return facts, False
 
 
-@functools.lru_cache(maxsize=128)
+@functools.lru_cache(maxsize=64)
 def _scanned(data: bytes) -> ModuleFacts:
     """``scan_module``, once per process for each content: the runs of one process (a test suite's) scan the same
     modules into caches of their own."""

@@ -50,7 +50,7 @@ class TorchlibModule:
         self.edited = True
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=24)  # a torch_lib's modules (18 today) and a few more: ops/core.py's tree alone weighs tens of MB
 def _parsed(data: bytes) -> cst.Module:
     """libcst's tree of a module's bytes, parsed once per process: a run's passes and the runs of one process (a test
     suite's) rewrite the same modules, and a tree is never changed in place (an edit makes a new one)."""
