@@ -174,7 +174,7 @@ def hand_plan(inferred: Plan) -> Plan:
 
 def _start_probe(pythonpath: Path) -> subprocess.Popen:
     """The probe of a rewritten copy, in an interpreter of its own whose ``onnxscript`` is the copy."""
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(pythonpath)}
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
     return subprocess.Popen([sys.executable, __file__], env=env, cwd=pythonpath, **pipes)
 

@@ -6,6 +6,7 @@ None); anything else is left to the standard library."""
 from __future__ import annotations
 
 import json
+import math
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -63,7 +64,7 @@ def _write(value: Any, parts: list[str], newline: str) -> None:
         parts.append("false")
     elif kind is int:
         parts.append(int.__repr__(value))
-    elif kind is float and value == value and value not in (float("inf"), float("-inf")):
+    elif kind is float and math.isfinite(value):
         parts.append(float.__repr__(value))
     else:
         raise _Unusual

@@ -153,7 +153,7 @@ class NativeFunctions:
     lines: list[str]
     entries: tuple[Entry, ...]
     by_name: dict[str, Entry] = field(repr=False)
-    _keys_of: dict[int, dict[str, int]] = field(default_factory=dict, repr=False, compare=False)  # ``_key_lines`` per entry start
+    _keys_of: dict[int, dict[str, int]] = field(default_factory=dict, init=False, repr=False, compare=False)  # ``_key_lines`` per entry start
 
     @classmethod
     def load(cls, path: Path | str) -> NativeFunctions:
@@ -449,7 +449,6 @@ def _loaded(text: str) -> Any:
     return yaml.load(text, Loader=_LOADER)
 
 
-@functools.lru_cache(maxsize=8192)
 def _parse_entry_yaml(path: Path, text: str, first_line: int, op: str) -> dict[str, Any]:
     fields = load_item(path, text, first_line, op)
     if not isinstance(fields, dict):
