@@ -173,6 +173,38 @@ def test_copies_of_one_yaml_and_torchlib_share_what_their_bytes_make_and_an_edit
     assert scans[0] == (scans[1][0], False) and scans[0][0] is scans[1][0]
 
 
+def test_a_dtype_is_one_object_per_name_however_it_is_made():
+    import copy
+    import pickle
+
+    from migrate.model.dtypes import DType, canonical
+    from migrate.runtime.recorded import decode, encode
+
+    made = [DType("float32"), DType.parse("torch.float32"), pickle.loads(pickle.dumps(DType("float32"))), copy.deepcopy(DType("float32"))]
+    made.append(decode(encode((DType("float32"),)))[0])
+    assert all(d is made[0] for d in made) and made[0].name == "float32"
+    assert DType("float32") != DType("float64") and {DType("float32"): 1}.get(DType.parse("torch.float32")) == 1
+    newer = DType("float_of_a_newer_torch")  # a name the table lacks sorts after the known ones
+    assert canonical([newer, DType("float64"), DType("bool"), DType("float64")]) == (DType("bool"), DType("float64"), newer)
+
+
+def test_a_run_file_read_through_two_cache_folders_is_decoded_once(tmp_path):
+    from migrate.cache import Stage
+    from migrate.runtime.run_files import RunFiles
+    from migrate.runtime.runs import OpInfoId, OpInfoRun
+
+    run = OpInfoRun(OpInfoId("add", ""), (), (), 3, True)
+    first, second = (RunFiles(Stage(tmp_path / name)) for name in ("first", "second"))
+    path = first.store_run_json(run.opinfo, run.to_json())
+    second.folder.mkdir(parents=True)
+    shutil.copyfile(path, second.folder / path.name)
+    assert first.run(run.opinfo) == run and first.run(run.opinfo) is second.run(run.opinfo)
+    assert first.run(OpInfoId("add", "other")) is None  # a file of another OpInfo is no run of this one
+    sub = OpInfoId("sub", "")
+    path.rename(first.folder / (sub.file_stem + path.name[len(run.opinfo.file_stem) :]))
+    assert first.run(sub) is None  # a file named as sub's whose content is add's run: not sub's
+
+
 def test_a_stage_product_is_unpickled_frozen_out_of_the_cyclic_collector(tmp_path):
     import gc
 

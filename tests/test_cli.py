@@ -342,7 +342,7 @@ def test_each_ops_dry_run_patch_applies_at_the_roots_of_the_checkouts_in_turn(tm
         subprocess.run([*git, "add", "-A"], cwd=root, check=True)
         subprocess.run([*git, "commit", "-qm", "plain"], cwd=root, check=True)
     touched = set()
-    for op in ("softmax", "gather", "add"):
+    for op in ("softmax", "add"):  # the second patch applies on top of the first
         code, patch, err = run_cli(capfd, "--native-functions", native, "--torchlib", torchlib, "--op", op, "--dry-run")
         assert code == 0, err
         (tmp_path / f"{op}.patch").write_text(patch)

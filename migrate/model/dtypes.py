@@ -9,6 +9,7 @@ known ones, by name) so that the tool keeps working on other releases.
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -80,11 +81,29 @@ class UnknownDType(ValueError):
     """A dtype spelling that is neither in the table nor defined by the installed torch."""
 
 
-@dataclass(frozen=True)
+_INTERNED: dict[str, DType] = {}  # name -> its one DType
+
+
+@dataclass(frozen=True, eq=False)
 class DType:
-    """One torch dtype, e.g. ``DType("float32")``, printed ``torch.float32``."""
+    """One torch dtype, e.g. ``DType("float32")``, printed ``torch.float32``.
+
+    One object per name (``DType("x") is DType("x")``), so that equality and hashing are the object's own, done in C:
+    dtypes are the keys and members of the inference's sets and maps, millions of times a run."""
 
     name: str
+
+    def __new__(cls, name: str) -> DType:
+        found = _INTERNED.get(name)
+        if found is None:
+            made = super().__new__(cls)
+            object.__setattr__(made, "name", name)
+            object.__setattr__(made, "_order", (_RANK.get(name, len(_RANK)), name))
+            found = _INTERNED.setdefault(name, made)  # atomic: two threads making one name get one object
+        return found
+
+    def __reduce__(self) -> tuple[type[DType], tuple[str]]:
+        return DType, (self.name,)  # unpickled or copied, it is the receiving process's one object
 
     @classmethod
     def parse(cls, text: str) -> DType:
@@ -108,7 +127,7 @@ class DType:
 
     @property
     def sort_key(self) -> tuple[int, str]:
-        return (_RANK.get(self.name, len(_RANK)), self.name)
+        return self._order  # type: ignore[attr-defined]
 
     def __str__(self) -> str:
         return PREFIX + self.name
@@ -116,7 +135,10 @@ class DType:
 
 def canonical(dtypes: Iterable[DType]) -> tuple[DType, ...]:
     """Deduplicated, in the canonical order."""
-    return tuple(sorted(set(dtypes), key=lambda d: d.sort_key))
+    return tuple(sorted(set(dtypes), key=_ORDER))
+
+
+_ORDER = operator.attrgetter("_order")
 
 
 def parse_set(texts: Iterable[str]) -> tuple[DType, ...]:

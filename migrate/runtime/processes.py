@@ -38,7 +38,13 @@ PRELOAD = (  # imported once by the fork server: every worker starts with them
     "torch.testing._internal.common_methods_invocations",
     "migrate.runtime.samples",
     "migrate.runtime.recorders",
-    "migrate.evidence.probe.prober",
+    "migrate.evidence.probe.preloaded",
+    # what most workers' jobs import beside them: each worker would import it again
+    "migrate.model.plan",
+    "migrate.evidence.opinfo.observations",
+    "migrate.evidence.probe.catalogue_calls",
+    "migrate.evidence.torch_stages",
+    "migrate.audit.verify",
 )
 
 CPU_CAPABILITY = "default"  # the one ATen CPU capability every CPU has (reference_cpu_paths)

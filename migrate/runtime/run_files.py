@@ -24,6 +24,27 @@ def _read_json(path: Path) -> Any:
         return None
 
 
+_DECODED_KEPT = 4096
+_decoded: dict[str, OpInfoRun] = {}  # by file name, which carries the content's digest: a process decodes a file once
+
+
+def _run_in(path: Path) -> OpInfoRun | None:
+    """The run a file holds; None when it is unreadable. Every run a test session or a run reads is decoded once
+    (about 125 MB for the whole sweep), whichever cache folder holds its file."""
+    found = _decoded.get(path.name)
+    if found is None:
+        obj = _read_json(path)
+        try:
+            found = OpInfoRun.from_json(obj) if isinstance(obj, dict) else None
+        except (KeyError, TypeError, ValueError):
+            found = None
+        if found is not None:
+            if len(_decoded) >= _DECODED_KEPT:
+                _decoded.clear()
+            _decoded[path.name] = found
+    return found
+
+
 @dataclass(frozen=True)
 class RunFiles:
     """The sweep stage's folder: the catalogue, and each OpInfo's run in a file named by the OpInfo and the
@@ -61,13 +82,8 @@ class RunFiles:
     def run(self, opinfo: OpInfoId, files: dict[str, Path] | None = None) -> OpInfoRun | None:
         """The OpInfo's cached run; None when there is none, or it is unreadable (a miss)."""
         path = (self.files() if files is None else files).get(opinfo.file_stem)
-        obj = _read_json(path) if path is not None else None
-        if not isinstance(obj, dict) or (obj.get("name"), obj.get("variant")) != (opinfo.name, opinfo.variant):
-            return None
-        try:
-            return OpInfoRun.from_json(obj)
-        except (KeyError, TypeError, ValueError):
-            return None
+        found = _run_in(path) if path is not None else None
+        return found if found is not None and found.opinfo == opinfo else None
 
     def runs(self, catalogue: Iterable[CatalogueEntry]) -> dict[OpInfoId, OpInfoRun]:
         """The cached runs of the catalogue's OpInfos with CPU dtypes, in catalogue order."""

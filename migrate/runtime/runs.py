@@ -31,12 +31,6 @@ SlotDTypes = Union[DType, tuple[Union[DType, None], ...], None]
 """A slot's dtype in one call: a DType, a list's element DTypes (None for a hole), or None (no tensor)."""
 
 
-@functools.cache
-def interned_dtype(name: str) -> DType:
-    """One shared DType per name: a cache holds hundreds of thousands of references to a few dozen."""
-    return DType(name)
-
-
 MODEL_RUN = "model"  # the name of a tiny model's run (``migrate.evidence.models``): OpInfoId('model', 'llama')
 RUN_KINDS = ("OpInfo", MODEL_RUN)  # what made a run, as evidence names it, in the order it names them
 
@@ -120,14 +114,14 @@ class ProbedCall:
         probes = tuple(
             Probe(
                 tuple(cast),
-                tuple((interned_dtype(d), tuple(map(load, returns))) for d, returns in accepted),
-                tuple((interned_dtype(d), message) for d, message in rejected),
-                tuple((interned_dtype(d), gate, message) for d, gate, message in gated),
+                tuple((DType(d), tuple(map(load, returns))) for d, returns in accepted),
+                tuple((DType(d), message) for d, message in rejected),
+                tuple((DType(d), gate, message) for d, gate, message in gated),
             )
             for cast, accepted, rejected, gated in report["probes"]
         )
         slots = tuple((name, load(dtypes)) for name, dtypes in report["slots"])
-        sample = interned_dtype(report["sample"])
+        sample = DType(report["sample"])
         numbers = tuple((name, kind) for name, kind in report["numbers"])
         return cls(report["overload"], slots, opinfo, sample, report["direct"], probes, report["again"], report["nonempty"], numbers)
 
@@ -180,8 +174,8 @@ class CatalogueEntry:
     def from_json(cls, obj: dict[str, Any]) -> CatalogueEntry:
         return cls(
             OpInfoId(obj["name"], obj["variant"]),
-            tuple(map(interned_dtype, obj["cpu"])),
-            tuple((device, tuple(map(interned_dtype, names))) for device, names in obj["declared"].items()),
+            tuple(map(DType, obj["cpu"])),
+            tuple((device, tuple(map(DType, names))) for device, names in obj["declared"].items()),
             tuple(obj["operators"]),
             tuple((alias, target) for alias, target in obj["aliases"]),
         )
@@ -253,7 +247,7 @@ class OpInfoRun:
                 overload,
                 tuple(zip(slot_names[overload], map(load, dtypes))),
                 opinfo,
-                interned_dtype(sample),
+                DType(sample),
                 bool(direct),
                 count,
                 bool(nonempty),
@@ -261,7 +255,7 @@ class OpInfoRun:
             for overload, sample, direct, count, dtypes, nonempty in obj["observations"]
         )
         failures = tuple(
-            Failure(opinfo, kind, reason, tuple(map(interned_dtype, dtypes)), count)
+            Failure(opinfo, kind, reason, tuple(map(DType, dtypes)), count)
             for kind, reason, dtypes, count in obj["failures"]
         )
         messages = obj["messages"]
@@ -273,14 +267,14 @@ class OpInfoRun:
                     overload,
                     tuple(zip(names, map(load, dtypes))),
                     opinfo,
-                    interned_dtype(sample),
+                    DType(sample),
                     bool(direct),
                     tuple(
                         Probe(
                             tuple(names[i] for i in cast),
-                            tuple((interned_dtype(d), tuple(map(load, returns))) for d, returns in accepted),
-                            tuple((interned_dtype(d), messages[m]) for d, m in rejected),
-                            tuple((interned_dtype(d), gate, messages[m]) for d, gate, m in gated),
+                            tuple((DType(d), tuple(map(load, returns))) for d, returns in accepted),
+                            tuple((DType(d), messages[m]) for d, m in rejected),
+                            tuple((DType(d), gate, messages[m]) for d, gate, m in gated),
                         )
                         for cast, accepted, rejected, gated in probes
                     ),
@@ -311,8 +305,8 @@ def dump(dtypes: SlotDTypes) -> Any:
 def load(dumped: Any) -> SlotDTypes:
     """A slot's dtypes from a cache file (lists) or a worker's report (tuples)."""
     if isinstance(dumped, (list, tuple)):
-        return tuple(None if d is None else interned_dtype(d) for d in dumped)
-    return None if dumped is None else interned_dtype(dumped)
+        return tuple(None if d is None else DType(d) for d in dumped)
+    return None if dumped is None else DType(dumped)
 
 
 @dataclass(frozen=True)

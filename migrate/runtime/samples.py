@@ -17,9 +17,10 @@ from typing import Any
 import numpy
 import torch
 
+from migrate.model.dtypes import DType
 from migrate.runtime import recorders, torch_private
 from migrate.runtime.processes import one_line
-from migrate.runtime.runs import BACKWARD_RAISED, CALL_RAISED, SAMPLE_INPUTS_RAISED, OpInfoId, interned_dtype
+from migrate.runtime.runs import BACKWARD_RAISED, CALL_RAISED, SAMPLE_INPUTS_RAISED, OpInfoId
 
 
 def _seed(opinfo: OpInfoId, dtype_name: str) -> None:
@@ -49,7 +50,7 @@ def samples_by_dtype(
     samples are made (``record --device cuda``), at the same CPU dtypes, so that both backends run the same samples.
     """
     with_grad = torch_private.opinfo_backward_dtypes(op) if backward else frozenset()
-    for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: interned_dtype(recorders.dtype_name(d)).sort_key):
+    for dtype in sorted(torch_private.opinfo_cpu_dtypes(op), key=lambda d: DType(recorders.dtype_name(d)).sort_key):
         name = recorders.dtype_name(dtype)
         if only is not None and name != only:
             continue

@@ -25,9 +25,10 @@ from migrate.cache import StageCache
 from migrate.evidence.models import jobs as model_jobs
 from migrate.evidence.models.records import ModelCall
 from migrate.evidence.models.zoo import ARCHITECTURES
+from migrate.model.dtypes import DType
 from migrate.runtime import recorded
 from migrate.runtime.processes import CRASH, worker_count
-from migrate.runtime.runs import MODEL_RUN, Failure, Observation, OpInfoId, OpInfoRun, ProbedCall, interned_dtype, load, overload_key
+from migrate.runtime.runs import MODEL_RUN, Failure, Observation, OpInfoId, OpInfoRun, ProbedCall, load, overload_key
 from migrate.runtime.worker_stage import WorkerStage, reports_by_chunk
 
 TIMEOUT = 300.0  # seconds per architecture in a worker's chunk: each takes a few seconds on one core
@@ -127,7 +128,7 @@ def _run(name: str, reports: list[dict[str, Any]], finished: bool) -> tuple[OpIn
         if "probed" in report:
             probed.append(ProbedCall.from_report(opinfo, report["probed"]))
         elif "calls" in report:
-            sample = interned_dtype(report["dtype"])
+            sample = DType(report["dtype"])
             for overload, direct, count, slots, nonempty in report["observations"]:
                 observations.append(Observation(overload, tuple((n, load(d)) for n, d in slots), opinfo, sample, direct, count, nonempty))
             calls += [ModelCall.from_report(call, name, report["mode"], report["pass"]) for call in report["calls"]]

@@ -15,7 +15,7 @@ from typing import Any
 from migrate.model.dtypes import DType, canonical
 from migrate.runtime import torch_private
 from migrate.runtime.aten_call import PROBE_TIMEOUT
-from migrate.runtime.runs import CatalogueEntry, OpInfoId, interned_dtype
+from migrate.runtime.runs import CatalogueEntry, OpInfoId
 
 
 def catalogue_reports(_: None) -> Iterator[list[dict[str, Any]]]:
@@ -45,7 +45,7 @@ def with_claims_on_a_current_gpu(
     found = []
     for entry in entries:
         if (claimed := on_a_gpu.get((entry.opinfo.name, entry.opinfo.variant))) is not None:
-            declared = dict(entry.declared) | {"cuda": canonical(interned_dtype(d) for d in claimed)}
+            declared = dict(entry.declared) | {"cuda": canonical(DType(d) for d in claimed)}
             entry = replace(entry, declared=tuple(sorted(declared.items())))
         found.append(entry)
     return tuple(found)
@@ -54,7 +54,7 @@ def with_claims_on_a_current_gpu(
 def _canonical(dtypes: Iterable[Any]) -> tuple[DType, ...]:
     from migrate.runtime.recorders import dtype_name  # imports torch: workers only
 
-    return canonical(interned_dtype(dtype_name(d)) for d in dtypes)
+    return canonical(DType(dtype_name(d)) for d in dtypes)
 
 
 

@@ -42,7 +42,6 @@ from migrate.runtime.runs import (
     ProbedCall,
     SweepResult,
     SweepStats,
-    interned_dtype,
     load,
 )
 from migrate.runtime.run_files import CATALOGUE, RunFiles
@@ -196,7 +195,7 @@ def _run_from_outcome(opinfo: OpInfoId, outcome: JobOutcome) -> OpInfoRun:
         if "probe_seconds" in report:
             probe_seconds = report["probe_seconds"]
             continue
-        sample_dtype = interned_dtype(report["dtype"])
+        sample_dtype = DType(report["dtype"])
         samples += report["samples"]
         for overload, direct, count, slots, nonempty in report["observations"]:
             named = tuple((name, load(dtypes)) for name, dtypes in slots)

@@ -33,7 +33,7 @@ from migrate.evidence.probe.schema_calls import built_calls, writes_out
 from migrate.model.dtypes import DType, canonical
 from migrate.runtime import torch_private
 from migrate.runtime.aten_call import PROBE_TIMEOUT, call_aten
-from migrate.runtime.runs import interned_dtype, overload_key
+from migrate.runtime.runs import overload_key
 from migrate.runtime.worker_stage import WorkerStage, each_overload, listed_in_worker, reports_by_chunk
 
 
@@ -88,7 +88,7 @@ class DtypeArgument:
             obj["argument"],
             tuple(obj["returns"]),
             _returned_of(obj["accepted"]),
-            tuple((interned_dtype(d), message) for d, message in obj["refused"]),
+            tuple((DType(d), message) for d, message in obj["refused"]),
             tuple(unset["cast"]),
             _returned_of(unset["returned"]),
         )
@@ -99,7 +99,7 @@ def _returned_json(calls: tuple[tuple[DType, tuple[DType | None, ...]], ...]) ->
 
 
 def _returned_of(obj: list[Any]) -> tuple[tuple[DType, tuple[DType | None, ...]], ...]:
-    return tuple((interned_dtype(d), tuple(None if r is None else interned_dtype(r) for r in returned)) for d, returned in obj)
+    return tuple((DType(d), tuple(None if r is None else DType(r) for r in returned)) for d, returned in obj)
 
 
 def _dtype_argument(schema: Any) -> Any | None:

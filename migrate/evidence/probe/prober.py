@@ -469,7 +469,9 @@ def probe_reports(
     yield {"probe_seconds": time.process_time() - started}
 
 
-try:  # once, in the fork server that imports this module
-    dtype_universe(), _operators_with_opinfos()
-except torch_private.TorchAPIChanged:
-    pass  # a fork server must not die of it: each worker then fails with the one-line error
+def make_tables() -> None:
+    """The tables every probe reads, made once where workers fork from (``migrate.evidence.probe.preloaded``)."""
+    try:
+        dtype_universe(), _operators_with_opinfos()
+    except torch_private.TorchAPIChanged:
+        pass  # a fork server must not die of it: each worker then fails with the one-line error
