@@ -3,13 +3,15 @@
 Two copies: one rewritten with the plan the full default run infers (read from its cache), one with a
 hand-built plan that changes sets (a narrower set on a mask, a new global set, a set
 wider than the function, a dtype ONNX lacks, a union across overloads). For each copy
-a subprocess with ``PYTHONPATH=<copy>`` imports onnxscript and dumps its registry and
+a process whose ``sys.path`` starts at the copy imports onnxscript and dumps its registry and
 every function's signature (the test process does the same for the installed original);
 it also exports a small attention block (float mask, bool mask) and a small MLP with
 ``torch.onnx.export(..., dynamo=True)``, comparing onnxruntime with PyTorch. The work is
 done once per session and shared by pytest-xdist workers through a file lock.
 
-Run as a script, this file is that subprocess: it prints the probe as JSON.
+Run as a script with the copies' folders, this file is one interpreter that imports torch and the exporter's other
+dependencies once and probes each copy in a child forked from it (torch.onnx keeps the first onnxscript it imports, so
+no process probes two): it prints the probes as JSON, by folder.
 """
 
 from __future__ import annotations
@@ -111,8 +113,36 @@ def probe(exports: bool = True) -> dict:
     }
 
 
+def probe_copies(folders: list[str]) -> dict[str, dict]:
+    """Each folder's onnxscript probed in a child of this process, the children at once."""
+    import numpy  # noqa: F401  (everything the probe needs but onnxscript, imported once for every child)
+    import onnx_ir  # noqa: F401
+    import onnxruntime  # noqa: F401
+    import torch._dynamo  # noqa: F401
+    import torch.export  # noqa: F401
+
+    children = {}
+    for folder in folders:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                sys.path.insert(0, folder)
+                os.chdir(folder)
+                Path(folder, "probe.json").write_text(json.dumps(probe()))
+                code = 0
+            finally:
+                os._exit(code)
+        children[folder] = pid
+    for folder, pid in children.items():
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            raise SystemExit(f"the probe of {folder} failed (wait status {status})")
+    return {folder: json.loads(Path(folder, "probe.json").read_text()) for folder in folders}
+
+
 if __name__ == "__main__":
-    json.dump(probe(), sys.stdout)
+    json.dump(probe_copies(sys.argv[1:]), sys.stdout)
     sys.exit(0)
 
 # -- the tests ------------------------------------------------------------------------------------
@@ -172,14 +202,13 @@ def hand_plan(inferred: Plan) -> Plan:
     return Plan((*inferred.global_sets, new_set, mask), overloads)
 
 
-def _start_probe(pythonpath: Path) -> subprocess.Popen:
-    """The probe of a rewritten copy, in an interpreter of its own whose ``onnxscript`` is the copy."""
-    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+def _start_probes(folders: list[Path]) -> subprocess.Popen:
+    """The probes of the rewritten copies, in an interpreter of their own (see ``probe_copies``)."""
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    return subprocess.Popen([sys.executable, __file__], env=env, cwd=pythonpath, **pipes)
+    return subprocess.Popen([sys.executable, __file__, *map(str, folders)], cwd=folders[0].parent, **pipes)
 
 
-def _finish(process: subprocess.Popen) -> dict:
+def _finish(process: subprocess.Popen) -> dict[str, dict]:
     out, err = process.communicate(timeout=600)
     assert process.returncode == 0, err[-4000:]
     return json.loads(out)
@@ -198,23 +227,24 @@ def _record(function) -> dict:
 def _build(shared: Path) -> dict:
     """Copies, rewrites and probes; everything the tests read, as JSON."""
     started = time.perf_counter()
-    probes = {}
     native = NativeFunctions.load(installed_native_functions())
     installed = Path(next(iter(importlib.util.find_spec("onnxscript").submodule_search_locations)))
-    results = {}
+    stages = StageCache.at()  # keyed by content: the copies read what any run derived from the same torch_lib
     # the full default run's plan (the plans stage: inferred once per suite, whichever test asks first)
     inferred = Session(Options()).inference.plan
-    for variant in VARIANTS:
+    plans = {"inferred": inferred, "hand": hand_plan(inferred)}
+    rewrites, roots = {}, {}
+    for variant, plan in plans.items():
         copy = shared / variant
         shutil.copytree(installed, copy / "onnxscript")  # its bytecode too: a rewritten module's no longer matches, and is compiled again
-        root = copy / "onnxscript" / "function_libs" / "torch_lib"
-        stages = StageCache.at()  # keyed by content: the copies read what any run derived from the same torch_lib
-        evidence = scan_torchlib(root, native, stages)
-        plan = inferred if variant == "inferred" else hand_plan(inferred)
-        rewrite = rewrite_torchlib(evidence, plan, native, stages)
+        roots[variant] = root = copy / "onnxscript" / "function_libs" / "torch_lib"
+        rewrites[variant] = rewrite = rewrite_torchlib(scan_torchlib(root, native, stages), plan, native, stages)
         for path, _, after in rewrite.files:
             (root / path).write_bytes(after)
-        probes[variant] = _start_probe(copy)
+    probing = _start_probes([shared / variant for variant in plans])
+    results = {}
+    for variant, plan in plans.items():
+        rewrite, root = rewrites[variant], roots[variant]
         again = rewrite_torchlib(scan_torchlib(root, native, stages), plan, native, stages)
         plan.write(shared / f"{variant}.plan.json")
         results[variant] = {
@@ -226,10 +256,11 @@ def _build(shared: Path) -> dict:
             "second_run_files": [path for path, _, _ in again.files],
         }
     # The installed onnxscript, which the copies' registry and signatures are compared with, probed here while the
-    # copies' interpreters run: its exports would test onnxscript, not the rewrite.
+    # copies' probes run: its exports would test onnxscript, not the rewrite.
     results["original"] = {"probe": probe(exports=False)}
-    for name, process in probes.items():
-        results[name]["probe"] = _finish(process)
+    probed_copies = _finish(probing)
+    for variant in plans:
+        results[variant]["probe"] = probed_copies[str(shared / variant)]
     results["seconds"] = time.perf_counter() - started
     return results
 
