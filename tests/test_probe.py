@@ -1,6 +1,7 @@
 """Probing on the real OpInfos of scaled_dot_product_attention, where and add: the issue's must-show shapes.
 
-One cold sweep of those three OpInfos (with probing) in a temporary cache, merged with
+One sweep of those three OpInfos (with probing), run here in a temporary cache that holds the installed torch's
+OpInfo catalogue alone (the shipped recording's; a catalogue read cold is test_opinfo_sweep's), merged with
 the installed torchlib into a plan. What ATen accepts is asked of torch directly here
 (an oracle independent of the probe code), never written down.
 """
@@ -8,17 +9,20 @@ the installed torchlib into a plan. What ATen accepts is asked of torch directly
 from __future__ import annotations
 
 import itertools
+import shutil
 
 import pytest
 import torch
 
 from migrate.evidence.opinfo import sweep
 from migrate.evidence.opinfo.observations import plans_from_sweep
+from migrate.evidence.recording import seed
 from migrate.evidence.probe.merge import probe_plans_from_sweep
 from migrate.model.verdict import ACCEPTED
 from migrate.evidence.probe.prober import dtype_universe
 from migrate.runtime.recorders import dtype_name
 from migrate.cache import StageCache
+from migrate.runtime.run_files import CATALOGUE
 from migrate.torchlib_source.resolve import scan_torchlib
 from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan
@@ -37,7 +41,13 @@ NATIVE = NativeFunctions.load(installed_native_functions())
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("probe-cache")
+    folder = tmp_path_factory.mktemp("probe-cache")
+    user = StageCache.at()
+    seed(user)  # the shipped recording's facts, the catalogue among them
+    target = sweep.SweepCache.of(StageCache.at(folder)).folder
+    target.mkdir(parents=True)
+    shutil.copyfile(sweep.SweepCache.of(user).folder / CATALOGUE, target / CATALOGUE)
+    return folder
 
 
 @pytest.fixture(scope="module")
