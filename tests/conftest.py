@@ -77,6 +77,18 @@ def without_exports(folder: Path) -> Path:
     return folder
 
 
+def with_catalogue_of(source: Path, target: Path) -> Path:
+    """A cache folder ``target`` holding the OpInfo catalogue of the cache at ``source`` and no run: a sweep there runs
+    its OpInfos live without reading the catalogue cold (a worker and the GPU-claims interpreter)."""
+    from migrate.cache import StageCache
+    from migrate.runtime.run_files import CATALOGUE, RunFiles
+
+    folder = RunFiles.of(StageCache.at(target)).folder
+    folder.mkdir(parents=True)
+    shutil.copyfile(RunFiles.of(StageCache.at(source)).folder / CATALOGUE, folder / CATALOGUE)
+    return target
+
+
 def seeded_cache(tmp_path_factory, name: str = "cache") -> Path:
     """A cache folder holding the installed torch release's facts and what runs derived from them, and no export results."""
     return without_exports(tmp_path_factory.mktemp(name) / "cache")

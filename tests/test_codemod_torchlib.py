@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 TOLERANCE = 1e-4
@@ -131,7 +132,10 @@ def probe_copies(folders: list[str]) -> dict[str, dict]:
                 os.chdir(folder)
                 Path(folder, "probe.json").write_text(json.dumps(probe()))
                 code = 0
+            except BaseException:
+                traceback.print_exc()  # os._exit below would end the child before the traceback is printed
             finally:
+                sys.stderr.flush()
                 os._exit(code)
         children[folder] = pid
     for folder, pid in children.items():

@@ -22,6 +22,7 @@ from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.runtime import processes
 from migrate.runtime.runs import CALL_RAISED, NO_CPU_DTYPES, OpInfoId
 from migrate.runtime.processes import CRASH, DONE, TIMEOUT, Job, run_in_workers
+from tests.conftest import with_catalogue_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]  # OpInfo sweeps in workers, into a cold cache
 
@@ -69,12 +70,8 @@ def copy_of(cache, tmp_path, with_runs=True):
     target = tmp_path / "cache"
     if with_runs:
         shutil.copytree(cache, target)
-    else:
-        source = SweepCache.of(StageCache.at(cache)).folder / "catalogue.json"
-        folder = SweepCache.of(StageCache.at(target)).folder
-        folder.mkdir(parents=True)
-        shutil.copy(source, folder / "catalogue.json")
-    return target
+        return target
+    return with_catalogue_of(cache, target)
 
 
 def test_the_cold_filter_selects_opinfos_by_operator_name(result):

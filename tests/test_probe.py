@@ -9,7 +9,6 @@ the installed torchlib into a plan. What ATen accepts is asked of torch directly
 from __future__ import annotations
 
 import itertools
-import shutil
 
 import pytest
 import torch
@@ -22,7 +21,6 @@ from migrate.model.verdict import ACCEPTED
 from migrate.evidence.probe.prober import dtype_universe
 from migrate.runtime.recorders import dtype_name
 from migrate.cache import StageCache
-from migrate.runtime.run_files import CATALOGUE
 from migrate.torchlib_source.resolve import scan_torchlib
 from migrate.evidence.gather import Sources
 from migrate.infer import infer_plan
@@ -31,6 +29,7 @@ from migrate.model.dtypes import DType, named
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import OPINFO, PROBE, TORCHLIB, Plan
 from migrate.pipeline.plan_summary import probe_summary
+from tests.conftest import with_catalogue_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.live]  # a cold OpInfo sweep with probing
 
@@ -41,13 +40,9 @@ NATIVE = NativeFunctions.load(installed_native_functions())
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("probe-cache")
     user = StageCache.at()
     seed(user)  # the shipped recording's facts, the catalogue among them
-    target = sweep.SweepCache.of(StageCache.at(folder)).folder
-    target.mkdir(parents=True)
-    shutil.copyfile(sweep.SweepCache.of(user).folder / CATALOGUE, target / CATALOGUE)
-    return folder
+    return with_catalogue_of(user.root, tmp_path_factory.mktemp("probe-cache"))
 
 
 @pytest.fixture(scope="module")

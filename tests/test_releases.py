@@ -33,6 +33,7 @@ pytestmark = pytest.mark.slow  # full runs on other releases' files
 ROOT = Path(__file__).resolve().parent.parent
 OLD_TORCH, RECENT_TORCH, OLD_ONNXSCRIPT = "2.5.1", "2.9.1", "0.1.0"
 PACKAGED = Path("torchgen/packaged/ATen/native")
+OLDER_ONLY = pytest.mark.parametrize("release_run", [OLD_TORCH], indirect=True)  # its grammar is the further from the installed one
 
 
 def fetch(spec: str) -> Path:
@@ -107,7 +108,7 @@ def test_lower_gives_the_original_bytes(release_run, tmp_path, capfd):
     assert (tmp_path / "lowered.yaml").read_bytes() == release_run.original.read_bytes()
 
 
-@pytest.mark.parametrize("release_run", [OLD_TORCH], indirect=True)  # the older file alone: its grammar is the further from the installed one
+@OLDER_ONLY
 def test_the_lint_round_trip_changes_nothing_and_comments_stay(release_run):
     for name in ("native_functions.yaml", "type_constraints.yaml"):
         text = (release_run.out / name).read_text()
@@ -149,7 +150,7 @@ def test_runtime_evidence_of_the_installed_torch_meets_the_release(release_run):
     assert counts in release_run.stderr
 
 
-@pytest.mark.parametrize("release_run", [OLD_TORCH], indirect=True)  # one more run of a release's file: the older one's
+@OLDER_ONLY  # one more run of a release's file: the older one's
 def test_an_argument_renamed_in_the_release_keeps_only_the_evidence_that_maps(release_run, tmp_path):
     """The release's own file with one observed argument renamed: its evidence is dropped, listed, never a crash."""
     native = NativeFunctions.load(release_run.original)
@@ -179,7 +180,7 @@ def test_an_argument_renamed_in_the_release_keeps_only_the_evidence_that_maps(re
     assert written.variables(), "the slots that still map keep their evidence"
 
 
-@pytest.mark.parametrize("release_run", [OLD_TORCH], indirect=True)  # the older file alone: its grammar is the further from the installed one
+@OLDER_ONLY
 def test_verify_on_the_written_release_yaml(release_run, capfd):
     """Declarations of the release's file judged by the installed torch's OpInfo samples (the remapped ones and one more)."""
     names = [r["name"] for r in release_run.summary["runtime_evidence"]["remapped"]][:2]
@@ -235,7 +236,7 @@ print(len(typed.native_functions), [str(f.func) for f in typed.native_functions]
 """
 
 
-@pytest.mark.parametrize("release_run", [OLD_TORCH], indirect=True)  # the older file alone: its grammar is the further from the installed one
+@OLDER_ONLY
 def test_compat_reads_the_written_release_yaml_with_its_source_trees_torchgen(release_run, tmp_path):
     """With the tree's root on the path (as PyTorch's codegen runs), compat parses the typed file as torchgen parses the plain one."""
     path = _source_tree(tmp_path, release_run.version, release_run.out)
