@@ -205,6 +205,22 @@ def test_a_run_file_read_through_two_cache_folders_is_decoded_once(tmp_path):
     assert first.run(sub) is None  # a file named as sub's whose content is add's run: not sub's
 
 
+def test_a_worker_stages_entry_read_through_two_cache_folders_is_loaded_once(tmp_path):
+    from migrate.cache import StageCache
+    from migrate.runtime.worker_stage import WorkerStage
+
+    loads = []
+    stage = WorkerStage("example-calls", lambda jobs: [{"overload": "aten::add.Tensor"}], "", lambda entry: loads.append(entry) or tuple(entry))
+    first, second = StageCache.at(tmp_path / "first"), StageCache.at(tmp_path / "second")
+    made = stage.loaded(first)  # made here: the value made, then the file it was stored as
+    assert stage.loaded(first) == made and len(loads) == 2
+    entry = stage.stage(first).folder
+    shutil.copytree(entry, stage.stage(second).folder)
+    assert stage.cached(second, []) is stage.loaded(first) and len(loads) == 2
+    stage.stage(second).write_encoded([{"overload": "aten::sub.Tensor"}])  # another entry: loaded afresh
+    assert stage.cached(second, []) == ({"overload": "aten::sub.Tensor"},) and len(loads) == 3
+
+
 def test_a_stage_product_is_unpickled_frozen_out_of_the_cyclic_collector(tmp_path):
     import gc
 

@@ -66,6 +66,19 @@ def test_torchlib_widens_a_call_built_from_the_schema_but_not_by_a_dtype_aten_re
     assert merge_overload("x", torchlib, None, schema_call=built).variables[0].dtypes == named("int64", "float32", "float64")
 
 
+def test_torchlib_leaves_the_returns_a_built_call_gave_unwidened_where_no_number_sets_them():
+    """embedding_bag's built call returned int32 and int64 index outputs with its inputs cast to every dtype; torchlib's
+    TFloat there is what its own function gives. Where a Scalar may set the return (``bitwise_and.Scalar``'s bool with
+    ``True``), what the calls returned is not all a return can be, and torchlib's dtypes still widen it."""
+    returned = Evidence(PROBE, "", named("int32", "int64"), ("return.1",))
+    torchlib = OverloadPlan("embedding_bag", (_var("TFloat", FLOATS, ("weight", "return.1"), TORCHLIB),))
+    built = OverloadPlan("embedding_bag", (_var("T", FLOATS, ("weight",), PROBE), Variable("X", named("int32", "int64"), ("return.1",), (returned,))))
+    merged = merge_overload("embedding_bag", torchlib, None, schema_call=built, returns_complete=True)
+    assert [v.dtypes for v in merged.variables] == [FLOATS, named("int32", "int64")]
+    merged = merge_overload("embedding_bag", torchlib, None, schema_call=built, returns_complete=False)
+    assert merged.variables[1].dtypes == named("int32", "int64", *(d.name for d in FLOATS))
+
+
 def test_in_place_and_out_siblings_take_the_functional_constraints():
     functional = OverloadPlan("add.Tensor", (_var("T", FLOATS, ("self", "other", "return.0"), TORCHLIB),))
     siblings = group_siblings(REAL, {"add.Tensor": functional})

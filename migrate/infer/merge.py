@@ -90,11 +90,18 @@ def refused_without_companions(variable: Variable) -> set[DType]:
     return refused - accepted
 
 
-def _widened_by(variables: list[Variable], torchlib: OverloadPlan) -> list[Variable]:
+def _widened_by(variables: list[Variable], torchlib: OverloadPlan, returns_complete: bool) -> list[Variable]:
     """Each variable with the dtypes (and evidence) of the torchlib variables sharing a slot with it, but those
-    ATen refused at its inputs in a call with no other tensor (no data or companion to blame)."""
+    ATen refused at its inputs in a call with no other tensor (no data or companion to blame).
+
+    With ``returns_complete`` (no number or ``ScalarType`` argument may set a return), a variable of returns alone is
+    what the accepted calls returned, their inputs cast to every dtype: torchlib's annotation there says what its own
+    function gives (``embedding_bag``'s index outputs annotated ``TFloat``), so it is kept as it is."""
     widened = []
     for variable in variables:
+        if returns_complete and all(slot.startswith("return.") for slot in variable.binds):
+            widened.append(variable)
+            continue
         dtypes, evidence = set(variable.dtypes), list(variable.evidence)
         refused = refused_without_companions(variable)
         for theirs in torchlib.variables:
@@ -113,11 +120,12 @@ def merge_overload(
     probe: OverloadPlan | None = None,
     handled: tuple[Evidence, ...] = (),
     schema_call: OverloadPlan | None = None,
+    returns_complete: bool = False,
 ) -> OverloadPlan:
     """One overload's variables from its sources (names are still the sources' own).
 
     ``schema_call``, for an overload no sample reached, is probed like ``probe``; but ATen may
-    have refused such a call for its data, so torchlib's dtypes at its slots widen it.
+    have refused such a call for its data, so torchlib's dtypes at its slots widen it (``_widened_by``).
     """
     variables = [_observed(v) for v in opinfo.variables] if opinfo else []
     conflicts = list(opinfo.conflicts) if opinfo else []
@@ -139,7 +147,7 @@ def merge_overload(
     if torchlib:
         conflicts += torchlib.conflicts
         if schema_call is not None:
-            variables = _widened_by(variables[:from_runtime], torchlib) + variables[from_runtime:]
+            variables = _widened_by(variables[:from_runtime], torchlib, returns_complete) + variables[from_runtime:]
     return OverloadPlan(name, tuple(_attach(variables, handled)), tuple(conflicts))
 
 

@@ -13,6 +13,7 @@ from a worker too (``listed_in_worker``): the parent need not import torch.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,10 @@ P = TypeVar("P")  # what a run reads of it
 
 def _as_stored(entry: Any) -> Any:
     return entry
+
+
+_LOADED: dict[str, tuple[Any, Any]] = {}  # per stage: the entry last loaded (as ``recorded`` read it) and what it gave
+_LOADED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -63,12 +68,25 @@ class WorkerStage(Generic[E, P]):
 
     def loaded(self, cache: StageCache, jobs: int | None = None) -> P:
         """What a run reads of the entry, made first where the cache lacks it."""
-        return self.load(self.entry(cache, jobs))
+        return self._loaded_once(self.entry(cache, jobs))
 
     def cached(self, cache: StageCache, default: E) -> P:
         """What a run reads of the stored entry, or of ``default`` before a run stored one (nothing is made)."""
         found = self.stored(cache)
-        return self.load(default if found is None else found)
+        return self.load(default) if found is None else self._loaded_once(found)
+
+    def _loaded_once(self, entry: E) -> P:
+        """``load(entry)``, made once per entry and process: an entry is read once per process (``recorded._read``,
+        one object whichever cache folder holds it), and the runs of a process (a test suite's) read what it gives
+        (thousands of built calls) many times. Readers never change either."""
+        with _LOADED_LOCK:
+            kept = _LOADED.get(self.name)
+        if kept is not None and kept[0] is entry:
+            return kept[1]
+        loaded = self.load(entry)
+        with _LOADED_LOCK:
+            _LOADED[self.name] = (entry, loaded)
+        return loaded
 
 
 def listed_in_worker(names_report: Callable[[None], Iterator[list[str]]], what: str) -> list[str]:

@@ -299,6 +299,10 @@ CASES: tuple[Case, ...] = (
     c("index_put", "self values", lambda d: A(t(d, 2, 3), [ix(I64, 2, 2)], t(d, 2, 3)), given={"indices": "int64"}),
     c("embedding", "weight", lambda d: A(t(d, 4, 3), ix(I64, 4, 2, 2)), given={"indices": "int64"}),
     c("embedding", "indices", lambda d: A(t(F32, 4, 3), ix(d, 4, 2, 2)), given={"weight": "float32"}),
+    # embedding_bag's outputs after the first (offset2bag, bag_size, max_indices) are index tensors of the indices' dtype
+    # (in max mode, where each has elements)
+    c("embedding_bag", "weight return.0", lambda d: A(t(d, 5, 3), ix(I64, 5, 4), ix(I64, 3, 2), False, 2), given={"indices": "int64", "offsets": "int64"}),
+    c("embedding_bag", "indices offsets return.1 return.2 return.3", lambda d: A(t(F32, 5, 3), ix(d, 5, 4), ix(d, 3, 2), False, 2), given={"weight": "float32"}),
     c("take_along_dim", "self", lambda d: A(t(d, 2, 3), ix(I64, 3, 2, 2), 1), given={"indices": "int64"}),
     c("take_along_dim", "indices", lambda d: A(t(F32, 2, 3), ix(d, 3, 2, 2), 1), lambda d: A(t(F32, 2, 3), ix(d, 6, 4)), given=_FLOAT32),
     c("masked_select", "self", lambda d: A(t(d, 2, 3), mask(2, 3)), given={"mask": "bool"}),
