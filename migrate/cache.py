@@ -9,6 +9,7 @@ input or of the code is a new key, never a stale answer. Deleting the folder is 
 from __future__ import annotations
 
 import ast
+import collections
 import contextlib
 import functools
 import gc
@@ -154,6 +155,30 @@ def code_digest(*modules: str) -> str:
             version = "-"
         digest.update(f"{package}=={version}\n".encode())
     return digest.hexdigest()
+
+
+class ReadOnce:
+    """What files named by their content's digest decode to, each decoded once per process whichever folder holds it
+    (a test suite's cache folders, the user's): the ``kept`` read last are kept. A file ``decode`` cannot read (None)
+    is never kept. Readers take a value as it is, never changing it."""
+
+    def __init__(self, kept: int):
+        self._kept = kept
+        self._values: collections.OrderedDict[str, Any] = collections.OrderedDict()  # by file name
+        self._lock = threading.Lock()
+
+    def get(self, path: Path, decode: Callable[[Path], T | None]) -> T | None:
+        with self._lock:
+            if path.name in self._values:
+                self._values.move_to_end(path.name)
+                return self._values[path.name]
+        found = decode(path)
+        if found is not None:
+            with self._lock:
+                self._values[path.name] = found
+                if len(self._values) > self._kept:
+                    self._values.popitem(last=False)
+        return found
 
 
 def digest(*parts: bytes | str) -> str:

@@ -63,10 +63,11 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
         if not (opinfo or probe) and name not in sources.kernel and name not in tied:
             schema_call = sources.schema_calls.get(name)
         if torchlib or opinfo or probe or schema_call:
-            returns_complete = not native.by_name[name].schema.numbers_may_set_returns
-            merged[name] = merge_overload(name, torchlib, opinfo, probe, sources.torchlib_handled.get(name, ()), schema_call, returns_complete)
+            schema = native.by_name[name].schema
+            handled, returns_complete = sources.torchlib_handled.get(name, ()), not schema.numbers_may_set_returns
+            merged[name] = merge_overload(name, torchlib, opinfo, probe, handled, schema_call, returns_complete)
             merged[name] = with_follows(merged[name], sources.follows.get(name, ()))
-            free_return = one_tensor_return(native.by_name[name].schema)
+            free_return = one_tensor_return(schema)
             merged[name] = with_promotion(merged[name], promotions.get(name), free_return=free_return)  # issue 31: promoted slots, diagonal sets
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are
         if not (sources.opinfo.get(name) or sources.probe.get(name)):

@@ -14,7 +14,6 @@ and a run whose installed torch matches fills this folder from it instead of cal
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import gzip
@@ -23,13 +22,12 @@ import importlib
 import importlib.metadata
 import importlib.util
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate.cache import Stage, StageCache, digest, store
+from migrate.cache import ReadOnce, Stage, StageCache, digest, store
 from migrate.model.dtypes import DType
 from migrate.runtime.processes import CPU_CAPABILITY
 
@@ -165,27 +163,19 @@ class RecordedStage(Stage):
             pass
 
 
-_READ: collections.OrderedDict[str, Any] = collections.OrderedDict()  # the entries last read, by file name
-_READ_KEPT = 32
-_READ_LOCK = threading.Lock()
+_READ = ReadOnce(32)  # the entries last read
 
 
 def _read(entry: Path) -> Any | None:
-    """An entry's value, read once per process whichever cache folder holds it (its name is its content's digest);
-    None where it is unreadable. Readers take it as it is, never changing it."""
-    with _READ_LOCK:
-        if entry.name in _READ:
-            _READ.move_to_end(entry.name)
-            return _READ[entry.name]
+    """An entry's value, read once per process whichever cache folder holds it; None where it is unreadable."""
+    return _READ.get(entry, _decoded_entry)
+
+
+def _decoded_entry(entry: Path) -> Any | None:
     try:
-        found = json.loads(gzip.decompress(entry.read_bytes()), object_hook=_decoded)
+        return json.loads(gzip.decompress(entry.read_bytes()), object_hook=_decoded)
     except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError, ImportError):
         return None
-    with _READ_LOCK:
-        _READ[entry.name] = found
-        if len(_READ) > _READ_KEPT:
-            _READ.popitem(last=False)
-    return found
 
 
 def recorded_stage(cache: StageCache, name: str) -> RecordedStage:

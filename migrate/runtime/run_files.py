@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from migrate.cache import Stage, StageCache, digest, store
+from migrate.cache import ReadOnce, Stage, StageCache, digest, store
 from migrate.runtime import recorded
 from migrate.runtime.runs import CatalogueEntry, OpInfoId, OpInfoRun
 
@@ -24,25 +24,20 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-_DECODED_KEPT = 4096
-_decoded: dict[str, OpInfoRun] = {}  # by file name, which carries the content's digest: a process decodes a file once
+_RUNS = ReadOnce(4096)  # the whole sweep is 747 runs, about 125 MB decoded
 
 
 def _run_in(path: Path) -> OpInfoRun | None:
-    """The run a file holds; None when it is unreadable. Every run a test session or a run reads is decoded once
-    (about 125 MB for the whole sweep), whichever cache folder holds its file."""
-    found = _decoded.get(path.name)
-    if found is None:
-        obj = _read_json(path)
-        try:
-            found = OpInfoRun.from_json(obj) if isinstance(obj, dict) else None
-        except (KeyError, TypeError, ValueError):
-            found = None
-        if found is not None:
-            if len(_decoded) >= _DECODED_KEPT:
-                _decoded.clear()
-            _decoded[path.name] = found
-    return found
+    """The run a file holds, decoded once per process whichever cache folder holds it; None when it is unreadable."""
+    return _RUNS.get(path, _decoded_run)
+
+
+def _decoded_run(path: Path) -> OpInfoRun | None:
+    obj = _read_json(path)
+    try:
+        return OpInfoRun.from_json(obj) if isinstance(obj, dict) else None
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
