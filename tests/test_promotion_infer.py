@@ -22,7 +22,7 @@ pytestmark = pytest.mark.live  # calls made here, in this process, as the stage'
 
 @pytest.fixture(scope="module")
 def reports() -> dict[str, dict]:
-    names = ("aten::add.Tensor", "aten::lerp.Tensor", "aten::mm", "aten::addcdiv", "aten::div.Tensor", "aten::eq.Tensor", "aten::abs")
+    names = ("aten::add.Tensor", "aten::lerp.Tensor", "aten::mm", "aten::addcdiv", "aten::div.Tensor", "aten::eq.Tensor", "aten::abs", "aten::bitwise_left_shift.Tensor_Scalar")
     return {r["report"]["overload"]: r["report"] for r in promotion_reports(names) if "report" in r}
 
 
@@ -39,6 +39,17 @@ def test_lerp_declared_but_refused_is_a_conflict_without_a_line(reports):
     assert finding.promotion is None
     (conflict,) = finding.conflicts
     assert conflict.kind == CONFLICT and "expected dtype" in conflict.message
+
+
+def test_a_shift_with_no_float_kernel_is_seen_promoting_by_an_int_beside_a_bool_tensor(reports):
+    report = reports["aten::bitwise_left_shift.Tensor_Scalar"]
+    mixed = {text: (returned, message) for text, returned, message, _ in report["tried"][0]["mixed"]}
+    assert mixed["a Python int beside bool [self]"] == ("int64", "")
+    assert mixed["a Python float beside int64 [self]"][0] is None  # "lshift_cpu" not implemented for 'Float'
+    finding = finding_of(report)
+    assert finding.promotion == Promotion("default", ("self", "other")) and not finding.conflicts
+    accepted = next(e for e in finding.diagonal if e.outcome == ACCEPTED_VERDICT).dtypes
+    assert DType("int64") in accepted and DType("bool") not in accepted  # bool << True computes in bool: refused
 
 
 def test_mm_does_not_promote(reports):

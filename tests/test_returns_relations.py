@@ -128,3 +128,15 @@ def test_a_return_a_dtype_argument_sets_is_what_calls_with_it_none_returned(full
 def test_an_arguments_default_as_the_schema_spells_it():
     randint = TypedSchema.parse("randint(SymInt high, SymInt[] size, *, ScalarType? dtype=long, ScalarType? out_dtype=None) -> Tensor")
     assert (randint.default_of("dtype"), randint.default_of("out_dtype"), randint.default_of("high"), randint.default_of("nothing")) == ("long", "None", None, None)
+
+
+@pytest.mark.slow
+def test_a_number_beside_a_shifted_or_masked_tensor_promotes_as_the_kernel_the_call_reaches(full_run: Path):
+    # bool << 1 computes in int64 (no shift has a bool kernel): the promotion says so, and the set is the computation's
+    func, line = _constraints(full_run, "bitwise_left_shift.Tensor_Scalar")
+    assert func.endswith("(TIntegral self, Scalar other) -> TIntegral") and line == "  type_promotion: {kind: default, args: [self, other]}"
+    # __and__.Scalar forwards to bitwise_and.Scalar: bool & 1 is int64, bool & True bool
+    lines = (full_run / "native_functions.yaml").read_text().split("\n- func: ")
+    for overload in ("bitwise_and.Scalar", "__and__.Scalar", "__ixor__.Scalar"):
+        (entry,) = [e for e in lines if e.startswith(f"{overload}(")]
+        assert "  type_promotion: {kind: default, args: [self, other]}" in entry.splitlines()

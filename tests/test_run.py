@@ -236,8 +236,9 @@ def test_the_written_yaml_speaks_the_named_vocabulary(migrated):
     assert lines and len(over) <= 5 and all("'" in line for line in over)  # only where an unnamed set is spelled
     # issue 45: at most +22% with the dispatch_dtypes: lines; issue 52's lines (a kernel family's claims, a backend no
     # kernel backs) add 1.5 points; issue 53's names that decode (TFloatingAndHalfBFloat16 for torchlib's TFloat: a
-    # letter in the schema and a T: Name line) 3.6 more
-    assert growth <= 0.27
+    # letter in the schema and a T: Name line) 3.6 more; the promotions of the kernels that forward to a promoting
+    # overload (__and__.Scalar's) 0.1 more
+    assert growth <= 0.275
     spelling = json.loads((migrated / "report.json").read_text())["summary"]["spelling"]
     assert (spelling["variables_written"], spelling["variables_named"]) == (variables, named)
     assert (spelling["constraints_lines"], spelling["longest_constraints_line"]) == (len(lines), max(lines))

@@ -491,6 +491,9 @@ CASES: tuple[Case, ...] = (
     *_scalar_cases("fmod.Scalar remainder.Scalar floor_divide.Scalar", "int64 float32"),
     *_scalar_cases("bitwise_and.Scalar bitwise_or.Scalar bitwise_xor.Scalar", "bool int64 uint16 uint32 uint64"),
     *_scalar_cases("bitwise_left_shift.Tensor_Scalar", "int64"),
+    # kernels that forward to the bitwise ones: they promote as their target does
+    *_scalar_cases("__and__.Scalar __or__.Scalar __xor__.Scalar", "bool int64 uint16 uint32 uint64"),
+    *_scalar_cases("__lshift__.Scalar __rshift__.Scalar bitwise_right_shift.Tensor_Scalar", "int64"),
     scalar_case("clamp_min", "self", "min", lambda d, s: A(t(d, 2, 3), s), accepts="int64 float32"),
     scalar_case("clamp_min_", "self", "min", lambda d, s: A(t(d, 2, 3), s), accepts="int64 float32"),
     scalar_case("clamp_max", "self", "max", lambda d, s: A(t(d, 2, 3), s), accepts="int64 float32"),
@@ -562,9 +565,10 @@ class Mixed:
 
 
 def v(spec: str, *shape: int) -> Any:
-    """A value from its spelling: 'int64' a tensor of ``shape``, 'float64:0' a 0-dim tensor, '0.5' a Python float."""
+    """A value from its spelling: 'int64' a tensor of ``shape``, 'float64:0' a 0-dim tensor, '0.5' a Python float,
+    '1' a Python int."""
     if spec[0].isdigit():
-        return float(spec)
+        return float(spec) if "." in spec else int(spec)
     name, _, zero_dim = spec.partition(":")
     return t(getattr(torch, name), *(() if zero_dim else shape))
 
@@ -595,6 +599,8 @@ MIXED: tuple[Mixed, ...] = (
     *mixed("addcmul", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), v(s[2], 2, 3)), "float32 int64 float32", "int64 int32 int64", "bool float16 float16"),
     *mixed("mse_loss", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3)), "float32 int64", "float16 float32", "int64 int64"),
     *mixed("mm", lambda s: A(v(s[0], 2, 3), v(s[1], 3, 4)), "float32 float64", "int64 float32"),
+    # a Python int beside a bool tensor computes in int64, though the shifts have no bool kernel
+    *_binary_mixed("bitwise_left_shift.Tensor_Scalar", "__lshift__.Scalar", "__and__.Scalar", combinations=("bool 1",)),
     # out= of a promoting overload: torch casts the result into ``out`` where it can (``add(float32, float32,
     # out=int64)``: ``result type Float can't be cast to the desired output type Long``; ``add(int64, int64, out=float32)`` runs)
     *mixed("add.out", lambda s: A(v(s[0], 2, 3), v(s[1], 2, 3), out=v(s[2], 2, 3)), "float32 float32 int64", "int64 int64 float32", "float32 float32 float16", "float32 float32 bool"),

@@ -25,10 +25,15 @@ class AliasOf:
     slots: tuple[tuple[str, str], ...]  # (alias slot, target slot)
     why: str  # 'alias of clamp (OpInfo alias list)', 'forwards to clamp.Tensor'
     same_operator: bool = False  # an OpInfo alias: another name of the target's operator, not a kernel that calls it
+    numbers: tuple[tuple[str, str], ...] = ()  # (alias, target) Scalar arguments of one name in both schemas: a forward passes them on
 
 
 def _tensor_slots(native: NativeFunctions, name: str) -> tuple[str, ...]:
     return tuple(s.name for s in native.by_name[name].schema.slots if s.is_tensor)
+
+
+def _scalars(native: NativeFunctions, name: str) -> tuple[str, ...]:
+    return tuple(s.name for s in native.by_name[name].schema.slots if s.word == "Scalar")
 
 
 def alias_overloads(native: NativeFunctions, pairs: Iterable[tuple[str, str]], forwards: Iterable[Forward] = ()) -> dict[str, AliasOf]:
@@ -50,5 +55,6 @@ def alias_overloads(native: NativeFunctions, pairs: Iterable[tuple[str, str]], f
         if forward.overload in native.by_name and forward.target in native.by_name:
             known = set(_tensor_slots(native, forward.overload)), set(_tensor_slots(native, forward.target))
             if all(a in known[0] and t in known[1] for a, t in forward.slots):
-                aliases.setdefault(forward.overload, AliasOf(forward.target, forward.slots, f"forwards to {forward.target}"))
+                numbers = tuple((n, n) for n in _scalars(native, forward.overload) if n in _scalars(native, forward.target))
+                aliases.setdefault(forward.overload, AliasOf(forward.target, forward.slots, f"forwards to {forward.target}", numbers=numbers))
     return aliases

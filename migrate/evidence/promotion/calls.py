@@ -9,7 +9,9 @@ Scalar input, then each of those but one), makes:
 - **mixed calls**, non-empty: int64 with float32, bool with float16 and int32 with int64 (each
   tensor in turn the lower one; bitwise ops have no float kernel), each
   tensor as a 0-dim float64 beside float32 ones, a Python float beside int64 tensors (a
-  promoting Scalar, else in a tensor's place where the schema lets a number in);
+  promoting Scalar, else in a tensor's place where the schema lets a number in) and a Python int
+  beside bool ones (a promoting Scalar: ``bitwise_left_shift(bool tensor, 1)`` runs in int64, though
+  no shift has a float kernel);
 - **diagonal calls**: every promoted tensor at one dtype, for each dtype of the universe, and each promoting
   Scalar a Python number of no higher kind than that dtype (``le(bool tensor, True)``: ``1`` would move the
   computation to int64); where only numbers promote, a number of that dtype's own kind (``where.Scalar``'s
@@ -270,7 +272,9 @@ def _mixed(units, has_scalar: bool) -> Iterator[tuple[str, list[tuple[Any, bool]
                 text = f"0-dim float64 beside float32 [{', '.join(u[0] for j, u in enumerate(units) if j != i)}]"
                 yield text, [(torch.float64, True) if j == i else (torch.float32, False) for j in range(n)], None
     if has_scalar and n >= 1:
-        yield f"a Python float beside int64 [{', '.join(dict.fromkeys(u[0] for u in units))}]", [(torch.int64, False)] * n, 0.5
+        promoted = ", ".join(dict.fromkeys(u[0] for u in units))
+        yield f"a Python float beside int64 [{promoted}]", [(torch.int64, False)] * n, 0.5
+        yield f"a Python int beside bool [{promoted}]", [(torch.bool, False)] * n, 1
     elif n >= 2 and units[-1][1] is None:
         yield f"a Python float beside int64 [{', '.join(u[0] for u in units[:-1])}]", [(torch.int64, False)] * (n - 1) + [(0.5, False)], None
 
