@@ -19,6 +19,7 @@ from migrate.evidence.sites import seen_on
 from migrate.infer.verdicts import NEVER_RETURNED
 from migrate.model.dtypes import TENSOR_DTYPES, DType, named
 from migrate.model.plan import ALIASES, KERNEL, OPINFO, PROBE, Evidence, OverloadPlan, Variable
+from migrate.model.promotion import Promotion
 from migrate.model.verdict import RETURNED, SCHEMA_CALL, Verdict
 from tests.conftest import FLOATS, REAL_NATIVE_FUNCTIONS, probed
 
@@ -116,6 +117,20 @@ def test_an_alias_slot_carried_into_two_target_variables_is_left_alone():
     target = OverloadPlan("mul.Tensor", (Variable("T", FLOATS, ("self",)), Variable("U", FLOATS, ("other", "return.0"))))
     aliases = {"square_like": AliasOf("mul.Tensor", (("self", "self"), ("self", "other")), "forwards to mul.Tensor")}
     assert alias_plans(aliases, {"mul.Tensor": target}) == {}
+
+
+def test_a_forward_takes_its_targets_promotion_only_where_each_promoting_argument_is_its_own():
+    bits = named("bool", "uint8", "int64")
+    target = OverloadPlan("bitwise_and.Scalar", (Variable("T", bits, ("self", "return.0")),), promotion=Promotion("default", ("self", "other")))
+    tensors = (("self", "self"), ("return.0", "return.0"))
+    aliases = {
+        "__and__.Scalar": AliasOf("bitwise_and.Scalar", tensors, "forwards to bitwise_and.Scalar", numbers=(("other", "other"),)),
+        # the Scalar is not passed on under its name: whether it promotes there is not this overload's to say
+        "band_like": AliasOf("bitwise_and.Scalar", tensors, "forwards to bitwise_and.Scalar"),
+    }
+    taken = alias_plans(aliases, {"bitwise_and.Scalar": target})
+    assert taken["__and__.Scalar"].promotion == Promotion("default", ("self", "other"))
+    assert taken["band_like"].promotion is None and taken["band_like"].variables[0].dtypes == bits
 
 
 def test_each_untyped_entry_has_its_reason():
