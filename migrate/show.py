@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from migrate.audit.export import ResultStore
+from migrate.infer.promotion_findings import finding_of
 from migrate.model.autocast import autocast_line, declared_autocast
 from migrate.model.declared import declared_promotion, declared_with_backends
 from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical, format_set
@@ -156,6 +157,7 @@ def refused_section(context: ShowContext, overload: str) -> list[str]:
     ]
     own = evidence.opinfo is not None or evidence.probe is not None
     verdicts = context.session.verdicts_of(overload, evidence).variables if own else ()
+    promoted, diagonal = _diagonal_refusals(evidence)
     lines = []
     for variable in variables:
         left_out = [d for d in TENSOR_DTYPES if d not in variable.dtypes]
@@ -166,6 +168,8 @@ def refused_section(context: ShowContext, overload: str) -> list[str]:
         without: dict[str, list[DType]] = {}
         for dtype in left_out:
             record = _refusing(refusals, variable.binds, dtype)
+            if record is None and promoted and set(promoted) <= set(variable.binds):
+                record = next((e for e in diagonal if dtype in e.dtypes), None)
             if record is not None:
                 message = record.verdict.message_of(dtype)
                 by_call.setdefault((record.verdict.site.call, DTYPE_SPELLING.sub("_", message)), {})[dtype] = message
@@ -175,6 +179,15 @@ def refused_section(context: ShowContext, overload: str) -> list[str]:
             lines += [f"  {_short(messages)}", f"    by {call}:", f"    {one_per_dtype(list(messages.values()))}"]
         lines.extend(f"  {_short(dtypes)}: {why}" for why, dtypes in without.items())
     return lines
+
+
+def _diagonal_refusals(evidence: OverloadEvidence) -> tuple[tuple[str, ...], list[Evidence]]:
+    """The tensors the overload promotes, and the calls built for promotion that refused them all at one dtype: a
+    promoted variable's set is what its diagonal calls computed in (``bitwise_left_shift(bool, True)``)."""
+    finding = finding_of(evidence.promotion) if evidence.promotion is not None else None
+    if finding is None or finding.promotion is None:
+        return (), []
+    return finding.tensors, [e for e in finding.diagonal if e.outcome == REJECTED and e.verdict is not None]
 
 
 def _refusing(refusals: list[Evidence], slots: tuple[str, ...], dtype: DType) -> Evidence | None:

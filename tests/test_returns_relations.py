@@ -17,6 +17,7 @@ from migrate.model.dtypes import named
 from migrate.model.plan import PROBE, Evidence, OverloadPlan, Variable
 from migrate.model.schema import TypedSchema
 from migrate.model.verdict import ACCEPTED, PROBE_CALL, REJECTED, RETURNED, Verdict
+from tests.conftest import run_cli
 
 COMPLEX = named("complex64", "complex128")
 
@@ -140,3 +141,14 @@ def test_a_number_beside_a_shifted_or_masked_tensor_promotes_as_the_kernel_the_c
     for overload in ("bitwise_and.Scalar", "__and__.Scalar", "__ixor__.Scalar"):
         (entry,) = [e for e in lines if e.startswith(f"{overload}(")]
         assert "  type_promotion: {kind: default, args: [self, other]}" in entry.splitlines()
+
+
+@pytest.mark.slow
+def test_show_names_the_call_built_for_promotion_that_refused_a_computation_dtype(full_run: Path, capfd):
+    code, out, _ = run_cli(capfd, "show", "bitwise_left_shift.Tensor_Scalar", "--native-functions", str(full_run / "native_functions.yaml"))
+    at = out.splitlines().index("    bool")
+    assert code == 0 and out.splitlines()[at + 1 : at + 3] == [
+        "      by self at one dtype, a call built for promotion:",
+        "      NotImplementedError: \"lshift_cpu\" not implemented for 'Bool'",
+    ]
+

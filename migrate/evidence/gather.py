@@ -216,6 +216,7 @@ class OverloadEvidence:
     schema_calls: OverloadPlan | None  # its calls built from the schema or the catalogue, reached by a sample or not
     alias: AliasOf | None
     autocast: AutocastEvidence | None  # None: not asked for
+    promotion: dict[str, Any] | None = None  # the calls built for promotion (``Sources.promotions``), when it has them
 
 
 def overload_evidence(sources: Sources, names: Iterable[str], cached_runs: int, listed: Collection[str]) -> dict[str, OverloadEvidence]:
@@ -238,5 +239,6 @@ def overload_evidence(sources: Sources, names: Iterable[str], cached_runs: int, 
             schema_calls=built.get(name),
             alias=sources.aliases.get(name),
             autocast=sources.autocast,
+            promotion=sources.promotions.get(name),
         )
     return found
