@@ -250,13 +250,13 @@ def made_once(stage: Stage, inputs: tuple[bytes | str, ...], compute: Callable[[
     for an entry another process is making waits for it and reads it (a test suite's workers, two runs at once)."""
     found = stage.read(*inputs, kind=kind)
     if found is None:
-        with _one_process(stage.path(*inputs)):
+        with one_process(stage.path(*inputs)):
             found = stage.get(inputs, compute, kind)
     return found
 
 
 @contextlib.contextmanager
-def _one_process(path: Path) -> Iterator[None]:
+def one_process(path: Path) -> Iterator[None]:
     """Held by one process at a time: a POSIX lock on a file beside the entry at ``path`` (not inherited by the workers
     a computation forks). Where it cannot be taken (no fcntl, an unwritable cache) nobody waits."""
     try:

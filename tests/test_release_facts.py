@@ -16,7 +16,8 @@ from migrate.cache import StageCache
 from migrate.cli import main
 from migrate.evidence import recording
 from migrate.evidence.derived import sweep_state
-from migrate.evidence.recording import FRESHNESS_OPINFOS, SHIPPED, Seeded, rerecord_sample, seed, stale_calls
+from migrate.evidence.promotion import calls as promotion_calls
+from migrate.evidence.recording import FRESHNESS_OPINFOS, SEEDED_FROM, SHIPPED, Seeded, holds_facts, rerecord_sample, seed, stale_calls
 from migrate.evidence.torch_stages import WORKER_STAGES
 from migrate.model.dtypes import DType
 from migrate.pipeline import session as session_module
@@ -69,6 +70,29 @@ def test_an_empty_cache_is_filled_from_the_shipped_recording_so_no_stage_calls_a
     state = sweep_state(cache, 1, refresh=False, only=None)
     assert (state.ran, state.present) == (0, len(shipped["runs"]))
     assert seed(cache) == Seeded()  # once: the facts are there
+
+
+@pytest.mark.slow
+def test_facts_filled_from_an_older_shipped_recording_are_read_again_and_facts_made_here_are_kept(tmp_path, monkeypatch, capsys):
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    file = shipped / SHIPPED_FILE.name
+    file.write_bytes(SHIPPED_FILE.read_bytes())
+    monkeypatch.setattr(recording, "SHIPPED", shipped)
+    cache = StageCache(tmp_path / "cache")
+    assert seed(cache) == Seeded(source=str(file)) and seed(cache) == Seeded()
+    reports = _shipped()["stages"]["promotion-calls"]
+    # the checkout pulls a re-recorded file: one overload's promotion calls gone from it
+    file.write_bytes(recorded.packed({**_shipped(), "stages": {**_shipped()["stages"], "promotion-calls": reports[:-1]}}))
+    assert not holds_facts(cache)
+    assert Session(Options(cache_dir=cache.root)).facts == Seeded(source=str(file), replaced=True)
+    assert capsys.readouterr().err == f"dtype-migrate: the shipped recording {file} changed since this cache was filled from it: its facts read again\n"
+    assert len(promotion_calls.STAGE.stored(cache)) == len(reports) - 1  # the new file's answers, not the older copy's
+    # facts this machine's calls made (no shipped file named) stay, whatever ships
+    (recorded.folder(cache) / SEEDED_FROM).unlink()
+    file.write_bytes(SHIPPED_FILE.read_bytes())
+    assert holds_facts(cache) and seed(cache) == Seeded()
+    assert len(promotion_calls.STAGE.stored(cache)) == len(reports) - 1
 
 
 @pytest.mark.live

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from migrate.cache import StageCache, store
+from migrate.cache import StageCache, digest, one_process, store
 from migrate.errors import InputError
 from migrate.evidence.models import source as models_source
 from migrate.evidence.opinfo.sweep import SweepCache, _overload_matcher, run_opinfos, run_sweep
@@ -308,14 +308,25 @@ class Seeded:
 
     source: str = ""
     why: str = ""
+    replaced: bool = False  # the cache held an older shipped recording's facts, which these replaced
 
 
 def seed(cache: StageCache, shipped: Path | None = None) -> Seeded:
     """The installed release's facts filled from the recording in ``shipped`` (default: ``SHIPPED``) made for that
-    release, where the cache has none yet. Their catalogue is written last: it marks facts that are whole."""
-    shipped = shipped or SHIPPED
-    if holds_facts(cache):
+    release, where the cache has none yet or holds those of an older shipped recording (a checkout that pulled a
+    re-recorded file: every stage would read the older answers). Their catalogue is written last: it marks facts that
+    are whole. One process at a time: two runs starting at once fill them once."""
+    folder = recorded.folder(cache)
+    with one_process(folder.with_name(folder.name + ".seed")):
+        return _seeded(cache, shipped or SHIPPED)
+
+
+def _seeded(cache: StageCache, shipped: Path) -> Seeded:
+    if holds_facts(cache, shipped):
         return Seeded()
+    replaced = (recorded.folder(cache) / SEEDED_FROM).is_file()
+    if replaced:  # a copy of an older shipped recording's facts (and the calls made since where it had none)
+        shutil.rmtree(recorded.folder(cache), ignore_errors=True)
     installed = installed_release()
     reasons = []
     for path in sorted(shipped.glob("*.json.gz")):
@@ -332,17 +343,34 @@ def seed(cache: StageCache, shipped: Path | None = None) -> Seeded:
             reasons.append(f"the shipped {path.name} is not this torch's: {why}")
             continue
         try:
-            _write_facts(cache, obj)
+            _write_facts(cache, obj, path)
         except OSError as exc:  # an unwritable cache only costs time: the stages make their calls
             return Seeded(why=f"recording torch {installed.torch}'s facts afresh: the cache cannot hold the shipped {path.name} ({exc})")
-        return Seeded(source=str(path))
+        return Seeded(source=str(path), replaced=replaced)
     found = "; ".join(reasons) or f"no recording of it ships in {shipped}"
     return Seeded(why=f"recording torch {installed.torch}'s facts afresh (every ATen call here, minutes): {found}")
 
 
-def holds_facts(cache: StageCache) -> bool:
-    """Whether the cache holds the installed release's facts (seeded or made: their catalogue is there)."""
-    return (recorded.folder(cache) / "opinfo" / CATALOGUE).is_file()
+SEEDED_FROM = "seeded-from"
+"""In the facts' folder when they were copied from a shipped recording: its file name and its bytes' digest."""
+
+
+def holds_facts(cache: StageCache, shipped: Path | None = None) -> bool:
+    """Whether the cache holds the installed release's facts (their catalogue is there): made by this machine's calls,
+    or copied from the shipped recording (``shipped``, default ``SHIPPED``) as it is now."""
+    folder = recorded.folder(cache)
+    if not (folder / "opinfo" / CATALOGUE).is_file():
+        return False
+    try:
+        name, _, seeded = (folder / SEEDED_FROM).read_text().partition("\n")
+    except FileNotFoundError:
+        return True
+    source = (shipped or SHIPPED) / name
+    return source.is_file() and seeded == _digest_of(source)
+
+
+def _digest_of(path: Path) -> str:
+    return digest(path.read_bytes())
 
 
 def refreshed(cache: StageCache) -> str:
@@ -351,13 +379,14 @@ def refreshed(cache: StageCache) -> str:
     return f"--refresh: making every ATen call of torch {installed_release().torch} again (minutes)"
 
 
-def _write_facts(cache: StageCache, obj: dict[str, Any]) -> None:
+def _write_facts(cache: StageCache, obj: dict[str, Any], source: Path) -> None:
     target = recorded.folder(cache)
     for name, entry in obj["stages"].items():
         recorded.RecordedStage(target / name).write_encoded(entry)
     sweep = SweepCache.of(cache)
     for run in obj["runs"]:  # as the sweep stores a run (its JSON, timings zero), into a folder that holds none yet
         sweep.store_run_json(OpInfoId(run["name"], run["variant"]), run)
+    store(target / SEEDED_FROM, f"{source.name}\n{_digest_of(source)}".encode())
     store(sweep.folder / CATALOGUE, json.dumps(obj["catalogue"], separators=(",", ":")).encode())
 
 

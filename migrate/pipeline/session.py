@@ -298,6 +298,8 @@ class Session:
         found = self._seeding() if self._seeding is not None else seed(self.cache)
         if found.why:
             sys.stderr.write(f"dtype-migrate: {found.why}\n")
+        elif found.replaced:
+            sys.stderr.write(f"dtype-migrate: the shipped recording {found.source} changed since this cache was filled from it: its facts read again\n")
         elif found.source:
             _say(f"read torch's facts from the shipped recording {found.source}")
         return found
