@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from migrate.cache import StageCache, digest, one_process, store
+from migrate.cache import StageCache, one_process, store
 from migrate.errors import InputError
 from migrate.evidence.models import source as models_source
 from migrate.evidence.opinfo.sweep import SweepCache, _overload_matcher, run_opinfos, run_sweep
@@ -158,7 +158,11 @@ def recording_json(path: Path) -> tuple[dict[str, Any], str]:
         _check_format(obj)
     except ValueError as exc:
         raise InputError(str(exc), path) from exc
-    return obj, hashlib.sha256(data).hexdigest()
+    return obj, _bytes_digest(data)
+
+
+def _bytes_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def recorded_overloads(runs: Iterable[OpInfoRun]) -> set[str]:
@@ -318,20 +322,20 @@ def seed(cache: StageCache, shipped: Path | None = None) -> Seeded:
     are whole. One process at a time: two runs starting at once fill them once."""
     folder = recorded.folder(cache)
     with one_process(folder.with_name(folder.name + ".seed")):
-        return _seeded(cache, shipped or SHIPPED)
+        return _seeded(cache, folder, shipped or SHIPPED)
 
 
-def _seeded(cache: StageCache, shipped: Path) -> Seeded:
+def _seeded(cache: StageCache, folder: Path, shipped: Path) -> Seeded:
     if holds_facts(cache, shipped):
         return Seeded()
-    replaced = (recorded.folder(cache) / SEEDED_FROM).is_file()
+    replaced = (folder / SEEDED_FROM).is_file()
     if replaced:  # a copy of an older shipped recording's facts (and the calls made since where it had none)
-        shutil.rmtree(recorded.folder(cache), ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
     installed = installed_release()
     reasons = []
     for path in sorted(shipped.glob("*.json.gz")):
         try:
-            obj, _ = recording_json(path)
+            obj, bytes_digest = recording_json(path)
             theirs = Release.from_json(obj["release"]) if "release" in obj else None
         except (InputError, KeyError, TypeError, AttributeError) as exc:
             reasons.append(f"{path} cannot be read ({exc})")
@@ -343,7 +347,7 @@ def _seeded(cache: StageCache, shipped: Path) -> Seeded:
             reasons.append(f"the shipped {path.name} is not this torch's: {why}")
             continue
         try:
-            _write_facts(cache, obj, path)
+            _write_facts(cache, obj, f"{path.name}\n{bytes_digest}")
         except OSError as exc:  # an unwritable cache only costs time: the stages make their calls
             return Seeded(why=f"recording torch {installed.torch}'s facts afresh: the cache cannot hold the shipped {path.name} ({exc})")
         return Seeded(source=str(path), replaced=replaced)
@@ -366,11 +370,7 @@ def holds_facts(cache: StageCache, shipped: Path | None = None) -> bool:
     except FileNotFoundError:
         return True
     source = (shipped or SHIPPED) / name
-    return source.is_file() and seeded == _digest_of(source)
-
-
-def _digest_of(path: Path) -> str:
-    return digest(path.read_bytes())
+    return source.is_file() and seeded == _bytes_digest(source.read_bytes())
 
 
 def refreshed(cache: StageCache) -> str:
@@ -379,14 +379,14 @@ def refreshed(cache: StageCache) -> str:
     return f"--refresh: making every ATen call of torch {installed_release().torch} again (minutes)"
 
 
-def _write_facts(cache: StageCache, obj: dict[str, Any], source: Path) -> None:
+def _write_facts(cache: StageCache, obj: dict[str, Any], seeded_from: str) -> None:
     target = recorded.folder(cache)
     for name, entry in obj["stages"].items():
         recorded.RecordedStage(target / name).write_encoded(entry)
     sweep = SweepCache.of(cache)
     for run in obj["runs"]:  # as the sweep stores a run (its JSON, timings zero), into a folder that holds none yet
         sweep.store_run_json(OpInfoId(run["name"], run["variant"]), run)
-    store(target / SEEDED_FROM, f"{source.name}\n{_digest_of(source)}".encode())
+    store(target / SEEDED_FROM, seeded_from.encode())
     store(sweep.folder / CATALOGUE, json.dumps(obj["catalogue"], separators=(",", ":")).encode())
 
 

@@ -55,6 +55,7 @@ def alias_overloads(native: NativeFunctions, pairs: Iterable[tuple[str, str]], f
         if forward.overload in native.by_name and forward.target in native.by_name:
             known = set(_tensor_slots(native, forward.overload)), set(_tensor_slots(native, forward.target))
             if all(a in known[0] and t in known[1] for a, t in forward.slots):
-                numbers = tuple((n, n) for n in _scalars(native, forward.overload) if n in _scalars(native, forward.target))
+                theirs = _scalars(native, forward.target)
+                numbers = tuple((n, n) for n in _scalars(native, forward.overload) if n in theirs)
                 aliases.setdefault(forward.overload, AliasOf(forward.target, forward.slots, f"forwards to {forward.target}", numbers=numbers))
     return aliases
