@@ -267,6 +267,8 @@ def computation_dtype(kind: str, values: list) -> str | None:
         promoted = torch.get_default_dtype()
     elif kind == "bool_to_long" and promoted == torch.bool:
         promoted = torch.int64
+    elif kind == "int_to_long" and not (promoted.is_floating_point or promoted.is_complex):
+        promoted = torch.int64  # torch._refs.sum with dtype=None
     return str(promoted).removeprefix("torch.")
 
 
@@ -292,7 +294,10 @@ def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Var
         if found:
             at[name] = found
     of_slot = {slot: v for v in variables for slot in v.binds}
-    if promotion is not None:
+    if promotion is not None and promotion.kind == "int_to_long" and bound.get("dtype") is not None:
+        for a in promotion.args:  # a reduction computes in the dtype= given, which its own set judges
+            at.pop(a, None)
+    elif promotion is not None:
         computation = computation_dtype(promotion.kind, [x for a in promotion.args if a in bound for x in _elements(bound[a]) if x is not None])
         if computation is None:
             return False
@@ -390,9 +395,26 @@ def promoted_case_dtypes(case: Case, variables: tuple[Variable, ...], promotion:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for dtype in DTYPES:
-            if any(declared_call(case.overload, *build(getattr(torch, dtype)), variables, promotion) for build in case.calls):
+            calls = [build(getattr(torch, dtype)) for build in case.calls]
+            if any(declared_call(case.overload, *call, variables, promotion) and _returns_at(dtype, case, *call, variables, promotion) for call in calls):
                 found.add(dtype)
     return frozenset(found)
+
+
+def _returns_at(dtype: str, case: Case, args: tuple, kwargs: dict, variables: tuple[Variable, ...], promotion: Promotion) -> bool:
+    """Whether a case that casts ``return.0`` gets it at ``dtype`` where the return follows the promoted variable
+    (``U: [dtype, self.dtype]``): the ``dtype`` argument given, else the computation dtype (``sum`` of int8 is int64)."""
+    of_slot = {slot: v for v in variables for slot in v.binds}
+    promoted = {of_slot[a].name for a in promotion.args if a in of_slot}
+    returned = of_slot.get("return.0")
+    if "return.0" not in case.slots or returned is None or not promoted & set(getattr(returned, "follows", ())):
+        return True
+    names = [a.name for a in aten_op(case.overload)._schema.arguments]
+    bound = dict(zip(names, args)) | kwargs
+    argument = getattr(returned, "argument", None)
+    if argument is not None and bound.get(argument.name) is not None:
+        return str(bound[argument.name]).removeprefix("torch.") == dtype
+    return computation_dtype(promotion.kind, [x for a in promotion.args if a in bound for x in _elements(bound[a]) if x is not None]) == dtype
 
 
 def other_device_dtypes(report: Path) -> dict[tuple[str, str], frozenset[str]]:

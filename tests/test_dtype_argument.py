@@ -299,6 +299,29 @@ def test_with_the_argument_none_a_return_that_moves_takes_what_those_calls_retur
     assert full.variables[1].dtypes == named("int32", "int64", "float32")  # full(size, True) is bool: the calls' one fill value says too little
 
 
+def test_a_reduction_whose_calls_with_the_argument_none_sum_integers_in_int64_promotes_and_its_return_follows():
+    from migrate.infer.dtype_arguments import returns_following_the_promotion
+    from migrate.infer.promotion_findings import reduction_findings
+    from migrate.infer.promotion_sets import with_promotion
+    from migrate.model.promotion import Promotion
+
+    native = NativeFunctions.load(REAL_NATIVE_FUNCTIONS)
+    seen = named("int8", "int64", "float32")
+    observed = OverloadPlan("sum", (Variable("T", named(*ALL), ("self",)), Variable("R", seen, ("return.0",), (Evidence(OPINFO, "samples", seen, ("return.0",)),))))
+    fact = replace(_unset(_fact(ALL), ("self",), {"int8": "int64", "int64": "int64", "float16": "float16", "float32": "float32"}), overload="sum")
+    (finding,) = reduction_findings(native, {"sum": fact}).values()
+    assert finding.promotion == Promotion("int_to_long", ("self",))
+    plan = with_dtype_arguments(observed, "sum", fact, optional=True, numbers=False)
+    plan = returns_following_the_promotion(with_promotion(plan, finding), fact)
+    promoted, returned = plan.variable_of("self"), plan.variable_of("return.0")
+    assert promoted.dtypes == named("int64", "float16", "float32")  # int8 is computed in int64, never in itself
+    assert (returned.dtypes, returned.follows, returned.argument.name) == ((), (promoted.name,), "dtype")
+    # a return of one dtype whatever the tensor's, or of the tensor's own alone, is no such promotion
+    constant = _unset(_fact(ALL), ("self",), {"int8": "int64", "float32": "int64"})
+    own = _unset(_fact(ALL), ("self",), {"int64": "int64", "float32": "float32"})
+    assert reduction_findings(native, {"sum": replace(constant, overload="sum"), "prod": replace(own, overload="prod")}) == {}
+
+
 # -- the real written yaml
 
 

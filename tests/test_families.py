@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from migrate.model.declared import declared_with_backends
+from migrate.model.declared import declared_promotion, declared_with_backends
+from migrate.model.dtypes import TENSOR_DTYPES
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
+from migrate.model.promotion import INT_TO_LONG
 
 pytestmark = pytest.mark.slow  # the full run
 
@@ -25,12 +27,17 @@ def _families(native: NativeFunctions) -> dict[str, list[str]]:
 
 
 def _sets(native: NativeFunctions, sets, name: str) -> tuple[dict[str, dict[str, frozenset]], dict[str, str]]:
-    """Per slot, each backend's dtypes; and per slot, its variable's name."""
+    """Per slot, each backend's dtypes; and per slot, its variable's name. A tensor a reduction's ``int_to_long``
+    promotes takes any dtype: a ``dtype=`` given casts it first (``cumsum(float8 tensor, 0, dtype=torch.float32)``),
+    as its in-place and out= siblings, which compute in the tensor they write into, take it."""
     per_slot, variable_of = {}, {}
+    promotion = declared_promotion(native, native.by_name[name])
     for variable in declared_with_backends(native, native.by_name[name], sets):
         stated = {b.key: frozenset(b.dtypes) for b in variable.backends}
         for slot in variable.binds:
             per_slot[slot] = {key: stated.get(key, frozenset(variable.dtypes)) for key in BACKENDS}
+            if promotion is not None and promotion.kind == INT_TO_LONG and slot in promotion.args:
+                per_slot[slot] = dict.fromkeys(BACKENDS, frozenset(TENSOR_DTYPES))
             variable_of[slot] = variable.name
     return per_slot, variable_of
 

@@ -119,7 +119,7 @@ def test_a_return_a_dtype_argument_sets_is_what_calls_with_it_none_returned(full
     assert _constraints(full_run, "zeros")[1] == "  type_constraints: {T: [torch.float32, dtype]}"
     # over two dimensions apart a float8 sum runs (the catalogue's recipe), over one it is refused
     floats_int64_float8 = "'floating_and_complex_types_and(torch.int64, torch.half, torch.bfloat16, *float8_types(), torch.float8_e8m0fnu)'"
-    assert _constraints(full_run, "sum.dim_IntList")[1].startswith(f"  type_constraints: {{T: [{floats_int64_float8}, dtype]")
+    assert _constraints(full_run, "sum.dim_IntList")[1].startswith(f"  type_constraints: {{T: {floats_int64_float8}, U: [dtype, self.dtype]")
     func, constraints = _constraints(full_run, "cumsum_")
     assert func.endswith("-> T(a!)") and "dtype" not in constraints  # an in-place return is its self
     # randint's dtype=long: left out it is long, so a call that passes None (float32) says nothing of it
@@ -152,3 +152,25 @@ def test_show_names_the_call_built_for_promotion_that_refused_a_computation_dtyp
         "      NotImplementedError: \"lshift_cpu\" not implemented for 'Bool'",
     ]
 
+
+
+@pytest.mark.slow
+def test_a_reduction_computes_an_integer_tensor_in_int64_and_a_given_dtype_in_that_dtype(full_run: Path):
+    from migrate.api import load_declarations
+
+    text = (full_run / "native_functions.yaml").read_text()
+    line = "  type_promotion: {kind: int_to_long, args: [self]}"
+    for overload in ("sum", "sum.dim_IntList", "prod", "prod.dim_int", "cumsum", "cumprod"):
+        (entry,) = [e for e in text.split("\n- func: ") if e.startswith(f"{overload}(")]
+        assert entry.startswith(f"{overload}(T self, ") and ", U: [dtype, self.dtype], " in entry and line in entry.splitlines()
+    # in-place and out= write into a tensor whose dtype they compute in; nansum refuses complex whatever dtype names
+    for overload in ("cumsum_", "cumsum.out", "sum.IntList_out", "nansum"):
+        (entry,) = [e for e in text.split("\n- func: ") if e.startswith(f"{overload}(")]
+        assert "int_to_long" not in entry
+    declarations = load_declarations(full_run / "native_functions.yaml")
+    assert declarations.accepts("sum", self="int8", **{"return.0": "int64"}).declared
+    assert not declarations.accepts("sum", self="int8", **{"return.0": "int8"}).declared
+    refused = declarations.accepts("sum", self="float8_e4m3fn")  # "sum_cpu" not implemented for 'Float8_e4m3fn'
+    assert not refused.declared and "computes in torch.float8_e4m3fn" in refused.reason
+    assert declarations.accepts("sum", self="float8_e4m3fn", dtype="float32", **{"return.0": "float32"}).declared
+    assert declarations.accepts("cumsum", self="uint16", dim="1", dtype="float64", **{"return.0": "float64"}).declared

@@ -11,7 +11,8 @@ promotes those pairs silently, so the checker computes ATen's type itself (check
 
 The kind then maps that dtype as ``elementwise_dtypes`` does with no opmath (the kernel is dispatched on
 float16 for float16 inputs, never on the wider type it may accumulate in): ``int_to_float`` computes
-integers and bool in the default float dtype, ``bool_to_long`` bool in int64. The result is the computation
+integers and bool in the default float dtype, ``bool_to_long`` bool in int64; a reduction's ``int_to_long``
+bool and integers in int64, and in the dtype its ``dtype`` argument names where the call gives one. The result is the computation
 dtype, except ``always_bool`` (bool) and ``complex_to_float`` (a complex type's real counterpart). Those rules
 are the data model's, on dtype names (``migrate.model.promotion``): here they are tables on ``torch.dtype``,
 converted once.
@@ -39,6 +40,7 @@ from migrate.errors import InputError
 
 _DTYPES = {str(value).removeprefix("torch."): value for value in vars(torch).values() if isinstance(value, torch.dtype)}
 _COMPLEX_OF = {_DTYPES[real]: _DTYPES[complex_] for real, complex_ in by_name.COMPLEX_OF.items()}
+DTYPE_ARGUMENT = "dtype"  # a reduction's ScalarType argument (int_to_long)
 _AT_DEFAULT = "the default dtype"  # in the tables' making: the default dtype at the call, which a program may set
 
 
@@ -52,8 +54,8 @@ def _computed_in(kind: str) -> dict[torch.dtype, torch.dtype | None]:
     return table
 
 
-_COMPUTED_IN = {kind: _computed_in(kind) for kind in by_name.KINDS}
-_RESULT_OF = {kind: {dtype: _DTYPES[found] for name, dtype in _DTYPES.items() if (found := by_name.result_dtype(kind, name)) != name} for kind in by_name.KINDS}
+_COMPUTED_IN = {kind: _computed_in(kind) for kind in by_name.DECLARED_KINDS}
+_RESULT_OF = {kind: {dtype: _DTYPES[found] for name, dtype in _DTYPES.items() if (found := by_name.result_dtype(kind, name)) != name} for kind in by_name.DECLARED_KINDS}
 
 
 _UNSEEN = object()  # no promoting value read yet
@@ -188,6 +190,7 @@ class CompiledPromotion:
     returns: tuple[tuple[int, str, bool], ...]  # the variable's returns: (position, 'return.N', holds a list)
     mutates: bool
     written: tuple[tuple[int, str, bool, bool], ...] = ()  # the promoting arguments and the variable's slots it writes into: (position, name, keyword-only, holds a list)
+    dtype_argument: tuple[int, str, bool] | None = None  # int_to_long: the ``dtype`` argument that, given, is the computation dtype, judged by its own set
 
 
 def compile_promotion(path: Path, declared: Any, func: Any, slots: Any, bound_arguments: list, bound_returns: list) -> tuple[CompiledPromotion | None, list, list]:
@@ -219,6 +222,7 @@ def compile_promotion(path: Path, declared: Any, func: Any, slots: Any, bound_ar
             for name in positions
             if name in writes and (name in promotion.args or any(index == variable and slot == name for index, _, slot, _, _ in bound_arguments))
         ),
+        (positions[DTYPE_ARGUMENT][0], DTYPE_ARGUMENT, positions[DTYPE_ARGUMENT][1]) if promotion.kind == by_name.INT_TO_LONG and DTYPE_ARGUMENT in positions else None,
     )
     rest_arguments = [a for a in bound_arguments if a[0] != variable]
     rest_returns = [r for r in bound_returns if r[0] != variable]
@@ -227,6 +231,11 @@ def compile_promotion(path: Path, declared: Any, func: Any, slots: Any, bound_ar
 
 def _value(args: tuple, kwargs: dict, position: int, name: str, keyword_only: bool) -> Any:
     return kwargs.get(name) if keyword_only or position >= len(args) else args[position]
+
+
+def _given_dtype(promotion: CompiledPromotion, args: tuple, kwargs: dict) -> torch.dtype | None:
+    """The dtype a reduction's ``dtype`` argument names in the call (None: not given, or no such argument)."""
+    return None if promotion.dtype_argument is None else _value(args, kwargs, *promotion.dtype_argument)
 
 
 def _tensors(value: Any, holds_list: bool) -> Iterator[tuple[str, torch.dtype]]:
@@ -273,6 +282,9 @@ def promoted_arguments_fit(promotion: CompiledPromotion, allowed: tuple[frozense
             values.append(value)
             if common is not None:
                 common = value.dtype if isinstance(value, torch.Tensor) and common in (_UNSEEN, value.dtype) else None
+    if (given := _given_dtype(promotion, args, kwargs)) is not None:
+        seen[promotion.variable] = given  # the argument's own set judges it
+        return True
     if isinstance(common, torch.dtype):  # _of_kind, inline: the one lookup most calls take
         dtype = _COMPUTED_IN[promotion.kind].get(common, common) or torch.get_default_dtype()
     else:
@@ -306,6 +318,9 @@ def promotion_violations(
     """(kind, slot, dtype, how) of each way the call breaks the promotion (the slow path, described in full)."""
     given = _promoting(promotion, args, kwargs)
     took = ", ".join(spelled(name, value) for name, value in given)
+    if (named := _given_dtype(promotion, args, kwargs)) is not None:
+        seen[promotion.variable] = named  # the argument's own set judges it
+        return []
     slot = ", ".join(name for name, _ in given)
     line = f"type_promotion {promotion.kind} at {promotion.where}"
     try:

@@ -15,6 +15,7 @@ from migrate.evidence.sites import seen_on
 from migrate.model.constraint import DtypeArgument as SetByArgument
 from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical
 from migrate.model.plan import EMPTY, PROBE, TORCHLIB, Evidence, OverloadPlan, Variable
+from migrate.model.promotion import computation_dtype
 from migrate.model.verdict import ACCEPTED, DTYPE_ARGUMENT, REJECTED, Verdict
 
 ARGUMENT_DTYPES = 2  # dtypes the argument must be accepted at for a return to be set by it
@@ -108,8 +109,11 @@ def with_dtype_arguments(
 
 def _followed_when_unset(fact: DtypeArgument, slot: str, kept: OverloadPlan) -> Variable | None:
     """The variable the return follows when the argument is None: the one binding every tensor the calls with the
-    argument None cast, where the return had their dtype in each of those calls (``fact.unset_follows_inputs``)."""
-    if not fact.unset_cast or not fact.unset_follows_inputs(slot):
+    argument None cast, where the return had their dtype in each of those calls (``fact.unset_follows_inputs``), or,
+    those tensors promoted (``sum``'s ``int_to_long``), the dtype the call computed in: the promoted variable's."""
+    promotion = kept.promotion
+    computed = (lambda cast: DType(computation_dtype(promotion.kind, cast.name) or cast.name)) if promotion and set(fact.unset_cast) <= set(promotion.args) else (lambda cast: cast)
+    if not fact.unset_cast or not fact.unset_follows_inputs(slot, computed):
         return None
     return next((v for v in kept.variables if set(fact.unset_cast) <= set(v.binds)), None)
 
@@ -118,3 +122,16 @@ def _unset_evidence(fact: DtypeArgument, slot: str) -> Evidence:
     cast = ", ".join(fact.unset_cast) or "no tensor"
     site = seen_on(DTYPE_ARGUMENT, f"{fact.argument} None, {cast} at each dtype, a call built from the schema (what it returned)")
     return Evidence(PROBE, "", fact.unset_returned(slot), (slot,), len(fact.unset), Verdict(ACCEPTED, site))
+
+
+def returns_following_the_promotion(plan: OverloadPlan, fact: DtypeArgument) -> OverloadPlan:
+    """The plan whose returns set by the argument follow its promoted variable where the argument is None: a
+    reduction's ``U: [dtype, self.dtype]`` once ``int_to_long`` promotes ``self`` (``_followed_when_unset``)."""
+    variables = []
+    for variable in plan.variables:
+        if variable.argument is not None and len(variable.binds) == 1 and variable.binds[0] in fact.returns:
+            followed = _followed_when_unset(fact, variable.binds[0], plan)
+            if followed is not None:
+                variable = replace(variable, dtypes=(), follows=(followed.name,))
+        variables.append(variable)
+    return replace(plan, variables=tuple(variables))

@@ -4,6 +4,9 @@
 - Observed: the first candidate set of arguments whose mixed calls all ran and whose calls (mixed and
   diagonal) agree with one promotion kind of torch's rules (``migrate.evidence.promotion.calls.consistent_kinds``).
 
+- Observed for a reduction: its calls with ``dtype=None`` returned int64 for bool and integer tensors and the
+  tensor's own dtype for the rest (``reduction_findings``): ``int_to_long``, which no ref declares.
+
 Both agree: the promotion is written. Observation alone also writes it. Where they disagree the
 observation settles it, and the disagreement is a ``type-promotion`` conflict in ``--report``:
 the refs declare ``lerp`` promoting, but ATen refuses ``lerp(float32, float64, float32)``.
@@ -15,14 +18,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from migrate.evidence.probe.dtype_arguments import DtypeArgument
 from migrate.evidence.sites import seen_on
 from migrate.evidence.promotion.calls import consistent_kinds, own_dtype
 from migrate.runtime.runs import overload_key
 from migrate.model.dtypes import DType, canonical
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import PROBE, Conflict, Evidence
-from migrate.model.promotion import KEEP_OWN_DTYPE, Promotion
-from migrate.model.verdict import ACCEPTED, PROMOTION_CALL, REJECTED, Site, Verdict
+from migrate.model.promotion import INT_TO_LONG, KEEP_OWN_DTYPE, Promotion, computation_dtype
+from migrate.model.verdict import ACCEPTED, DTYPE_ARGUMENT, PROMOTION_CALL, REJECTED, Site, Verdict
 
 CONFLICT = "type-promotion"  # the refs and ATen's calls disagree on an overload's promotion
 WHERE = "a call built for promotion"  # names the diagonal calls, in their evidence's call
@@ -157,4 +161,25 @@ def promotion_findings(native: NativeFunctions, reports: Mapping[str, dict[str, 
         kept = finding.kept({s.name for s in entry.schema.slots if not s.is_return}) if entry is not None else None
         if kept is not None:
             found[name] = kept
+    return found
+
+
+def reduction_findings(native: NativeFunctions, facts: Mapping[str, DtypeArgument]) -> dict[str, PromotionFinding]:
+    """Per overload whose ``dtype`` argument left None makes it compute as ``int_to_long``, its finding: the calls with
+    one tensor cast to each dtype (``migrate.evidence.probe.dtype_arguments``) each returned that rule's dtype, in two
+    dtypes or more and somewhere not the tensor's own (``sum`` of int8 is int64, of float16 float16; ``cumsum`` too).
+    Its in-place and out= siblings compute in the tensor they write into, so they take none."""
+    found = {}
+    for name, fact in sorted(facts.items()):
+        entry = native.by_name.get(name)
+        if entry is None or fact.argument != "dtype" or len(fact.unset_cast) != 1 or fact.returns != ("return.0",):
+            continue
+        (tensor,) = fact.unset_cast
+        ran = [(cast, returned[0]) for cast, returned in fact.unset if returned[0] is not None]
+        rule = [(cast, returned) for cast, returned in ran if returned.name == computation_dtype(INT_TO_LONG, cast.name)]
+        if len(rule) < len(ran) or len({returned for _, returned in ran}) < 2 or all(cast == returned for cast, returned in ran):
+            continue
+        site = seen_on(DTYPE_ARGUMENT, f"{fact.argument} None, {tensor} at each dtype, a call built from the schema (what it returned)")
+        diagonal = (Evidence(PROBE, "", canonical(cast for cast, _ in ran), (tensor,), len(ran), Verdict(ACCEPTED, site)),)
+        found[name] = PromotionFinding(name, Promotion(INT_TO_LONG, (tensor,)), (tensor,), (), diagonal)
     return found

@@ -29,7 +29,7 @@ from migrate.infer.verdicts import with_verdicts
 from migrate.model.dtypes import DType, canonical
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import DECLARED, EMPTY, KERNEL, OPINFO, PROBE, TORCHLIB, Conflict, Evidence, OverloadPlan, Variable
-from migrate.model.promotion import Promotion, computation_dtype, result_dtype, returns_possible, with_numbers
+from migrate.model.promotion import INT_TO_LONG, Promotion, computation_dtype, result_dtype, returns_possible, with_numbers
 from migrate.model.schema import TypedSchema
 from migrate.model.verdict import PROMOTED as PROMOTED_VERDICT, PROBE_CALL, Site, Verdict
 
@@ -176,6 +176,8 @@ def _checked_by_returns(plan: OverloadPlan, finding: PromotionFinding) -> Promot
     (``div.Tensor_mode`` built with ``rounding_mode=None`` divides as ``int_to_float``; its samples floor
     integers into integers), with a conflict saying so."""
     kind = finding.promotion.kind
+    if kind == INT_TO_LONG:  # its ``dtype`` argument, given, sets the return to any dtype
+        return finding
     returned = {
         d
         for v in plan.variables
@@ -244,7 +246,8 @@ def with_promotion(
     finding = finding if sibling else _checked_by_returns(plan, finding)
     bound = {s for v in plan.variables for s in v.binds}
     kind = finding.promotion.kind
-    diagonal, ran, refused = _diagonal_pieces(plan, finding, written)
+    # a reduction's own probes may have given its ``dtype``, which sets the computation: its finding's calls left it None
+    diagonal, ran, refused = ([], [], []) if kind == INT_TO_LONG else _diagonal_pieces(plan, finding, written)
     pieces = diagonal + _mapped(finding, _refused_only(diagonal) if own_refusals_settle else frozenset())
     dtypes = canonical({d for e in pieces if e.source != TORCHLIB and not e.refused for d in e.dtypes})
     if not dtypes:

@@ -21,20 +21,21 @@ from migrate.evidence.gather import Sources
 from migrate.evidence.recording import RecordingSummary
 from migrate.infer.aliases import alias_plans
 from migrate.infer.backends import Claims, Recorded, with_backends
-from migrate.infer.dtype_arguments import with_dtype_arguments
+from migrate.infer.dtype_arguments import returns_following_the_promotion, with_dtype_arguments
 from migrate.infer.families import family_claims
 from migrate.infer.merge import merge_overload, with_follows
 from migrate.infer.naming import backend_sets, global_sets, name_variables
-from migrate.infer.promotion_findings import promotion_findings
+from migrate.infer.promotion_findings import promotion_findings, reduction_findings
 from migrate.infer.promotion_sets import one_tensor_return, sibling_promotions, with_promotion
 from migrate.infer.structure import group_siblings, tied_by_structure, with_fixed_returns
 from migrate.infer.values import value_refusals
 from migrate.infer.verdicts import with_verdicts
 from migrate.model.autocast import Policies
+from migrate.model.dtypes import TENSOR_DTYPES
 from migrate.model.values import ValueRefusal
 from migrate.model.global_sets import sets_used
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import GlobalSet, OverloadPlan, Plan
+from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 from migrate.model.schema import TypedSchema
 from migrate.model.verdict import ACCEPTED, REJECTED
 
@@ -87,10 +88,20 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
             merged.update(group_siblings(native, merged))
     merged.update(sibling_promotions(native, merged, promotions))  # issue 31: in-place and out= promote as their functional does
     merged.update(with_fixed_returns(native, merged, sources))  # a return its own calls fixed at one dtype keeps it
+    for name, finding in reduction_findings(native, sources.dtype_arguments).items():  # after the siblings: each computes in what it writes
+        if name in merged and _takes_every_dtype(merged[name].variable_of(finding.tensors[0])):
+            promoted = with_promotion(merged[name], finding)
+            merged[name] = _with_verdicts(native, returns_following_the_promotion(promoted, sources.dtype_arguments[name]))
     if sources.groups:
         merged.update(family_claims(native, merged))  # one kernel: the functional's claims for other devices are its siblings'
     merged.update(alias_plans(sources.aliases, merged))  # an OpInfo alias declares what its target finally declares
     return merged
+
+
+def _takes_every_dtype(variable: Variable | None) -> bool:
+    """Whether the tensor's own variable took every dtype on the CPU: a reduction given ``dtype`` casts it first, which
+    ``int_to_long`` says; ``nansum`` refuses complex tensors whatever ``dtype`` names, which only its own set says."""
+    return variable is not None and variable.verdicts is not None and set(variable.verdicts.accepted) == set(TENSOR_DTYPES)
 
 
 def _set_by_the_call(schema: TypedSchema, slot: str) -> bool:

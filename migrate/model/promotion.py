@@ -1,14 +1,14 @@
 """Type promotion as the yaml declares it: ``type_promotion: {kind: default, args: [self, other]}``, and PyTorch's
 rules it stands for, on dtype names.
 
-``kind`` is PyTorch's ``ELEMENTWISE_TYPE_PROMOTION_KIND`` in lower case; ``args`` are the promoting
+``kind`` is PyTorch's ``ELEMENTWISE_TYPE_PROMOTION_KIND`` in lower case, or a reduction's ``int_to_long``; ``args`` are the promoting
 arguments (tensors and Scalars) in schema order. The promoted tensors share one type variable, which
 binds the call's computation dtype (torch's ``elementwise_dtypes``), not each argument's own dtype.
 
 The rules: a dtype's category (bool < integer < floating < complex); what a tensor's dtype and Python numbers beside
 it promote to (``with_numbers``); the dtype the kernel is dispatched on under each kind (``computation_dtype``: with
 no opmath, float16 inputs compute in float16; ``int_to_float`` moves bool and integers to the default float dtype,
-``bool_to_long`` bool to int64); and what a call of each kind returns (``result_dtype``: bool for ``always_bool``, a
+``bool_to_long`` bool to int64, ``int_to_long`` bool and integers); and what a call of each kind returns (``result_dtype``: bool for ``always_bool``, a
 complex type's real counterpart for ``complex_to_float``). Inference reads them on ``DType`` names, the runtime
 checker on ``torch.dtype`` through tables it converts once (``migrate.check.promotion``), which also combines ATen's
 tiers (tensors with dimensions, 0-dim tensors, numbers) with torch's own ``promote_types``.
@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 PROMOTION_KEY = "type_promotion"
 KINDS = ("default", "int_to_float", "always_bool", "complex_to_float", "bool_to_long", "no_opmath")
 """``torch._prims_common.ELEMENTWISE_TYPE_PROMOTION_KIND`` member names, lower case, in torch's order."""
+INT_TO_LONG = "int_to_long"
+"""A reduction's rule with ``dtype=None``: bool and integers accumulate in int64, other dtypes in their own (ATen's
+``get_dtype_from_self(..., promote_integers=true)``, ``torch._refs.sum``'s ``dtype = torch.int64``); a ``dtype``
+argument given is the computation dtype. No elementwise kind says it, so torch.onnx's elementwise table has no rule."""
+DECLARED_KINDS = (*KINDS, INT_TO_LONG)
+"""The kinds a ``type_promotion:`` line may name."""
 KEEP_OWN_DTYPE = ("default", "no_opmath")
 """The kinds under which one tensor promoted alone computes in its own dtype (its line would say nothing)."""
 
@@ -77,6 +83,8 @@ def computation_dtype(kind: str, dtype: str, numbers: Iterable[str] = (), defaul
         return default_float
     if kind == "bool_to_long" and found == "bool":
         return "int64"
+    if kind == INT_TO_LONG and category(found) < FLOATING:
+        return "int64"
     return found
 
 
@@ -95,6 +103,8 @@ def returns_possible(kind: str, dtype: str) -> bool:
         return category(dtype) >= FLOATING
     if kind == "bool_to_long":
         return dtype != "bool"
+    if kind == INT_TO_LONG:
+        return category(dtype) >= FLOATING or dtype == "int64"
     if kind == "always_bool":
         return dtype == "bool"
     if kind == "complex_to_float":
@@ -110,8 +120,8 @@ class Promotion:
     args: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown type promotion kind {self.kind!r} (known: {', '.join(KINDS)})")
+        if self.kind not in DECLARED_KINDS:
+            raise ValueError(f"unknown type promotion kind {self.kind!r} (known: {', '.join(DECLARED_KINDS)})")
         if not self.args:
             raise ValueError("a type promotion names at least one argument")
 
@@ -150,9 +160,9 @@ class Promotion:
 
 
 def counts_by_kind(native_functions: bytes) -> dict[str, int]:
-    """The ``type_promotion:`` lines of a written file per kind, in ``KINDS`` order."""
+    """The ``type_promotion:`` lines of a written file per kind, in ``DECLARED_KINDS`` order."""
     found = [p.kind for line in native_functions.decode("utf-8").splitlines() if (p := Promotion.parse_line(line)) is not None]
-    return {kind: found.count(kind) for kind in KINDS if kind in found}
+    return {kind: found.count(kind) for kind in DECLARED_KINDS if kind in found}
 
 
 SCALAR = "Scalar"

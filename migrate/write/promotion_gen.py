@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from migrate.model.declared import declared_promotion
 from migrate.model.names import OverloadName
 from migrate.model.native import Entry, NativeFunctions
-from migrate.model.promotion import Promotion
+from migrate.model.promotion import KINDS, Promotion
 
 LINE_LENGTH = 88  # torch's formatter (black) line length, which the generated table follows
 HEADER = '''"""The elementwise type promotion rules of an annotated native_functions.yaml, as torch.onnx keeps them.
@@ -112,7 +112,7 @@ def name_rules(native: NativeFunctions) -> list[NameRule]:
     by_name: dict[str, list[tuple[str, Rule]]] = {}
     for entry in native.entries:
         promotion = declared_promotion(native, entry)
-        if promotion is not None:
+        if promotion is not None and promotion.kind in KINDS:  # a reduction's kind is no elementwise rule
             rule = Rule.of(entry, promotion)
             by_name.setdefault(rule.op_name, []).append((entry.name, rule))
     found = []

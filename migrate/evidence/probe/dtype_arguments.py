@@ -23,7 +23,7 @@ workers.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -59,11 +59,12 @@ class DtypeArgument:
         at = self.returns.index(slot)
         return bool(self.accepted) and all(returned[at] == asked for asked, returned in self.accepted)
 
-    def unset_follows_inputs(self, slot: str) -> bool:
+    def unset_follows_inputs(self, slot: str, computed: Callable[[DType], DType] = lambda cast: cast) -> bool:
         """Whether, with the argument None, the return slot had the cast tensors' dtype in every call that ran, two
-        dtypes or more: the None case is the inputs' dtype (``_to_copy(x)`` is ``x``'s dtype, uint16 as float32)."""
+        dtypes or more: the None case is the inputs' dtype (``_to_copy(x)`` is ``x``'s dtype, uint16 as float32), or
+        the dtype ``computed`` gives for it (a reduction's promotion: ``sum`` of int8 is int64)."""
         at = self.returns.index(slot)
-        return len(self.unset) >= 2 and all(returned[at] == cast for cast, returned in self.unset)
+        return len(self.unset) >= 2 and all(returned[at] == computed(cast) for cast, returned in self.unset)
 
     def unset_returned(self, slot: str) -> tuple[DType, ...]:
         """What the return slot was, with the argument None, beside the tensors at each dtype (``sum`` of int32: int64)."""
