@@ -542,6 +542,12 @@ CASES: tuple[Case, ...] = (
     c("sum", "self return.0", lambda d: A(t(d, 2, 3))),
     c("sum.dim_IntList", "self return.0", lambda d: A(t(d, 2, 3), [1]), lambda d: A(t(d, 2, 3, 2, 3), [0, 2])),
     c("cumsum", "self return.0", lambda d: A(t(d, 2, 3), 1)),
+    c("prod", "self return.0", lambda d: A(t(d, 2, 3))),
+    c("prod.dim_int", "self return.0", lambda d: A(t(d, 2, 3), 1)),
+    c("cumprod", "self return.0", lambda d: A(t(d, 2, 3), 1)),
+    # their in-place and out= siblings compute in the tensor they write: cumsum_ of int8 stays int8
+    c("cumsum_", "self", lambda d: A(t(d, 2, 3), 1)),
+    c("cumsum.out", "self out", lambda d: A(t(d, 2, 3), 1, out=t(d, 2, 3))),
     c("zeros", "return.0", lambda d: A([2, 3])),
     c("randn", "return.0", lambda d: A([2, 3])),
     # numbers alone set the return: ``where(c, True, False)`` is bool, ``where(c, 1j, 2j)`` complex64
