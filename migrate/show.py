@@ -25,6 +25,7 @@ from migrate.model.declared import declared_promotion, declared_with_backends
 from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical, format_set
 from migrate.model.global_sets import constraints_value, followed_spelling, set_value
 from migrate.model.plan import OPINFO, PROBE, Evidence, GlobalSet, Variable
+from migrate.model.promotion import Promotion, computation_dtype
 from migrate.model.verdict import DTYPE_SPELLING, PROMOTED, REJECTED, UNKNOWN, VERDICTS, one_per_dtype
 from migrate.pipeline import OverloadEvidence, Session
 from migrate.torchlib_source.resolve import OverloadIndex, TorchlibEvidence
@@ -158,6 +159,7 @@ def refused_section(context: ShowContext, overload: str) -> list[str]:
     own = evidence.opinfo is not None or evidence.probe is not None
     verdicts = context.session.verdicts_of(overload, evidence).variables if own else ()
     promoted, diagonal = _diagonal_refusals(evidence)
+    declared = declared_promotion(context.native, context.native.by_name[overload]) if overload in context.native.by_name else None
     lines = []
     for variable in variables:
         left_out = [d for d in TENSOR_DTYPES if d not in variable.dtypes]
@@ -167,6 +169,9 @@ def refused_section(context: ShowContext, overload: str) -> list[str]:
         by_call: dict[tuple[str, str], dict[DType, str]] = {}
         without: dict[str, list[DType]] = {}
         for dtype in left_out:
+            if declared is not None and set(declared.args) & set(variable.binds) and (moved := _computed_in(declared, dtype, variable)):
+                without.setdefault(moved, []).append(dtype)
+                continue
             record = _refusing(refusals, variable.binds, dtype)
             if record is None and promoted and set(promoted) <= set(variable.binds):
                 record = next((e for e in diagonal if dtype in e.dtypes), None)
@@ -188,6 +193,15 @@ def _diagonal_refusals(evidence: OverloadEvidence) -> tuple[tuple[str, ...], lis
     if finding is None or finding.promotion is None:
         return (), []
     return finding.tensors, [e for e in finding.diagonal if e.outcome == REJECTED and e.verdict is not None]
+
+
+def _computed_in(promotion: Promotion, dtype: DType, variable: Variable) -> str:
+    """The line for a dtype its variable leaves out that the promotion computes in another dtype the set holds (``sum``
+    of int8 computes in int64), else ''."""
+    computed = computation_dtype(promotion.kind, dtype.name)
+    if computed is None or computed == dtype.name or DType(computed) not in variable.dtypes:
+        return ""
+    return f"promoted: computed in {computed} ({promotion.kind}), which the set holds"
 
 
 def _refusing(refusals: list[Evidence], slots: tuple[str, ...], dtype: DType) -> Evidence | None:

@@ -174,3 +174,10 @@ def test_a_reduction_computes_an_integer_tensor_in_int64_and_a_given_dtype_in_th
     assert not refused.declared and "computes in torch.float8_e4m3fn" in refused.reason
     assert declarations.accepts("sum", self="float8_e4m3fn", dtype="float32", **{"return.0": "float32"}).declared
     assert declarations.accepts("cumsum", self="uint16", dim="1", dtype="float64", **{"return.0": "float64"}).declared
+
+
+@pytest.mark.slow
+def test_show_says_a_dtype_the_promotion_computes_in_another_is_promoted_there(full_run: Path, capfd):
+    code, out, _ = run_cli(capfd, "show", "sum", "--native-functions", str(full_run / "native_functions.yaml"))
+    assert code == 0 and "  type_promotion: {kind: int_to_long, args: [self]}" in out
+    assert "    bool, uint8, int8, int16, int32, uint16, uint32, uint64: promoted: computed in int64 (int_to_long), which the set holds" in out
