@@ -316,11 +316,11 @@ def promotion_violations(
     promotion: CompiledPromotion, allowed: tuple[frozenset[torch.dtype], ...], args: tuple, kwargs: dict, outs: tuple | None, seen: list[Any]
 ) -> list[tuple[str, str, torch.dtype, str]]:
     """(kind, slot, dtype, how) of each way the call breaks the promotion (the slow path, described in full)."""
-    given = _promoting(promotion, args, kwargs)
-    took = ", ".join(spelled(name, value) for name, value in given)
     if (named := _given_dtype(promotion, args, kwargs)) is not None:
         seen[promotion.variable] = named  # the argument's own set judges it
         return []
+    given = _promoting(promotion, args, kwargs)
+    took = ", ".join(spelled(name, value) for name, value in given)
     slot = ", ".join(name for name, _ in given)
     line = f"type_promotion {promotion.kind} at {promotion.where}"
     try:

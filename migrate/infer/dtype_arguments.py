@@ -8,6 +8,7 @@ took other dtypes gets every dtype it returned.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from migrate.evidence.probe.dtype_arguments import DtypeArgument
@@ -15,7 +16,7 @@ from migrate.evidence.sites import seen_on
 from migrate.model.constraint import DtypeArgument as SetByArgument
 from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical
 from migrate.model.plan import EMPTY, PROBE, TORCHLIB, Evidence, OverloadPlan, Variable
-from migrate.model.promotion import computation_dtype
+from migrate.model.promotion import Promotion, computation_dtype
 from migrate.model.verdict import ACCEPTED, DTYPE_ARGUMENT, REJECTED, Verdict
 
 ARGUMENT_DTYPES = 2  # dtypes the argument must be accepted at for a return to be set by it
@@ -111,11 +112,16 @@ def _followed_when_unset(fact: DtypeArgument, slot: str, kept: OverloadPlan) -> 
     """The variable the return follows when the argument is None: the one binding every tensor the calls with the
     argument None cast, where the return had their dtype in each of those calls (``fact.unset_follows_inputs``), or,
     those tensors promoted (``sum``'s ``int_to_long``), the dtype the call computed in: the promoted variable's."""
-    promotion = kept.promotion
-    computed = (lambda cast: DType(computation_dtype(promotion.kind, cast.name) or cast.name)) if promotion and set(fact.unset_cast) <= set(promotion.args) else (lambda cast: cast)
-    if not fact.unset_cast or not fact.unset_follows_inputs(slot, computed):
+    if not fact.unset_cast or not fact.unset_follows_inputs(slot, functools.partial(_computed, kept.promotion, fact.unset_cast)):
         return None
     return next((v for v in kept.variables if set(fact.unset_cast) <= set(v.binds)), None)
+
+
+def _computed(promotion: Promotion | None, cast: tuple[str, ...], dtype: DType) -> DType:
+    """The dtype a call computes in with the ``cast`` tensors at ``dtype``: theirs, unless the promotion moves it."""
+    if promotion is None or not set(cast) <= set(promotion.args):
+        return dtype
+    return DType(computation_dtype(promotion.kind, dtype.name) or dtype.name)
 
 
 def _unset_evidence(fact: DtypeArgument, slot: str) -> Evidence:

@@ -171,13 +171,13 @@ def reduction_findings(native: NativeFunctions, facts: Mapping[str, DtypeArgumen
     Its in-place and out= siblings compute in the tensor they write into, so they take none."""
     found = {}
     for name, fact in sorted(facts.items()):
-        entry = native.by_name.get(name)
-        if entry is None or fact.argument != "dtype" or len(fact.unset_cast) != 1 or fact.returns != ("return.0",):
+        if name not in native.by_name or fact.argument != "dtype" or len(fact.unset_cast) != 1 or fact.returns != ("return.0",):
             continue
         (tensor,) = fact.unset_cast
         ran = [(cast, returned[0]) for cast, returned in fact.unset if returned[0] is not None]
-        rule = [(cast, returned) for cast, returned in ran if returned.name == computation_dtype(INT_TO_LONG, cast.name)]
-        if len(rule) < len(ran) or len({returned for _, returned in ran}) < 2 or all(cast == returned for cast, returned in ran):
+        if not all(returned.name == computation_dtype(INT_TO_LONG, cast.name) for cast, returned in ran):
+            continue
+        if len({returned for _, returned in ran}) < 2 or all(cast == returned for cast, returned in ran):
             continue
         site = seen_on(DTYPE_ARGUMENT, f"{fact.argument} None, {tensor} at each dtype, a call built from the schema (what it returned)")
         diagonal = (Evidence(PROBE, "", canonical(cast for cast, _ in ran), (tensor,), len(ran), Verdict(ACCEPTED, site)),)

@@ -103,8 +103,6 @@ def returns_possible(kind: str, dtype: str) -> bool:
         return category(dtype) >= FLOATING
     if kind == "bool_to_long":
         return dtype != "bool"
-    if kind == INT_TO_LONG:
-        return category(dtype) >= FLOATING or dtype == "int64"
     if kind == "always_bool":
         return dtype == "bool"
     if kind == "complex_to_float":
