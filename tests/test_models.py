@@ -140,6 +140,28 @@ def test_without_transformers_a_run_reads_the_models_runs_the_shipped_recording_
     assert capsys.readouterr().err == ""
 
 
+def test_a_refresh_without_transformers_keeps_the_models_runs_the_shipped_recording_holds(monkeypatch, tmp_path):
+    """The models cannot run again without transformers: a refresh that dropped their runs would write other sets than
+    the run it refreshes (the norms' float32 weights beside a float16 input come from them)."""
+    from migrate.evidence import recording
+    from migrate.evidence.models import source
+    from migrate.runtime.recorded import installed_release
+
+    monkeypatch.setattr(source, "transformers_version", lambda: None)
+    cache = StageCache(tmp_path / "cache")
+    recording.seed(cache)
+    line = recording.refreshed(cache)
+    assert line.startswith(f"--refresh: making every ATen call of torch {installed_release().torch} again (minutes); ")
+    (shipped,) = recording.SHIPPED.glob("cpu-*.json.gz")
+    assert line.endswith(f", which need transformers, as the shipped {shipped.name} holds them")
+    assert not recording.holds_facts(cache)  # every other stage is made again
+    found = source.stored_models(cache)
+    assert found is not None and found.transformers == "5.24.0" and len(found.runs) == 12
+    monkeypatch.setattr(recording, "SHIPPED", tmp_path / "none")  # no recording of this release ships: nothing to keep
+    other = StageCache(tmp_path / "other")
+    assert recording.refreshed(other) == line.partition("; ")[0] and source.stored_models(other) is None
+
+
 def test_a_run_without_transformers_nor_recorded_models_says_so_on_one_line(monkeypatch, tmp_path, capsys):
     from migrate.evidence import recording
     from migrate.evidence.models import source

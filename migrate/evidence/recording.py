@@ -332,6 +332,29 @@ def _seeded(cache: StageCache, folder: Path, shipped: Path) -> Seeded:
     if replaced:  # a copy of an older shipped recording's facts (and the calls made since where it had none)
         shutil.rmtree(folder, ignore_errors=True)
     installed = installed_release()
+    found = _shipped_for(installed, shipped)
+    if found.path is None:
+        why = "; ".join(found.reasons) or f"no recording of it ships in {shipped}"
+        return Seeded(why=f"recording torch {installed.torch}'s facts afresh (every ATen call here, minutes): {why}")
+    try:
+        _write_facts(cache, found.obj, f"{found.path.name}\n{found.digest}")
+    except OSError as exc:  # an unwritable cache only costs time: the stages make their calls
+        return Seeded(why=f"recording torch {installed.torch}'s facts afresh: the cache cannot hold the shipped {found.path.name} ({exc})")
+    return Seeded(source=str(found.path), replaced=replaced)
+
+
+@dataclass(frozen=True)
+class _Shipped:
+    """The shipped CPU recording made for the installed release (``path`` None: none ships), and why each other shipped
+    file is not it."""
+
+    path: Path | None
+    obj: dict[str, Any]
+    digest: str  # of the file's bytes
+    reasons: tuple[str, ...]
+
+
+def _shipped_for(installed: Release, shipped: Path) -> _Shipped:
     reasons = []
     for path in sorted(shipped.glob("*.json.gz")):
         try:
@@ -346,13 +369,8 @@ def _seeded(cache: StageCache, folder: Path, shipped: Path) -> Seeded:
         if why:
             reasons.append(f"the shipped {path.name} is not this torch's: {why}")
             continue
-        try:
-            _write_facts(cache, obj, f"{path.name}\n{bytes_digest}")
-        except OSError as exc:  # an unwritable cache only costs time: the stages make their calls
-            return Seeded(why=f"recording torch {installed.torch}'s facts afresh: the cache cannot hold the shipped {path.name} ({exc})")
-        return Seeded(source=str(path), replaced=replaced)
-    found = "; ".join(reasons) or f"no recording of it ships in {shipped}"
-    return Seeded(why=f"recording torch {installed.torch}'s facts afresh (every ATen call here, minutes): {found}")
+        return _Shipped(path, obj, bytes_digest, tuple(reasons))
+    return _Shipped(None, {}, "", tuple(reasons))
 
 
 SEEDED_FROM = "seeded-from"
@@ -373,10 +391,20 @@ def holds_facts(cache: StageCache, shipped: Path | None = None) -> bool:
     return source.is_file() and seeded == _bytes_digest(source.read_bytes())
 
 
-def refreshed(cache: StageCache) -> str:
-    """The installed release's facts removed, so that the run makes every ATen call again; the line that says so."""
+def refreshed(cache: StageCache, shipped: Path | None = None) -> str:
+    """The installed release's facts removed, so that the run makes every ATen call again; the line that says so.
+    Without transformers the tiny models cannot run again here: their runs stay as the shipped recording of this release
+    (``shipped``, default ``SHIPPED``) holds them, so a refresh writes what a run from that recording writes."""
     shutil.rmtree(recorded.folder(cache), ignore_errors=True)
-    return f"--refresh: making every ATen call of torch {installed_release().torch} again (minutes)"
+    line = f"--refresh: making every ATen call of torch {installed_release().torch} again (minutes)"
+    if models_source.transformers_version() is not None:
+        return line
+    found = _shipped_for(installed_release(), shipped or SHIPPED)
+    models = sorted(name for name in found.obj.get("stages", {}) if name.startswith(models_source.STAGE_PREFIX))
+    if found.path is None or not models:
+        return line
+    recorded.RecordedStage(recorded.folder(cache) / models[-1]).write_encoded(found.obj["stages"][models[-1]])
+    return f"{line}; the tiny models' runs, which need transformers, as the shipped {found.path.name} holds them"
 
 
 def _write_facts(cache: StageCache, obj: dict[str, Any], seeded_from: str) -> None:
