@@ -272,6 +272,17 @@ def computation_dtype(kind: str, values: list) -> str | None:
     return str(promoted).removeprefix("torch.")
 
 
+def _bound(overload: str, args: tuple, kwargs: dict) -> dict:
+    """A call's values by argument name."""
+    names = [a.name for a in aten_op(overload)._schema.arguments]
+    return dict(zip(names, args)) | kwargs
+
+
+def _computation(promotion: Promotion, bound: dict) -> str | None:
+    """The computation dtype of a call (its values by name) under the promotion's kind (``computation_dtype``)."""
+    return computation_dtype(promotion.kind, [x for a in promotion.args if a in bound for x in _elements(bound[a]) if x is not None])
+
+
 def _elements(value) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
@@ -286,8 +297,7 @@ def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Var
     dtype in its variable's set, and the slots of one variable at one dtype."""
     import torch
 
-    names = [a.name for a in aten_op(overload)._schema.arguments]
-    bound = dict(zip(names, args)) | kwargs
+    bound = _bound(overload, args, kwargs)
     at: dict[str, set[str]] = {}  # each tensor slot's dtypes in this call
     for name, value in bound.items():
         found = {str(x.dtype).removeprefix("torch.") for x in _elements(value) if isinstance(x, torch.Tensor)}
@@ -298,7 +308,7 @@ def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Var
         for a in promotion.args:  # a reduction computes in the dtype= given, which its own set judges
             at.pop(a, None)
     elif promotion is not None:
-        computation = computation_dtype(promotion.kind, [x for a in promotion.args if a in bound for x in _elements(bound[a]) if x is not None])
+        computation = _computation(promotion, bound)
         if computation is None:
             return False
         promoted = {of_slot[a].name for a in promotion.args if a in of_slot}
@@ -352,8 +362,7 @@ def policy_differs(overload: str, args: tuple, kwargs: dict, variables: tuple[Va
     """The first return whose variable binds tensors handed on at one dtype, and that ATen returned at another ('' when none)."""
     import torch
 
-    names = [a.name for a in aten_op(overload)._schema.arguments]
-    bound = dict(zip(names, args)) | kwargs
+    bound = _bound(overload, args, kwargs)
     for position, dtype in enumerate(returned):
         variable = next((v for v in variables if f"return.{position}" in v.binds), None)
         handed = {str(x.dtype).removeprefix("torch.") for slot in getattr(variable, "binds", ()) for x in _elements(bound.get(slot)) if isinstance(x, torch.Tensor)}
@@ -409,12 +418,11 @@ def _returns_at(dtype: str, case: Case, args: tuple, kwargs: dict, variables: tu
     returned = of_slot.get("return.0")
     if "return.0" not in case.slots or returned is None or not promoted & set(getattr(returned, "follows", ())):
         return True
-    names = [a.name for a in aten_op(case.overload)._schema.arguments]
-    bound = dict(zip(names, args)) | kwargs
+    bound = _bound(case.overload, args, kwargs)
     argument = getattr(returned, "argument", None)
     if argument is not None and bound.get(argument.name) is not None:
         return str(bound[argument.name]).removeprefix("torch.") == dtype
-    return computation_dtype(promotion.kind, [x for a in promotion.args if a in bound for x in _elements(bound[a]) if x is not None]) == dtype
+    return _computation(promotion, bound) == dtype
 
 
 def other_device_dtypes(report: Path) -> dict[tuple[str, str], frozenset[str]]:

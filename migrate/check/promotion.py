@@ -275,6 +275,9 @@ def promoted_arguments_fit(promotion: CompiledPromotion, allowed: tuple[frozense
     A call whose promoting arguments are all tensors of one dtype (most calls) computes in that dtype's kind
     at once; any other goes through ATen's tiers.
     """
+    if promotion.dtype_argument is not None and (given := _value(args, kwargs, *promotion.dtype_argument)) is not None:
+        seen[promotion.variable] = given  # the argument's own set judges it (the test inline: every call passes here)
+        return True
     values, common = [], _UNSEEN
     for position, name, keyword_only in promotion.arguments:
         value = kwargs.get(name) if keyword_only or position >= len(args) else args[position]
@@ -282,9 +285,6 @@ def promoted_arguments_fit(promotion: CompiledPromotion, allowed: tuple[frozense
             values.append(value)
             if common is not None:
                 common = value.dtype if isinstance(value, torch.Tensor) and common in (_UNSEEN, value.dtype) else None
-    if (given := _given_dtype(promotion, args, kwargs)) is not None:
-        seen[promotion.variable] = given  # the argument's own set judges it
-        return True
     if isinstance(common, torch.dtype):  # _of_kind, inline: the one lookup most calls take
         dtype = _COMPUTED_IN[promotion.kind].get(common, common) or torch.get_default_dtype()
     else:

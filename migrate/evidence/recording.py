@@ -396,10 +396,11 @@ def refreshed(cache: StageCache, shipped: Path | None = None) -> str:
     Without transformers the tiny models cannot run again here: their runs stay as the shipped recording of this release
     (``shipped``, default ``SHIPPED``) holds them, so a refresh writes what a run from that recording writes."""
     shutil.rmtree(recorded.folder(cache), ignore_errors=True)
-    line = f"--refresh: making every ATen call of torch {installed_release().torch} again (minutes)"
+    installed = installed_release()
+    line = f"--refresh: making every ATen call of torch {installed.torch} again (minutes)"
     if models_source.transformers_version() is not None:
         return line
-    found = _shipped_for(installed_release(), shipped or SHIPPED)
+    found = _shipped_for(installed, shipped or SHIPPED)
     models = sorted(name for name in found.obj.get("stages", {}) if name.startswith(models_source.STAGE_PREFIX))
     if found.path is None or not models:
         return line
