@@ -235,6 +235,8 @@ def declared_dtypes(case: Case, variables: tuple[Variable, ...]) -> frozenset[st
         dtypes = {d.name for d in variable.dtypes}
         for other in getattr(variable, "follows", ()):  # the field comes with dependent constraints (issue 23)
             dtypes |= {held[other]} if other in held else {d.name for d in by_name[other].dtypes}
+        for other in getattr(variable, "opmath", ()):  # the field comes with norms' weights (issue 52)
+            dtypes |= {_opmath(held[other])} if other in held else {_opmath(d.name) for d in by_name[other].dtypes}
         return frozenset(dtypes)
 
     dtypes = frozenset(DTYPES)
@@ -278,6 +280,14 @@ def _bound(overload: str, args: tuple, kwargs: dict) -> dict:
     return dict(zip(names, args)) | kwargs
 
 
+def _opmath(dtype: str) -> str:
+    """The dtype ATen computes a tensor of ``dtype`` in, as torch's own refs say (``get_computation_dtype``)."""
+    import torch
+    from torch._prims_common import get_computation_dtype
+
+    return str(get_computation_dtype(getattr(torch, dtype))).removeprefix("torch.")
+
+
 def _computation(promotion: Promotion, bound: dict) -> str | None:
     """The computation dtype of a call (its values by name) under the promotion's kind (``computation_dtype``)."""
     return computation_dtype(promotion.kind, [x for a in promotion.args if a in bound for x in _elements(bound[a]) if x is not None])
@@ -317,7 +327,7 @@ def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Var
             return False
         at.update({a: {computation} for a in set(promotion.args) | written if a in at})
     bound_to: dict[str, str] = {}
-    for slot, dtypes in sorted(at.items(), key=lambda item: bool(getattr(of_slot.get(item[0]), "follows", ()))):
+    for slot, dtypes in sorted(at.items(), key=lambda item: bool(getattr(of_slot.get(item[0]), "follows", ()) or getattr(of_slot.get(item[0]), "opmath", ()))):
         if len(dtypes) > 1:
             return False  # one list's elements of different dtypes: one variable cannot bind them
         (dtype,) = dtypes
@@ -325,6 +335,7 @@ def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Var
         if variable is None:
             continue
         allowed = {d.name for d in variable.dtypes} | {bound_to[f] for f in getattr(variable, "follows", ()) if f in bound_to}
+        allowed |= {_opmath(bound_to[f]) for f in getattr(variable, "opmath", ()) if f in bound_to}
         if dtype not in allowed or bound_to.setdefault(variable.name, dtype) != dtype:
             return False
     return True

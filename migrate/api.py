@@ -48,10 +48,11 @@ class BoundVariable:
     follows: tuple[str, ...]
     slots: tuple[str, ...]
     argument: str = ""  # the ScalarType argument whose value it is when the call gives one
+    opmath: tuple[str, ...] = ()  # the variables whose computation dtype it may take
 
     def __str__(self) -> str:
-        listed = ConstraintList(self.dtypes, self.follows, self.argument)
-        spelled = f"{self.set_name} = {listed}" if self.set_name and not (self.follows or self.argument) else str(listed)
+        listed = ConstraintList(self.dtypes, self.follows, self.argument, self.opmath)
+        spelled = f"{self.set_name} = {listed}" if self.set_name and not (self.follows or self.argument or self.opmath) else str(listed)
         return f"{', '.join(self.slots)}: {self.name} = {spelled}" if self.name != self.set_name else f"{', '.join(self.slots)}: {spelled}"
 
 
@@ -224,7 +225,7 @@ class LoadedDeclarations:
 
     def _bound(self, variable: DeclaredVariable, parsed: dict[str, _Value]) -> BoundVariable:
         slots = tuple(slot for slot in variable.binds if slot in parsed)
-        return BoundVariable(variable.name, self._set_names.get(variable.dtypes), variable.dtypes, variable.follows, slots, variable.argument)
+        return BoundVariable(variable.name, self._set_names.get(variable.dtypes), variable.dtypes, variable.follows, slots, variable.argument, variable.opmath)
 
 
 @functools.lru_cache(maxsize=None)

@@ -107,6 +107,7 @@ def declared_section(context: ShowContext, overload: str) -> list[str]:
     followed = followed_spelling(variables)
     for variable in variables:
         said = [f"or the dtype {', '.join(variable.follows)} has in the call"] if variable.follows else []
+        said += [f"or the dtype ATen computes {', '.join(variable.opmath)} in (opmath: float16 and bfloat16 compute in float32, complex32 in complex64)"] if variable.opmath else []
         if variable.argument is not None:
             name = variable.argument.name
             spelled = constraints_value(variable, context.file_sets, taken, followed)
@@ -114,7 +115,8 @@ def declared_section(context: ShowContext, overload: str) -> list[str]:
             none = f", else {others}" if variable.argument.optional else "; it is never None"
             said.insert(0, f"exactly the dtype {name} names{' when given' if variable.argument.optional else ''}{none}")
         spelled = _named(context, variable) if not variable.listed else f"{variable.name} = {constraints_value(variable, context.file_sets, taken, followed)}"
-        lines.append(f"  {', '.join(variable.binds)}: {spelled} {_count(variable.dtypes)}" + (f" ({'; '.join(said)})" if said else ""))
+        count = f" {_count(variable.dtypes)}" if variable.dtypes or not variable.depends_on else ""
+        lines.append(f"  {', '.join(variable.binds)}: {spelled}{count}" + (f" ({'; '.join(said)})" if said else ""))
         if variable.argument is not None:
             lines.append(f"  {variable.argument.name} = {set_value(variable.argument.dtypes, context.file_sets)} (the dtypes the argument may name)")
         lines.extend(f"    on {stated.key}: {context.spell(stated.dtypes)} {_count(stated.dtypes)}" for stated in variable.backends)
@@ -144,7 +146,7 @@ def refused_section(context: ShowContext, overload: str) -> list[str]:
     """Why the declaration leaves each of the 21 dtypes out of a variable's set: the one call that refused it and ATen's
     message (dtypes refused on one call with one message, but for the dtype it names, share a line), else what the
     run's verdicts say of it (unknown, and why; computed in another dtype)."""
-    variables = [v for v in context.declared(overload) if not v.follows and v.argument is None and len(v.dtypes) < len(TENSOR_DTYPES)]
+    variables = [v for v in context.declared(overload) if not v.depends_on and v.argument is None and len(v.dtypes) < len(TENSOR_DTYPES)]
     if not variables:
         return []
     evidence = context.evidence[overload]

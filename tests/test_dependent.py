@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from migrate.check.checker import OUTSIDE_SET, Declarations, checking
+from migrate.check.checker import OUTSIDE_SET, Declarations, DtypeViolation, checking
 from migrate.errors import InputError
 from migrate.evidence.probe.follows import follows_facts
 from migrate.runtime.runs import OpInfoId, Probe, ProbedCall
 from migrate.infer.merge import with_follows
 from migrate.infer.naming import name_variables
-from migrate.model.constraint import ConstraintList, follows_problem, possible_dtypes
+from migrate.model.constraint import ConstraintError, ConstraintList, follows_problem, possible_dtypes
 from migrate.model.declared import declared_variables
 from migrate.model.dtypes import DType, UnknownDType, named
 from migrate.model.global_sets import GlobalSetsFile
@@ -343,6 +344,84 @@ def test_a_variable_of_the_facts_slots_and_returns_follows_and_one_with_another_
     assert followed.possible(followed.variables[1]) == halves  # nothing narrowed: float16 and bfloat16 beside an input of theirs
     wider = OverloadPlan("native_layer_norm", (merged.variables[0], Variable("P1", halves, ("weight", "bias", "running_mean"))))
     assert with_follows(wider, [fact]).variables[1].follows == ()
+
+
+def _input_refused(constant: str, refused: str, message: str) -> ProbedCall:
+    """A native_layer_norm call with weight and bias at ``constant``, its input cast alone and refused ``refused``."""
+    slots = (("input", DType(constant)), ("weight", DType(constant)), ("bias", DType(constant)), ("return.0", DType(constant)), ("return.1", DType(constant)))
+    probe = Probe(("input",), (), ((DType(refused), message),))
+    return ProbedCall("aten::native_layer_norm", slots, OpInfoId("native_layer_norm", ""), DType("float32"), True, (probe,))
+
+
+def _float64_run() -> "Observation":
+    from migrate.runtime.runs import Observation
+
+    slots = tuple((name, DType("float64")) for name in ("input", "weight", "bias", "return.0", "return.1"))
+    return Observation("aten::native_layer_norm", slots, OpInfoId("native_layer_norm", ""), DType("float64"), True, 1)
+
+
+MIXED = "RuntimeError: mixed dtype (CPU): all inputs must share same datatype."
+
+
+def test_slots_that_take_the_groups_computation_dtype_follow_it_where_a_call_refutes_the_constant():
+    """float32 beside float16, bfloat16 and float32 inputs reads as a constant until the input cast to float64 beside a
+    float32 weight is refused: then the weight is the dtype the input computes in (opmath), and no constant."""
+    assert not follows_facts(ATEN_LAYER_NORM, [_float64_run()])["native_layer_norm"][0].opmath  # no call refutes float32
+    (fact,) = follows_facts([*ATEN_LAYER_NORM, _input_refused("float32", "float64", MIXED)], [_float64_run()])["native_layer_norm"]
+    assert (fact.slots, fact.on, fact.dtypes, fact.opmath) == (("weight", "bias"), ("input",), (), True)
+    assert fact.evidence.where.endswith(f"their dtype and the dtype it computes in; input cast to float64 beside weight, bias at float32 refused ({MIXED})")
+    # a refusal of a dtype the input never ran at says nothing of the weight
+    assert not follows_facts([*ATEN_LAYER_NORM, _input_refused("float32", "float64", MIXED)])["native_layer_norm"][0].opmath
+
+
+def test_a_weight_following_the_inputs_computation_dtype_is_its_dtype_or_opmath_and_torchlib_gets_the_union():
+    (fact,) = follows_facts([*ATEN_LAYER_NORM, _input_refused("float32", "float64", MIXED)], [_float64_run()])["native_layer_norm"]
+    merged = OverloadPlan("native_layer_norm", (Variable("T", FLOATS, ("input", "return.0")), Variable("U", FLOATS, ("weight", "bias", "return.1"))))
+    weight = with_follows(merged, [fact]).variables[1]
+    assert (weight.dtypes, weight.follows, weight.opmath) == ((), ("T",), ("T",))
+    plan = replace(merged, variables=(merged.variables[0], weight))
+    assert plan.possible(weight) == FLOATS and OverloadPlan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
+    assert weight.constraint.spelled({"T": "input.dtype"}) == "[input.dtype, opmath(input.dtype)]"
+    assert possible_dtypes("U", {"T": named("float16", "complex32"), "U": ()}, {}, None, {"U": ("T",)}) == named("float32", "complex64")
+
+
+def test_opmath_parses_by_a_tensor_arguments_dtype_or_a_variables_name_and_nothing_else():
+    tensors = {"input": "T"}
+    assert ConstraintList.parse("[input.dtype, opmath(input.dtype)]", (), tensors) == ConstraintList((), ("T",), "", ("T",))
+    assert ConstraintList.parse("[opmath(T), torch.float64]") == ConstraintList(named("float64"), (), "", ("T",))
+    with pytest.raises(ConstraintError, match="takes one tensor argument's dtype or one type variable"):
+        ConstraintList.parse("[opmath(torch.float16)]", (), tensors)
+    with pytest.raises(ConstraintError, match="weight is no tensor argument"):
+        ConstraintList.parse("[opmath(weight.dtype)]", (), tensors)
+
+
+@pytest.fixture(scope="module")
+def norm_declared(tmp_path_factory) -> Declarations:
+    entry = (
+        "- func: native_layer_norm(T input, SymInt[] normalized_shape, U? weight, U? bias, float eps) -> (T, U, U)\n"
+        "  type_constraints: {T: [torch.float16, torch.bfloat16, torch.float32, torch.float64], U: [input.dtype, opmath(input.dtype)]}\n"
+    )
+    return Declarations.from_native(annotated(tmp_path_factory.mktemp("norm"), entry))
+
+
+@pytest.mark.parametrize(
+    "input, weight, declared",
+    [("float16", "float32", True), ("float16", "float16", True), ("float64", "float64", True), ("float64", "float32", False), ("float16", "bfloat16", False)],
+)
+def test_the_checker_takes_the_inputs_dtype_or_the_one_it_computes_in(norm_declared, input, weight, declared):
+    x, w = torch.ones(2, 4, dtype=getattr(torch, input)), torch.ones(4, dtype=getattr(torch, weight))
+    if declared:
+        with checking(norm_declared, collect=True) as checker:
+            torch.ops.aten.native_layer_norm(x, [4], w, w, 1e-5)
+        assert checker.violations == ()
+    else:  # ATen refuses these too ("mixed dtype (CPU)"), which the message adds
+        with pytest.raises(DtypeViolation, match=rf"U = \[T, opmath\(T\)\].*T is torch.{input}; opmath\(T\) is torch.\w+ in this call.*mixed dtype"), checking(norm_declared):
+            torch.ops.aten.native_layer_norm(x, [4], w, w, 1e-5)
+
+
+def test_a_list_naming_opmath_of_no_variable_of_the_entry_is_an_error_with_file_line_and_op(tmp_path):
+    error = declaration_error(tmp_path, "- func: f(T self, U other) -> T\n  type_constraints: {T: TFloat, U: [TFloat]}\n", "{T: [torch.float32], U: [opmath(X)]}")
+    assert error.endswith("unresolved type variable X in opmath() in the list of U")
 
 
 # -- the real run

@@ -4,10 +4,14 @@ full run's entries."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import torch
 
+from migrate.api import load_declarations
+from migrate.cli import main
 from migrate.evidence.sites import seen_on
 from migrate.infer.own_calls import with_what_the_functional_returns
 from migrate.infer.promotion_findings import finding_of
@@ -99,10 +103,39 @@ NORMS = ("layer_norm", "native_layer_norm", "group_norm", "native_group_norm", "
 
 @pytest.mark.slow
 @pytest.mark.parametrize("overload", NORMS)
-def test_a_norms_weight_and_statistics_are_float32_or_the_inputs_dtype(full_run: Path, overload):
+def test_a_norms_weight_and_statistics_are_the_inputs_dtype_or_the_one_it_computes_in(full_run: Path, overload):
     func, constraints = _constraints(full_run, overload)
     assert "U? weight" in func and "U? bias" in func
-    assert constraints == "  type_constraints: {T: TFloatingAndHalfBFloat16, U: [torch.float32, input.dtype]}"
+    assert constraints == "  type_constraints: {T: TFloatingAndHalfBFloat16, U: [input.dtype, opmath(input.dtype)]}"
+    declarations = load_declarations(full_run / "native_functions.yaml")
+    weights = {"weight": None, "bias": None} if overload.startswith("native_") or overload == "batch_norm" else {}
+    for input, weight, declared in (
+        (torch.float16, torch.float32, True),
+        (torch.bfloat16, torch.bfloat16, True),
+        (torch.float64, torch.float64, True),
+        (torch.float64, torch.float32, False),  # mixed dtype (CPU): all inputs must share same datatype
+        (torch.float16, torch.bfloat16, False),  # mixed dtype (CPU): expect parameter to have scalar type of Float
+    ):
+        verdict = declarations.accepts(overload, input=input, **dict.fromkeys(weights or ("weight", "bias"), weight))
+        assert bool(verdict) is declared, (input, weight, str(verdict))
+    if overload == "native_layer_norm":
+        refused = str(declarations.accepts(overload, input=torch.float64, weight=torch.float32))
+        assert "not in U = [T, opmath(T)]" in refused and "opmath(T) is torch.float64 in this call" in refused
+
+
+@pytest.mark.slow
+def test_the_norms_backwards_follow_the_gradients_computation_dtype_and_show_says_so(full_run: Path, capfd):
+    for overload in ("native_layer_norm_backward", "native_group_norm_backward", "native_batch_norm_backward"):
+        assert _constraints(full_run, overload)[1] == "  type_constraints: {T: TFloatingAndHalfBFloat16, U: [grad_out.dtype, opmath(grad_out.dtype)]}"
+    assert main(["show", "native_layer_norm", "--native-functions", str(full_run / "native_functions.yaml")]) == 0
+    shown = capfd.readouterr().out
+    assert "weight, bias, return.1, return.2: U = [input.dtype, opmath(input.dtype)] (or the dtype T has in the call; or the dtype ATen computes T in" in shown
+    report = json.loads((full_run / "report.json").read_text())
+    plan = next(o for o in report["overloads"] if o["name"] == "native_layer_norm")
+    weight = next(v for v in plan["variables"] if "weight" in v["binds"])
+    assert weight["opmath"] == weight["follows"] and weight["dtypes"] == []
+    refusal = "input cast to float64 beside weight, bias at float32 refused (RuntimeError: mixed dtype (CPU): all inputs must share same datatype.)"
+    assert any(refusal in e.get("where", "") for e in weight["evidence"])
 
 
 @pytest.mark.slow

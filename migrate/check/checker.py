@@ -76,8 +76,8 @@ from migrate.runtime import torch_private
 from migrate.runtime.dispatch import TwoKeyObserver, has_elements
 from migrate.errors import InputError
 from migrate.model.backends import BACKENDS_KEY, backend_of
-from migrate.model.constraint import ConstraintList
-from migrate.model.dtypes import DType
+from migrate.model.constraint import OPMATH, ConstraintList
+from migrate.model.dtypes import DType, opmath
 from migrate.model.names import OverloadName
 from migrate.model.promotion import PROMOTION_KEY
 
@@ -103,6 +103,7 @@ class DeclaredVariable:
     argument: str = ""  # the ScalarType argument whose value it is when the call gives one
     argument_dtypes: tuple[DType, ...] = ()  # the dtypes that argument may name
     backends: tuple[tuple[str, tuple[DType, ...]], ...] = ()  # (dispatch key, its set there) where ``dispatch_dtypes:`` states one
+    opmath: tuple[str, ...] = ()  # variables of the overload whose computation dtype in a call this one may also take
 
     def on(self, key: str) -> DeclaredVariable:
         """The variable as the backend of that dispatch key takes it: its set there ('' or unstated: the union)."""
@@ -216,6 +217,7 @@ class Declarations:
                 v.argument,
                 tuple(d.name for d in v.argument_dtypes),
                 tuple((key, sets.setdefault(dtypes, len(sets))) for key, dtypes in v.backends),
+                v.opmath,
             )
             for v in variables
         )
@@ -235,7 +237,8 @@ class Declarations:
 def _declared_variable(variable: Any) -> DeclaredVariable:
     argument = variable.argument
     named = (argument.name, argument.dtypes) if argument else ("", ())
-    return DeclaredVariable(variable.name, variable.dtypes, variable.binds, variable.follows, *named, tuple((b.key, b.dtypes) for b in variable.backends))
+    backends = tuple((b.key, b.dtypes) for b in variable.backends)
+    return DeclaredVariable(variable.name, variable.dtypes, variable.binds, variable.follows, *named, backends, variable.opmath)
 
 
 def _declared_promotion(native: NativeFunctions, entry: Any) -> DeclaredPromotion | None:
@@ -251,8 +254,8 @@ def _declared_promotion(native: NativeFunctions, entry: Any) -> DeclaredPromotio
 def _unpickle_declarations(path: str, sets: tuple, variables: tuple, rows: tuple, backend: str) -> Declarations:
     dtypes = [tuple(map(DType, names)) for names in sets]
     table = [
-        DeclaredVariable(name, dtypes[index], binds, follows, argument, tuple(map(DType, named)), tuple((key, dtypes[i]) for key, i in backends))
-        for name, index, binds, follows, argument, named, backends in variables
+        DeclaredVariable(name, dtypes[index], binds, follows, argument, tuple(map(DType, named)), tuple((key, dtypes[i]) for key, i in backends), computed)
+        for name, index, binds, follows, argument, named, backends, computed in variables
     ]
     overloads = tuple(
         DeclaredOverload(name, tuple(table[i] for i in indices), line, promotion, backends_line, backend, autocast, autocast_line)
@@ -350,6 +353,7 @@ class _Compiled:
     promotion: CompiledPromotion | None = None  # its promoted variable's slots are checked there, not above
     set_by: tuple[tuple[int, int, str, bool, frozenset[torch.dtype]], ...] = ()  # (variable index, position, argument, keyword-only, its dtypes)
     per_backend: bool = False  # some variable's set differs per backend: a call is judged by its tensors' device
+    computed: tuple[tuple[int, ...], ...] = ()  # per variable, the indices of the variables whose computation dtype it may take
 
     def allowed_now(self, index: int, seen: list[Any], given: dict[int, torch.dtype] | None = None) -> frozenset[torch.dtype]:
         """A variable's dtypes in this call: the dtype its argument names when the call gives one (``given``); else its
@@ -357,6 +361,8 @@ class _Compiled:
         if given and index in given:
             return frozenset((given[index],))
         taken = [seen[other] for other in self.follows[index] if seen[other] is not None]
+        if self.computed:
+            taken += [_opmath(seen[other]) for other in self.computed[index] if seen[other] is not None]
         return self.allowed[index] | frozenset(taken) if taken else self.allowed[index]
 
     def given(self, args: tuple, kwargs: dict) -> dict[int, torch.dtype]:
@@ -373,6 +379,12 @@ def _torch_dtypes(dtypes: Iterable[DType]) -> frozenset[torch.dtype]:
     """The torch dtypes of a set; a name this torch does not define cannot occur in a call, so it is left out."""
     found = (getattr(torch, d.name, None) for d in dtypes)
     return frozenset(d for d in found if isinstance(d, torch.dtype))
+
+
+@functools.cache
+def _opmath(dtype: torch.dtype) -> torch.dtype:
+    """The torch dtype ATen computes a tensor of ``dtype`` in (``migrate.model.dtypes.opmath``)."""
+    return getattr(torch, opmath(dtype_of(dtype)).name)
 
 
 @functools.cache
@@ -419,7 +431,8 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
                 )
     index_of = {v.name: i for i, v in enumerate(declared.variables)}
     follows = tuple(tuple(index_of[name] for name in v.follows) for v in declared.variables)
-    depth = _depths(follows)  # a followed variable's slots are checked before its followers'
+    computed = tuple(tuple(index_of[name] for name in v.opmath) for v in declared.variables)
+    depth = _depths(tuple(a + b for a, b in zip(follows, computed)))  # a followed variable's slots are checked before its followers'
     positions = {a.name: (position, a.kwarg_only) for position, a in enumerate(func._schema.arguments)}
     set_by = []
     for index, variable in enumerate(declared.variables):
@@ -444,6 +457,7 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
         promotion,
         tuple(set_by),
         any(v.backends for v in declared.variables),
+        computed if any(computed) else (),
     )
 
 
@@ -540,6 +554,10 @@ def _violations(check: _Compiled, args: tuple, kwargs: dict, out: Any, with_retu
         if dtype not in check.allowed_now(index, seen, given) and (slot, dtype) not in outside:
             outside.add((slot, dtype))
             followed = tuple((check.declared.variables[o].name, None if seen[o] is None else dtype_of(seen[o])) for o in check.follows[index])
+            if check.computed:
+                followed += tuple(
+                    (f"{OPMATH}({check.declared.variables[o].name})", None if seen[o] is None else dtype_of(_opmath(seen[o]))) for o in check.computed[index]
+                )
             argument = check.declared.variables[index].argument
             named = (argument, dtype_of(given[index]) if index in given else None) if argument else None
             found.append(_violation(check, OUTSIDE_SET, index, label, dtype_of(dtype), follows=followed, argument=named))

@@ -10,7 +10,7 @@ from typing import Iterable
 from migrate.evidence.probe.follows import Follows
 from migrate.infer.probe_conflicts import split_and_joined
 from migrate.model.constraint import follows_problem
-from migrate.model.dtypes import DType, canonical, format_set
+from migrate.model.dtypes import DType, canonical, format_set, opmath
 from migrate.model.plan import DECLARED, OPINFO, Conflict, Evidence, OverloadPlan, Variable
 from migrate.model.verdict import names_a_dtype
 
@@ -157,7 +157,8 @@ def with_follows(plan: OverloadPlan, facts: Iterable[Follows]) -> OverloadPlan:
 
     Its own dtypes are those ATen accepted beside every dtype of the other, and any it had that neither
     gives (nothing is narrowed); a fact whose slots the plan groups otherwise, or that would make
-    variables follow each other in a cycle, changes nothing.
+    variables follow each other in a cycle, changes nothing. A fact that follows the other's computation
+    dtype makes it take that too (``opmath``).
     """
     variables = list(plan.variables)
     names = [v.name for v in variables]
@@ -171,11 +172,13 @@ def with_follows(plan: OverloadPlan, facts: Iterable[Follows]) -> OverloadPlan:
         target = holding[0]
         if target is follower or names.count(target.name) != 1:
             continue
-        own = canonical(fact.dtypes + tuple(d for d in follower.dtypes if d not in target.dtypes))
+        given = {*target.dtypes, *(map(opmath, target.dtypes) if fact.opmath else ())}
+        own = canonical(fact.dtypes + tuple(d for d in follower.dtypes if d not in given))
         if set(target.dtypes) <= set(own):
             continue  # it takes every dtype of the other anyway
-        made = Variable(follower.name, own, follower.binds, follower.evidence + (fact.evidence,), follower.follows + (target.name,))
+        computed = follower.opmath + ((target.name,) if fact.opmath else ())
+        made = Variable(follower.name, own, follower.binds, follower.evidence + (fact.evidence,), follower.follows + (target.name,), opmath=computed)
         trial = [made if v is follower else v for v in variables]
-        if follows_problem({v.name: v.follows for v in trial}) is None:
+        if follows_problem({v.name: v.depends_on for v in trial}) is None:
             variables = trial
     return replace(plan, variables=tuple(variables))

@@ -60,7 +60,13 @@ def name_variables(plan: OverloadPlan, schema: TypedSchema, set_names: Mapping[t
     new_names = [name or next(letters) for name in short]
     renamed = {v.name: name for v, name in zip(variables, new_names)}  # a followed variable's name is unique (with_follows)
     named = [
-        replace(v, name=name, binds=tuple(sorted(v.binds, key=order.__getitem__)), follows=tuple(renamed[n] for n in v.follows))
+        replace(
+            v,
+            name=name,
+            binds=tuple(sorted(v.binds, key=order.__getitem__)),
+            follows=tuple(renamed[n] for n in v.follows),
+            opmath=tuple(renamed[n] for n in v.opmath),
+        )
         for v, name in zip(variables, new_names)
     ]
     return replace(plan, variables=tuple(named))  # its promotion and autocast kept

@@ -34,7 +34,10 @@ def with_fallback(own: OverloadPlan, carried: tuple[Variable, ...]) -> OverloadP
     """
     taken = {v.name for v in own.variables}
     renamed = {v.name: f"{v.name}{FALLBACK_SUFFIX}" if v.name in taken else v.name for v in carried}
-    variables = tuple(replace(v, name=renamed[v.name], follows=tuple(renamed.get(n, n) for n in v.follows)) for v in carried)
+    variables = tuple(
+        replace(v, name=renamed[v.name], follows=tuple(renamed.get(n, n) for n in v.follows), opmath=tuple(renamed.get(n, n) for n in v.opmath))
+        for v in carried
+    )
     return replace(own, variables=own.variables + variables)
 
 
@@ -80,7 +83,7 @@ def with_what_the_functional_returns(own: OverloadPlan, written_at: dict[str, Va
     for variable in own.variables:
         returned = [written_at[slot] for slot in variable.binds if slot in written_at]
         own_kind = all(s.startswith("return.") for theirs in returned for s in theirs.binds)
-        if returned and len(returned) == len(variable.binds) and own_kind and not variable.follows:
+        if returned and len(returned) == len(variable.binds) and own_kind and not variable.depends_on:
             ran = tuple(e for theirs in returned for e in theirs.evidence if e.source in (OPINFO, PROBE, KERNEL) and not e.refused)
             added = {d for e in ran for d in e.dtypes} - set(variable.dtypes)
             if added:

@@ -120,7 +120,7 @@ def _remaining(variable: Variable, moved: set[str]) -> Variable | None:
     dtypes = {
         d for e in evidence if e.source in (OPINFO, PROBE, KERNEL, DECLARED, TORCHLIB) and not e.refused and e.source != EMPTY for d in e.dtypes
     }
-    return Variable(variable.name, canonical(dtypes or variable.dtypes), rest, evidence, variable.follows)
+    return Variable(variable.name, canonical(dtypes or variable.dtypes), rest, evidence, variable.follows, opmath=variable.opmath)
 
 
 def _refused_only(pieces: list[Evidence]) -> frozenset[DType]:
@@ -276,7 +276,12 @@ def with_promotion(
             gone.add(variable.name)
         else:
             variables.append(kept)
-    variables = [replace(v, follows=tuple(PROMOTED if f in gone else f for f in v.follows)) if set(v.follows) & gone else v for v in variables]
+    variables = [
+        replace(v, follows=tuple(PROMOTED if f in gone else f for f in v.follows), opmath=tuple(PROMOTED if f in gone else f for f in v.opmath))
+        if set(v.depends_on) & gone
+        else v
+        for v in variables
+    ]
     return replace(plan, variables=tuple(variables), promotion=finding.promotion, conflicts=plan.conflicts + finding.conflicts)
 
 

@@ -8,8 +8,10 @@ The writer names the followed variable by its first argument (``TENSOR_DTYPE``);
 take that and, as older files spell it, the variable's own name. ``U: [torch.float32, dtype]`` says U is exactly
 the dtype the argument ``dtype`` names when the call gives one, and float32 when it is None
 (``zeros``); the entry states the dtypes the argument may name under the argument's own key
-(``dtype: TAny``, a ``DtypeArgument``). The written list is the canonical dtype order, then the
-names, sorted.
+(``dtype: TAny``, a ``DtypeArgument``). ``U: [input.dtype, opmath(input.dtype)]`` says U is the dtype of
+``input`` in the call or the dtype ATen computes that one in (``migrate.model.dtypes.opmath``): a norm's weight
+is a float16 input's dtype or float32, a float64 input's alone. The written list is the canonical dtype order,
+then the names, sorted.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from migrate.model.dtypes import PREFIX, DType, UnknownDType, canonical
+from migrate.model.dtypes import PREFIX, DType, UnknownDType, canonical, opmath
 from migrate.model.named_sets import parse_spelling
 from migrate.model.schema import is_variable_name
 
 
 TENSOR_DTYPE = ".dtype"
 """``query.dtype`` in a list: the dtype of that tensor argument in the call."""
+OPMATH = "opmath"
+"""``opmath(input.dtype)`` in a list: the dtype ATen computes that tensor argument's dtype in."""
 
 
 def dtype_of(argument: str) -> str:
@@ -37,26 +41,34 @@ class ConstraintError(ValueError):
 
 @dataclass(frozen=True)
 class ConstraintList:
-    """A variable's own dtypes, the names of the variables whose dtype in the call it may also take, and the
-    ``ScalarType`` argument whose value it is when the call gives one ('' for none)."""
+    """A variable's own dtypes, the names of the variables whose dtype in the call it may also take, the
+    ``ScalarType`` argument whose value it is when the call gives one ('' for none), and the variables whose
+    computation dtype (``opmath``) in the call it may also take."""
 
     dtypes: tuple[DType, ...]
     follows: tuple[str, ...] = ()
     argument: str = ""
+    opmath: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", canonical(self.dtypes))
         object.__setattr__(self, "follows", tuple(sorted(set(self.follows))))
+        object.__setattr__(self, "opmath", tuple(sorted(set(self.opmath))))
 
     @classmethod
     def from_items(cls, items: Iterable[str], arguments: Collection[str] = (), tensors: Mapping[str, str] | None = None) -> ConstraintList:
         """The list as yaml loads it: ``torch.<name>`` items are dtypes, a PyTorch spelling
         (``all_types_and(torch.bool)``) is its dtypes, ``query.dtype`` follows the variable of the tensor argument
-        ``query`` (``tensors``: argument -> variable), a name in ``arguments`` (the entry's ``ScalarType`` arguments)
-        is the argument, other identifiers name variables."""
-        dtypes, follows, named = [], [], []
+        ``query`` (``tensors``: argument -> variable), ``opmath(query.dtype)`` its computation dtype, a name in
+        ``arguments`` (the entry's ``ScalarType`` arguments) is the argument, other identifiers name variables."""
+        dtypes, follows, named, computed = [], [], [], []
         for item in items:
-            if item.startswith(PREFIX):
+            if item.startswith(f"{OPMATH}(") and item.endswith(")"):
+                inner = cls.from_items([item[len(OPMATH) + 1 : -1]], (), tensors)
+                if inner.dtypes or len(inner.follows) != 1:
+                    raise ConstraintError(f"{item}: {OPMATH}() takes one tensor argument's dtype or one type variable")
+                computed += inner.follows
+            elif item.startswith(PREFIX):
                 dtypes.append(DType.parse(item))
             elif (spelled := parse_spelling(item)) is not None:
                 dtypes += spelled
@@ -73,7 +85,7 @@ class ConstraintList:
                 raise UnknownDType(f"{item!r} is neither a dtype 'torch.<name>' nor a type variable")
         if len(set(named)) > 1:
             raise ConstraintError(f"the list names the arguments {' and '.join(sorted(set(named)))}; a list takes the value of one argument")
-        return cls(tuple(dtypes), tuple(follows), named[0] if named else "")
+        return cls(tuple(dtypes), tuple(follows), named[0] if named else "", tuple(computed))
 
     @classmethod
     def parse(cls, text: str, arguments: Collection[str] = (), tensors: Mapping[str, str] | None = None) -> ConstraintList:
@@ -88,12 +100,13 @@ class ConstraintList:
     @property
     def names(self) -> tuple[str, ...]:
         """The variables and the argument the list names, sorted, as it is written after its dtypes."""
-        return tuple(sorted((*self.follows, *filter(None, [self.argument]))))
+        return self.spelled_names({})
 
     def spelled_names(self, followed: Mapping[str, str]) -> tuple[str, ...]:
         """``names`` as a list writes them, sorted: a followed variable as ``followed`` spells it (its argument's
-        ``query.dtype``), else by its own name."""
-        return tuple(sorted((*(followed.get(v, v) for v in self.follows), *filter(None, [self.argument]))))
+        ``query.dtype``), else by its own name; its computation dtype as ``opmath(query.dtype)``."""
+        computed = (f"{OPMATH}({followed.get(v, v)})" for v in self.opmath)
+        return tuple(sorted((*(followed.get(v, v) for v in self.follows), *computed, *filter(None, [self.argument]))))
 
     def spelled(self, followed: Mapping[str, str]) -> str:
         """The flow-style list: the dtypes, then ``spelled_names``."""
@@ -149,16 +162,19 @@ def possible_dtypes(
     dtypes: Mapping[str, tuple[DType, ...]],
     follows: Mapping[str, tuple[str, ...]],
     arguments: Mapping[str, tuple[DType, ...]] | None = None,
+    computed: Mapping[str, tuple[str, ...]] | None = None,
 ) -> tuple[DType, ...]:
     """Every dtype a variable may take in some call: its own, those of the variables it follows (resolvable, see
-    ``follows_problem``), and those the argument each of them names may name (``arguments``: variable -> dtypes)."""
-    arguments = arguments or {}
-    found, pending, seen = set(dtypes[name]) | set(arguments.get(name, ())), list(follows.get(name, ())), {name}
-    while pending:
-        other = pending.pop()
-        if other not in seen:
-            seen.add(other)
-            found.update(dtypes[other])
-            found.update(arguments.get(other, ()))
-            pending.extend(follows.get(other, ()))
-    return canonical(found)
+    ``follows_problem``), those the argument each of them names may name (``arguments``: variable -> dtypes), and
+    the computation dtypes of those whose ``opmath`` it takes (``computed``: variable -> names)."""
+    arguments, computed = arguments or {}, computed or {}
+
+    def held(variable: str, path: frozenset[str]) -> set[DType]:
+        found = set(dtypes[variable]) | set(arguments.get(variable, ()))
+        for other in set(follows.get(variable, ())) - path:
+            found |= held(other, path | {other})
+        for other in set(computed.get(variable, ())) - path:
+            found |= {opmath(d) for d in held(other, path | {other})}
+        return found
+
+    return canonical(held(name, frozenset((name,))))

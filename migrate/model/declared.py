@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from migrate.errors import InputError
 from migrate.model.backends import BACKENDS_KEY, BackendSet, DispatchDtypes
-from migrate.model.constraint import ConstraintError, ConstraintList, DtypeArgument, follows_problem
+from migrate.model.constraint import OPMATH, ConstraintError, ConstraintList, DtypeArgument, follows_problem
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, format_set
 from migrate.model.named_sets import decoded
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions
@@ -67,7 +67,7 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
 
     stated = {name: dtypes_of(name, value) for name, value in mapping.items() if name in arguments}
     for name, listed in stated.items():
-        if listed.follows or listed.argument:
+        if listed.follows or listed.argument or listed.opmath:
             raise InputError(f"the dtypes of the argument {name} must be a list of dtypes or a set name", native.path, line, entry.name)
     variables = []
     for name, binds in words.items():
@@ -76,8 +76,8 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
         if constraint.argument:  # unstated, the argument may name any dtype, as a plain Tensor may have any
             named = stated[constraint.argument].dtypes if constraint.argument in stated else TENSOR_DTYPES
             argument = DtypeArgument(constraint.argument, named, arguments[constraint.argument])
-            if argument.optional and not constraint.dtypes and not constraint.follows:  # [dtype]: None takes its dtypes
-                constraint = ConstraintList(named, (), constraint.argument)
+            if argument.optional and not constraint.dtypes and not constraint.follows and not constraint.opmath:  # [dtype]: None takes its dtypes
+                constraint = replace(constraint, dtypes=named)
         for other in constraint.follows:
             if other in words:
                 continue
@@ -85,13 +85,16 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
             if others is None:
                 message = f"unresolved type variable {other} in the list of {name}: neither a type variable, a ScalarType argument of the entry nor a global set"
                 raise InputError(message, native.path, line, entry.name)
-            constraint = ConstraintList((*constraint.dtypes, *others), tuple(f for f in constraint.follows if f != other), constraint.argument)
+            constraint = replace(constraint, dtypes=(*constraint.dtypes, *others), follows=tuple(f for f in constraint.follows if f != other))
         evidence = (Evidence(HAND, f"{native.path.name}:{line}", constraint.dtypes, binds),)
-        variables.append(Variable(name, constraint.dtypes, binds, evidence, constraint.follows, argument=argument))
+        for other in constraint.opmath:
+            if other not in words:
+                raise InputError(f"unresolved type variable {other} in {OPMATH}() in the list of {name}", native.path, line, entry.name)
+        variables.append(Variable(name, constraint.dtypes, binds, evidence, constraint.follows, argument=argument, opmath=constraint.opmath))
     unnamed = set(stated) - {v.argument.name for v in variables if v.argument is not None}
     if unnamed:
         raise InputError(f"'{CONSTRAINTS_KEY}' states the dtypes of the argument {min(unnamed)}, which no list names", native.path, line, entry.name)
-    problem = follows_problem({v.name: v.follows for v in variables})
+    problem = follows_problem({v.name: v.depends_on for v in variables})
     if problem is not None:
         raise InputError(problem, native.path, line, entry.name)
     return tuple(variables)

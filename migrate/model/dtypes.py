@@ -162,3 +162,11 @@ def named(*names: str) -> tuple[DType, ...]:
 COMPLEX = named("complex64", "complex128")
 TENSOR_DTYPES = canonical(DType(name) for name, _ in _KNOWN[: [n for n, _ in _KNOWN].index("float8_e8m0fnu") + 1])
 """The dtypes a plain CPU tensor can have (bool to float8_e8m0fnu, 21 in torch 2.13): each gets a verdict per variable."""
+
+_OPMATH = {"float16": "float32", "bfloat16": "float32", "complex32": "complex64"}
+
+
+def opmath(dtype: DType) -> DType:
+    """The dtype ATen's kernels compute a tensor of ``dtype`` in (``at::opmath_type``, ``torch._prims_common``'s
+    ``get_computation_dtype``): half and bfloat16 in float32, complex32 in complex64, any other in itself."""
+    return DType(_OPMATH.get(dtype.name, dtype.name))

@@ -48,7 +48,7 @@ def constraints_value(
     """
     followed = followed or {}
     if variable.listed:
-        if variable.argument is not None and not variable.follows and variable.dtypes == (variable.argument.dtypes if variable.argument.optional else ()):
+        if variable.argument is not None and not variable.depends_on and variable.dtypes == (variable.argument.dtypes if variable.argument.optional else ()):
             return f"[{variable.argument.name}]"  # None (when it may be) takes the dtypes the argument may name
         spelled = next((s.name for s in sets.values() if s.dtypes == variable.dtypes and s.name not in taken), None) if len(variable.dtypes) > 1 else None
         if spelled is None and variable.dtypes and spells_shorter(variable.dtypes):

@@ -185,7 +185,8 @@ class Variable:
     """A type variable of one overload: the slots that carry one dtype per call, and its dtypes.
 
     A variable that ``follows`` others of its overload may also take, in a call, the dtype they have
-    in that call (``migrate.model.constraint``); ``dtypes`` are then the ones it takes whatever they have.
+    in that call (``migrate.model.constraint``), and one with ``opmath`` names the dtype those compute in;
+    ``dtypes`` are then the ones it takes whatever they have.
     A variable set by an ``argument`` (``ScalarType dtype``) is exactly the dtype the argument names when the
     call gives one; ``dtypes`` and ``follows`` are then what it is when the argument is None.
     """
@@ -198,10 +199,12 @@ class Variable:
     verdicts: Verdicts | None = None  # per dtype, once inference has merged the evidence; None for a hand-written one
     argument: DtypeArgument | None = None  # the ScalarType argument whose value it is when given
     backends: tuple[BackendSet, ...] = ()  # its set per dispatch key where the backends differ (``dispatch_dtypes:``)
+    opmath: tuple[str, ...] = ()  # names of other variables of the overload whose computation dtype it may take
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", canonical(self.dtypes))
         object.__setattr__(self, "follows", tuple(sorted(set(self.follows))))
+        object.__setattr__(self, "opmath", tuple(sorted(set(self.opmath))))
         stated = {b.key: b for b in self.backends}
         object.__setattr__(self, "backends", tuple(stated[key] for key in BACKEND_KEYS if key in stated))
 
@@ -212,12 +215,17 @@ class Variable:
     @property
     def listed(self) -> bool:
         """Written as its own list (it names variables or an argument): no global set spells it."""
-        return bool(self.follows or self.argument)
+        return bool(self.follows or self.argument or self.opmath)
+
+    @property
+    def depends_on(self) -> tuple[str, ...]:
+        """The other variables whose dtype in a call its own depends on."""
+        return tuple(sorted({*self.follows, *self.opmath}))
 
     @property
     def constraint(self) -> ConstraintList:
         """The list the entry writes for it (its dtypes spelled out, where the writer may name a set)."""
-        return ConstraintList(self.dtypes, self.follows, self.argument.name if self.argument else "")
+        return ConstraintList(self.dtypes, self.follows, self.argument.name if self.argument else "", self.opmath)
 
     @property
     def incomplete(self) -> bool:
@@ -233,6 +241,8 @@ class Variable:
         found = {"name": self.name, "dtypes": _dtypes_json(self.dtypes)}
         if self.follows:
             found["follows"] = list(self.follows)
+        if self.opmath:
+            found["opmath"] = list(self.opmath)
         if self.argument is not None:
             found["argument"] = {"name": self.argument.name, "dtypes": _dtypes_json(self.argument.dtypes), "optional": self.argument.optional}
         found.update(binds=list(self.binds), sources=list(self.sources), evidence=[e.to_json() for e in self.evidence])
@@ -253,6 +263,7 @@ class Variable:
             Verdicts.from_json(obj["verdicts"]) if "verdicts" in obj else None,
             _argument_from_json(obj["argument"]) if "argument" in obj else None,
             tuple(BackendSet(key, parse_set(b["dtypes"]), b["from"]) for key, b in obj.get("backends", {}).items()),
+            tuple(obj.get("opmath", ())),
         )
 
 
@@ -305,7 +316,9 @@ class OverloadPlan:
         if not variable.listed:
             return variable.dtypes
         arguments = {v.name: v.argument.dtypes for v in self.variables if v.argument is not None}
-        return possible_dtypes(variable.name, {v.name: v.dtypes for v in self.variables}, {v.name: v.follows for v in self.variables}, arguments)
+        return possible_dtypes(
+            variable.name, {v.name: v.dtypes for v in self.variables}, {v.name: v.follows for v in self.variables}, arguments, {v.name: v.opmath for v in self.variables}
+        )
 
     def kept(self, keep: set[str]) -> OverloadPlan:
         """The plan with only the slots in ``keep``: variables bind them alone, evidence and conflicts speak of no other."""
@@ -327,7 +340,7 @@ class OverloadPlan:
         variables = tuple(variables)
         names = {v.name for v in variables}
         return tuple(
-            v if set(v.follows) <= names and (same_schema or v.argument is None) else replace(v, dtypes=self.possible(v), follows=(), argument=None)
+            v if set(v.depends_on) <= names and (same_schema or v.argument is None) else replace(v, dtypes=self.possible(v), follows=(), argument=None, opmath=())
             for v in variables
         )
 

@@ -86,7 +86,7 @@ def validate_plan(plan: Plan, native: NativeFunctions, sets: Mapping[str, Global
                 if slot_name in bound:
                     raise fail(f"slot {slot_name} is bound by two type variables", overload.name)
                 bound.add(slot_name)
-        problem = follows_problem({v.name: v.follows for v in overload.variables}) or _arguments_problem(entry, overload.variables)
+        problem = follows_problem({v.name: v.depends_on for v in overload.variables}) or _arguments_problem(entry, overload.variables)
         if problem is not None:
             raise fail(problem, overload.name)
         if overload.promotion is not None:
@@ -122,7 +122,7 @@ def resolved_variable(variable: Variable, sets: Mapping[str, GlobalSet]) -> Vari
 
 def same_declaration(a: tuple[Variable, ...], b: tuple[Variable, ...]) -> bool:
     def key(variables):
-        return sorted((v.name, tuple(sorted(v.binds)), v.dtypes, v.follows, v.argument and (v.argument.name, v.argument.dtypes)) for v in variables)
+        return sorted((v.name, tuple(sorted(v.binds)), v.dtypes, v.follows, v.opmath, v.argument and (v.argument.name, v.argument.dtypes)) for v in variables)
 
     return key(a) == key(b)
 

@@ -616,9 +616,31 @@ MIXED: tuple[Mixed, ...] = (
     # the norms' weight and bias: the input's dtype, or float32 beside a half input (``mixed dtype (CPU): expect parameter
     # to have scalar type of Float``); float32 beside a float64 input is refused too (``all inputs must share same datatype``)
     *mixed("native_layer_norm", lambda s: A(v(s[0], 2, 4), [4], v(s[1], 4), v(s[2], 4), 1e-5), "float64 float16 float16", "float32 bfloat16 bfloat16", "bfloat16 float32 float32", "float64 float32 float32"),
-    *mixed("layer_norm", lambda s: A(v(s[0], 2, 4), [4], v(s[1], 4), v(s[2], 4)), "float64 float16 float16", "float16 float32 float32"),
-    *mixed("native_group_norm", lambda s: A(v(s[0], 2, 4, 3), v(s[1], 4), v(s[2], 4), 2, 4, 3, 2, 1e-5), "float32 float16 float16", "float16 float32 float32"),
-    *mixed("native_batch_norm", lambda s: A(v(s[0], 2, 3, 4), *(v(x, 3) for x in s[1:]), True, 0.1, 1e-5), "float32 bfloat16 bfloat16 bfloat16 bfloat16"),
+    *mixed("layer_norm", lambda s: A(v(s[0], 2, 4), [4], v(s[1], 4), v(s[2], 4)), "float64 float16 float16", "float16 float32 float32", "float64 float32 float32"),
+    *mixed(
+        "native_group_norm",
+        lambda s: A(v(s[0], 2, 4, 3), v(s[1], 4), v(s[2], 4), 2, 4, 3, 2, 1e-5),
+        "float32 float16 float16",
+        "float16 float32 float32",
+        "float64 float32 float32",
+        "float16 float16 float16",
+    ),
+    *mixed(
+        "native_batch_norm",
+        lambda s: A(v(s[0], 2, 3, 4), *(v(x, 3) for x in s[1:]), True, 0.1, 1e-5),
+        "float32 bfloat16 bfloat16 bfloat16 bfloat16",
+        "float64 float32 float32 float32 float32",
+        "bfloat16 float32 float32 float32 float32",
+    ),
+    # a norm's weight is the input's dtype or the dtype ATen computes it in: float32 beside half, float64 beside float64
+    *mixed("batch_norm", lambda s: A(v(s[0], 2, 3, 4), *(v(x, 3) for x in s[1:]), True, 0.1, 1e-5, False), "float64 float32 float32 float32 float32"),
+    *mixed("group_norm", lambda s: A(v(s[0], 2, 4, 3), 2, v(s[1], 4), v(s[2], 4)), "float64 float32 float32", "bfloat16 float32 float32"),
+    *mixed(
+        "native_layer_norm_backward",
+        lambda s: A(v(s[0], 2, 4), v(s[1], 2, 4), [4], v(s[2], 2, 1), v(s[3], 2, 1), v(s[4], 4), v(s[5], 4), [True, True, True]),
+        "float64 float64 float32 float32 float32 float32",
+        "float16 float16 float32 float32 float32 float32",
+    ),
     # out= of a computation in the input's complex counterpart: ``out`` is exactly that dtype
     *mixed("fft_ifft.out", lambda s: A(v(s[0], 4), out=v(s[1], 4)), "complex128 complex128", "float64 complex128", "float32 complex64", "float32 complex128"),
 )

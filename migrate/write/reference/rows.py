@@ -136,11 +136,12 @@ def overload_rows(native: NativeFunctions, plan: Plan | None, refusals: tuple[Va
         own = {v.name: v.dtypes for v in variables}
         follows = {v.name: v.follows for v in variables}
         arguments = {v.name: v.argument.dtypes for v in variables if v.argument is not None}
+        computed = {v.name: v.opmath for v in variables}
         names = _set_names(entry, fields, sets)
         found = []
         for variable in variables:
             match = _matched(reported.get(entry.name), variable.binds)
-            possible = frozenset(possible_dtypes(variable.name, own, follows, arguments)) if variable.listed else frozenset(variable.dtypes)
+            possible = frozenset(possible_dtypes(variable.name, own, follows, arguments, computed)) if variable.listed else frozenset(variable.dtypes)
             found.append(
                 VariableRow(
                     variable.name,

@@ -19,7 +19,7 @@ import libcst as cst
 from codemods.annotations import return_annotations, tensor_core
 from codemods.typevars import TypeVarSpec
 from migrate.torchlib_source.resolve import Constraint, TorchlibEvidence
-from migrate.model.dtypes import DType, canonical, format_set
+from migrate.model.dtypes import DType, canonical, format_set, opmath
 from migrate.model.native import NativeFunctions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 from migrate.model.schema import RETURN_PREFIX, SchemaError, TypedSchema
@@ -208,14 +208,18 @@ class AnnotationDecider:
     def variable_dtypes(self, overload: str, variable: Variable) -> tuple[DType, ...] | None:
         """A variable's dtypes; an empty list stands for the global set of its name (None: there is none).
 
-        A variable that follows others takes its own dtypes and theirs, one set by a ``ScalarType`` argument
-        also every dtype the argument may name: ONNX type constraints cannot say "the dtype of that input"
-        or "the dtype that argument names", so torchlib gets the union.
+        A variable that follows others takes its own dtypes and theirs (or the dtypes theirs compute in), one set
+        by a ``ScalarType`` argument also every dtype the argument may name: ONNX type constraints cannot say "the
+        dtype of that input" or "the dtype that argument names", so torchlib gets the union.
         """
         if variable.listed:
-            theirs = [self.variable_dtypes(overload, v) for v in self.plans[overload].variables if v.name in variable.follows]
+            others = self.plans[overload].variables
+            theirs = [self.variable_dtypes(overload, v) for v in others if v.name in variable.follows]
+            computed = [self.variable_dtypes(overload, v) for v in others if v.name in variable.opmath]
+            if None in theirs or None in computed:
+                return None
             named = variable.argument.dtypes if variable.argument is not None else ()
-            return None if None in theirs else canonical(variable.dtypes + named + tuple(d for dtypes in theirs for d in dtypes))
+            return canonical(variable.dtypes + named + tuple(d for dtypes in theirs for d in dtypes) + tuple(opmath(d) for dtypes in computed for d in dtypes))
         if variable.dtypes:
             return variable.dtypes
         global_set = self.global_sets.get(variable.name)

@@ -224,6 +224,8 @@ def written_form(plan: Plan) -> str:
 
     def variable(v: Variable) -> str:
         follows = f":{','.join(v.follows)}" if v.follows else ""
+        if v.opmath:
+            follows += f":opmath={','.join(v.opmath)}"
         if v.argument is not None:
             follows += f":{v.argument.name}={spelled(v.argument.dtypes)}"
         return f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}{follows}:{list(rejected_dtypes(v).items())}"
