@@ -29,7 +29,7 @@ from pathlib import Path
 
 from migrate.cache import StageCache
 from migrate.model.autocast import declared_autocast
-from migrate.model.declared import declared_variables
+from migrate.model.declared import declared_variables, declared_with_backends
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import Variable
@@ -280,6 +280,16 @@ def _bound(overload: str, args: tuple, kwargs: dict) -> dict:
     return dict(zip(names, args)) | kwargs
 
 
+def _fills_a_mask(bound: dict) -> bool:
+    """Whether ``index_put`` takes ATen's masked_fill path: one bool mask, values of one element, no accumulate."""
+    import torch
+
+    masks = [x for x in bound.get("indices") or () if x is not None]
+    values = bound.get("values")
+    one = isinstance(values, torch.Tensor) and values.numel() == 1
+    return one and not bound.get("accumulate") and len(masks) == 1 and masks[0].dtype == torch.bool
+
+
 def _opmath(dtype: str) -> str:
     """The dtype ATen computes a tensor of ``dtype`` in, as torch's own refs say (``get_computation_dtype``)."""
     import torch
@@ -336,6 +346,9 @@ def declared_call(overload: str, args: tuple, kwargs: dict, variables: tuple[Var
             continue
         allowed = {d.name for d in variable.dtypes} | {bound_to[f] for f in getattr(variable, "follows", ()) if f in bound_to}
         allowed |= {_opmath(bound_to[f]) for f in getattr(variable, "opmath", ()) if f in bound_to}
+        excepted = [e for e in getattr(variable, "exceptions", ()) if e.condition == "masked_fill" and _fills_a_mask(bound)]  # issue 52
+        if excepted:
+            allowed = {d.name for e in excepted for d in e.dtypes}
         if dtype not in allowed or bound_to.setdefault(variable.name, dtype) != dtype:
             return False
     return True
@@ -497,7 +510,7 @@ def score(
             raw = native.fields(entry).get(PROMOTION_KEY)
             promotion = Promotion.from_mapping(raw) if raw is not None else None
             stated = isinstance(call, Valued) and (call.overload, call.argument, call.value, call.dtype) in refused_values
-            judged.append(MixedRow(call, declared_mixed(call, declared_variables(native, entry, sets), promotion) and not stated, found[call.key]))
+            judged.append(MixedRow(call, declared_mixed(call, declared_with_backends(native, entry, sets), promotion) and not stated, found[call.key]))
         return tuple(judged)
 
     mixed_rows = single_rows(mixed_calls, mixed)

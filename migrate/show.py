@@ -23,6 +23,7 @@ from migrate.infer.promotion_findings import finding_of
 from migrate.model.autocast import autocast_line, declared_autocast
 from migrate.model.declared import declared_promotion, declared_with_backends
 from migrate.model.dtypes import TENSOR_DTYPES, DType, canonical, format_set
+from migrate.model.exceptions import CONDITIONS
 from migrate.model.global_sets import constraints_value, followed_spelling, set_value
 from migrate.model.plan import OPINFO, PROBE, Evidence, GlobalSet, Variable
 from migrate.model.promotion import Promotion, computation_dtype
@@ -120,6 +121,9 @@ def declared_section(context: ShowContext, overload: str) -> list[str]:
         if variable.argument is not None:
             lines.append(f"  {variable.argument.name} = {set_value(variable.argument.dtypes, context.file_sets)} (the dtypes the argument may name)")
         lines.extend(f"    on {stated.key}: {context.spell(stated.dtypes)} {_count(stated.dtypes)}" for stated in variable.backends)
+        lines.extend(
+            f"    where the call takes {e.condition} ({CONDITIONS[e.condition].short}): {context.spell(e.dtypes)} {_count(e.dtypes)}" for e in variable.exceptions
+        )
     if promotion is not None:
         lines.append(f"  {promotion.line(0)} (the promoted tensors' variable is the call's computation dtype)")
     if policies:

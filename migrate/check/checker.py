@@ -78,6 +78,7 @@ from migrate.errors import InputError
 from migrate.model.backends import BACKENDS_KEY, backend_of
 from migrate.model.constraint import OPMATH, ConstraintList
 from migrate.model.dtypes import DType, opmath
+from migrate.model.exceptions import CONDITIONS, MASKED_FILL
 from migrate.model.names import OverloadName
 from migrate.model.promotion import PROMOTION_KEY
 
@@ -104,6 +105,7 @@ class DeclaredVariable:
     argument_dtypes: tuple[DType, ...] = ()  # the dtypes that argument may name
     backends: tuple[tuple[str, tuple[DType, ...]], ...] = ()  # (dispatch key, its set there) where ``dispatch_dtypes:`` states one
     opmath: tuple[str, ...] = ()  # variables of the overload whose computation dtype in a call this one may also take
+    exceptions: tuple[tuple[str, tuple[DType, ...]], ...] = ()  # (condition, its set on that path) from ``type_exceptions:``
 
     def on(self, key: str) -> DeclaredVariable:
         """The variable as the backend of that dispatch key takes it: its set there ('' or unstated: the union)."""
@@ -218,6 +220,7 @@ class Declarations:
                 tuple(d.name for d in v.argument_dtypes),
                 tuple((key, sets.setdefault(dtypes, len(sets))) for key, dtypes in v.backends),
                 v.opmath,
+                tuple((condition, sets.setdefault(dtypes, len(sets))) for condition, dtypes in v.exceptions),
             )
             for v in variables
         )
@@ -238,7 +241,8 @@ def _declared_variable(variable: Any) -> DeclaredVariable:
     argument = variable.argument
     named = (argument.name, argument.dtypes) if argument else ("", ())
     backends = tuple((b.key, b.dtypes) for b in variable.backends)
-    return DeclaredVariable(variable.name, variable.dtypes, variable.binds, variable.follows, *named, backends, variable.opmath)
+    exceptions = tuple((e.condition, e.dtypes) for e in variable.exceptions)
+    return DeclaredVariable(variable.name, variable.dtypes, variable.binds, variable.follows, *named, backends, variable.opmath, exceptions)
 
 
 def _declared_promotion(native: NativeFunctions, entry: Any) -> DeclaredPromotion | None:
@@ -254,8 +258,11 @@ def _declared_promotion(native: NativeFunctions, entry: Any) -> DeclaredPromotio
 def _unpickle_declarations(path: str, sets: tuple, variables: tuple, rows: tuple, backend: str) -> Declarations:
     dtypes = [tuple(map(DType, names)) for names in sets]
     table = [
-        DeclaredVariable(name, dtypes[index], binds, follows, argument, tuple(map(DType, named)), tuple((key, dtypes[i]) for key, i in backends), computed)
-        for name, index, binds, follows, argument, named, backends, computed in variables
+        DeclaredVariable(
+            name, dtypes[index], binds, follows, argument, tuple(map(DType, named)), tuple((key, dtypes[i]) for key, i in backends), computed,
+            tuple((condition, dtypes[i]) for condition, i in excepted),
+        )
+        for name, index, binds, follows, argument, named, backends, computed, excepted in variables
     ]
     overloads = tuple(
         DeclaredOverload(name, tuple(table[i] for i in indices), line, promotion, backends_line, backend, autocast, autocast_line)
@@ -354,16 +361,26 @@ class _Compiled:
     set_by: tuple[tuple[int, int, str, bool, frozenset[torch.dtype]], ...] = ()  # (variable index, position, argument, keyword-only, its dtypes)
     per_backend: bool = False  # some variable's set differs per backend: a call is judged by its tensors' device
     computed: tuple[tuple[int, ...], ...] = ()  # per variable, the indices of the variables whose computation dtype it may take
+    excepted: tuple[tuple[int, str, tuple[tuple[int, str], ...], frozenset[torch.dtype]], ...] = ()  # (variable, condition, its arguments, set)
 
-    def allowed_now(self, index: int, seen: list[Any], given: dict[int, torch.dtype] | None = None) -> frozenset[torch.dtype]:
-        """A variable's dtypes in this call: the dtype its argument names when the call gives one (``given``); else its
-        own, and the dtypes the variables it follows took so far."""
+    def allowed_now(
+        self, index: int, seen: list[Any], given: dict[int, torch.dtype] | None = None, excepted: dict[int, frozenset[torch.dtype]] | None = None
+    ) -> frozenset[torch.dtype]:
+        """A variable's dtypes in this call: its set on the path a condition names when the call takes it (``excepted``);
+        the dtype its argument names when the call gives one (``given``); else its own, and the dtypes the variables it
+        follows took so far."""
+        if excepted and index in excepted:
+            return excepted[index]
         if given and index in given:
             return frozenset((given[index],))
         taken = [seen[other] for other in self.follows[index] if seen[other] is not None]
         if self.computed:
             taken += [_opmath(seen[other]) for other in self.computed[index] if seen[other] is not None]
         return self.allowed[index] | frozenset(taken) if taken else self.allowed[index]
+
+    def excepted_now(self, args: tuple, kwargs: dict) -> dict[int, frozenset[torch.dtype]]:
+        """Per variable whose call takes the path a condition names, its set there."""
+        return {index: allowed for index, condition, positions, allowed in self.excepted if takes_path(condition, args, kwargs, positions)}
 
     def given(self, args: tuple, kwargs: dict) -> dict[int, torch.dtype]:
         """Per variable set by an argument the call gives (not None), the dtype that argument names."""
@@ -458,7 +475,22 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
         tuple(set_by),
         any(v.backends for v in declared.variables),
         computed if any(computed) else (),
+        _excepted(declarations, declared, func),
     )
+
+
+def _excepted(declarations: Declarations, declared: DeclaredOverload, func: Any) -> tuple:
+    """Each variable's set under a ``type_exceptions:`` condition, with the (position, name) of the arguments it reads."""
+    positions = {a.name: position for position, a in enumerate(func._schema.arguments)}
+    found = []
+    for index, variable in enumerate(declared.variables):
+        for condition, dtypes in variable.exceptions:
+            missing = [name for name in CONDITIONS[condition].arguments if name not in positions]
+            if missing:
+                message = f"{variable.name} has a set under {condition}, but this torch's {func._schema.name} has no argument {missing[0]}"
+                raise InputError(message, declarations.path, declared.line, declared.name)
+            found.append((index, condition, tuple((positions[name], name) for name in CONDITIONS[condition].arguments), _torch_dtypes(dtypes)))
+    return tuple(found)
 
 
 def call_check(declarations: Declarations, func: Any) -> _Compiled | None:
@@ -499,20 +531,36 @@ def _argument(args: tuple, kwargs: dict, position: int, name: str, keyword_only:
     return kwargs.get(name) if keyword_only or position >= len(args) else args[position]
 
 
-def _arguments_fit(check: _Compiled, args: tuple, kwargs: dict, seen: list[Any], given: dict[int, torch.dtype]) -> bool:
+def takes_path(condition: str, args: tuple, kwargs: dict, arguments: tuple[tuple[int, str], ...]) -> bool:
+    """Whether a call takes the kernel's path the condition names (``migrate.model.exceptions.CONDITIONS``).
+
+    ``masked_fill``: accumulate False, one tensor among the indices and it a bool mask, values of one element on the
+    CPU (or meta, an abstract call's device): ``canDispatchToMaskedFill``.
+    """
+    if condition != MASKED_FILL.name:
+        return False
+    (indices, values, accumulate) = (_argument(args, kwargs, position, name, False) for position, name in arguments)
+    if accumulate:
+        return False
+    masks = [index for index in indices or () if index is not None]
+    one_value = isinstance(values, torch.Tensor) and values.numel() == 1 and values.device.type in ("cpu", "meta")
+    return one_value and len(masks) == 1 and isinstance(masks[0], torch.Tensor) and masks[0].dtype == torch.bool
+
+
+def _arguments_fit(check: _Compiled, args: tuple, kwargs: dict, seen: list[Any], given: dict[int, torch.dtype], excepted: dict | None = None) -> bool:
     fits = check.promotion is None or promoted_arguments_fit(check.promotion, check.allowed, args, kwargs, seen)
     fits = fits and all(given[index] in allowed for index, *_, allowed in check.set_by if index in given)
     for index, position, name, keyword_only, holds_list in check.arguments:
         value = _argument(args, kwargs, position, name, keyword_only)
-        fits = _admits(value, holds_list, check.allowed_now(index, seen, given), seen, index) and fits
+        fits = _admits(value, holds_list, check.allowed_now(index, seen, given, excepted), seen, index) and fits
     return fits
 
 
-def _returns_fit(check: _Compiled, out: Any, seen: list[Any], given: dict[int, torch.dtype]) -> bool:
+def _returns_fit(check: _Compiled, out: Any, seen: list[Any], given: dict[int, torch.dtype], excepted: dict | None = None) -> bool:
     outs = out if check.returns_tuple else (out,)
     fits = check.promotion is None or promoted_returns_fit(check.promotion, check.allowed, outs, seen)
     for index, position, _, holds_list in check.returns:
-        fits = _admits(outs[position], holds_list, check.allowed_now(index, seen, given), seen, index) and fits
+        fits = _admits(outs[position], holds_list, check.allowed_now(index, seen, given, excepted), seen, index) and fits
     return fits
 
 
@@ -537,7 +585,7 @@ def _violations(check: _Compiled, args: tuple, kwargs: dict, out: Any, with_retu
         for index, position, name, holds_list in check.returns:
             bound.extend((index, name, label, dtype) for label, dtype in _tensors(name, outs[position], holds_list))
     found: list[Violation] = []
-    given = check.given(args, kwargs)
+    given, excepted = check.given(args, kwargs), check.excepted_now(args, kwargs)
     for index, _, name, _, allowed in check.set_by:
         if index in given and given[index] not in allowed and name not in {v.slot for v in found}:
             variable = check.declared.variables[index]
@@ -551,7 +599,7 @@ def _violations(check: _Compiled, args: tuple, kwargs: dict, out: Any, with_retu
     for index, slot, label, dtype in bound:
         if seen[index] is None:
             seen[index] = dtype
-        if dtype not in check.allowed_now(index, seen, given) and (slot, dtype) not in outside:
+        if dtype not in check.allowed_now(index, seen, given, excepted) and (slot, dtype) not in outside:
             outside.add((slot, dtype))
             followed = tuple((check.declared.variables[o].name, None if seen[o] is None else dtype_of(seen[o])) for o in check.follows[index])
             if check.computed:
@@ -589,7 +637,8 @@ def judge(check: _Compiled, args: tuple, kwargs: dict, out: Any = NOT_RUN, *, se
     seen = [None] * len(check.allowed) if seen is None else seen
     with_returns = out is not NOT_RUN
     given = check.given(args, kwargs) if check.set_by else {}
-    fits = (arguments_fit or _arguments_fit(check, args, kwargs, seen, given)) and (not with_returns or _returns_fit(check, out, seen, given))
+    excepted = check.excepted_now(args, kwargs) if check.excepted else {}
+    fits = (arguments_fit or _arguments_fit(check, args, kwargs, seen, given, excepted)) and (not with_returns or _returns_fit(check, out, seen, given, excepted))
     if fits or not _has_elements(args, kwargs, *((out,) if with_returns else ())):
         return ()
     return _violations(check, args, kwargs, out if with_returns else None, with_returns)

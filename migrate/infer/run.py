@@ -23,6 +23,7 @@ from migrate.infer.aliases import alias_plans
 from migrate.infer.backends import Claims, Recorded, with_backends
 from migrate.infer.dtype_arguments import returns_following_the_promotion, with_dtype_arguments
 from migrate.infer.families import family_claims
+from migrate.infer.exceptions import with_masked_fill
 from migrate.infer.merge import merge_overload, with_follows
 from migrate.infer.naming import backend_sets, global_sets, name_variables
 from migrate.infer.promotion_findings import promotion_findings, reduction_findings
@@ -67,7 +68,7 @@ def _merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan
             schema = native.by_name[name].schema
             handled, returns_complete = sources.torchlib_handled.get(name, ()), not schema.numbers_may_set_returns
             merged[name] = merge_overload(name, torchlib, opinfo, probe, handled, schema_call, returns_complete)
-            merged[name] = with_follows(merged[name], sources.follows.get(name, ()))
+            merged[name] = with_masked_fill(with_follows(merged[name], sources.follows.get(name, ())), schema)
             free_return = one_tensor_return(schema)
             merged[name] = with_promotion(merged[name], promotions.get(name), free_return=free_return)  # issue 31: promoted slots, diagonal sets
     for name, plan in sorted(sources.kernel.items()):  # where no sample gave evidence; over torchlib, as observations are

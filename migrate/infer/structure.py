@@ -10,7 +10,7 @@ from migrate.evidence.gather import Sources
 from migrate.infer.own_calls import fixed_returns, with_fallback, with_inputs_read_as_the_functional, with_what_the_functional_returns, written_by_own_calls
 from migrate.infer.verdicts import with_verdicts
 from migrate.model.native import NativeFunctions
-from migrate.model.plan import GROUPS, Evidence, OverloadPlan
+from migrate.model.plan import GROUPS, Evidence, OverloadPlan, Variable
 from migrate.model.schema import TypedSchema
 
 
@@ -58,10 +58,32 @@ def group_siblings(native: NativeFunctions, plans: dict[str, OverloadPlan]) -> d
                     evidence = (Evidence(GROUPS, f"from {name}", variable.dtypes, binds),)
                     variables.append(replace(variable, binds=binds, evidence=evidence))
             if variables:
-                taken[sibling_name] = with_fallback(own, plan.followed_within(variables))
+                variables = _following_own(plan, own, variables, sibling, functional)
+                taken[sibling_name] = with_fallback(own, plan.followed_within(variables, others={v.name for v in own.variables}))
             elif own != plans.get(sibling_name, own):
                 taken[sibling_name] = own
     return taken
+
+
+def _following_own(plan: OverloadPlan, own: OverloadPlan, carried: list[Variable], sibling: TypedSchema, functional: TypedSchema) -> list[Variable]:
+    """The carried variables, each that follows a variable not carried made to follow the sibling's own variable at
+    that variable's slots (one kernel: ``index_put_``'s values follow its own ``self`` as ``index_put``'s do); one whose
+    followed slots the sibling binds otherwise is left as it is."""
+    names = {v.name for v in carried}
+    own_at = {slot: v.name for v in own.variables for slot in v.binds}
+    by_name = {v.name: v for v in plan.variables}
+
+    def target(name: str) -> str | None:
+        if name in names:
+            return name
+        held = {own_at.get(s) for slot in by_name[name].binds for s in sibling_slot(slot, sibling, functional)}
+        return held.pop() if len(held) == 1 and not held & ({None} | names) else None  # a carried name would be renamed
+
+    found = []
+    for variable in carried:
+        follows, computed = [target(n) for n in variable.follows], [target(n) for n in variable.opmath]
+        found.append(variable if None in follows or None in computed else replace(variable, follows=tuple(follows), opmath=tuple(computed)))
+    return found
 
 
 def tied_by_structure(native: NativeFunctions, sources: Sources) -> set[str]:

@@ -20,6 +20,8 @@ from migrate.errors import InputError
 from migrate.model.backends import BACKENDS_KEY, BackendSet, DispatchDtypes
 from migrate.model.constraint import OPMATH, ConstraintError, ConstraintList, DtypeArgument, follows_problem
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, format_set
+from migrate.model.exceptions import EXCEPTIONS_KEY, TypeException, TypeExceptions, exceptions_problem
+from migrate.model.keyed_sets import KeyedSets
 from migrate.model.named_sets import decoded
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions
 from migrate.model.plan import HAND, Evidence, GlobalSet, Variable
@@ -101,33 +103,64 @@ def declared_variables(native: NativeFunctions, entry: Entry, sets: Mapping[str,
 
 
 def declared_with_backends(native: NativeFunctions, entry: Entry, sets: Mapping[str, GlobalSet]) -> tuple[Variable, ...]:
-    """The entry's variables, each with the sets its ``dispatch_dtypes:`` line states for it per backend."""
-    variables = declared_variables(native, entry, sets)
-    span = native.key_span(entry, BACKENDS_KEY)
-    if span is None:
+    """The entry's variables, each with the sets its ``dispatch_dtypes:`` line states for it per backend and its
+    ``type_exceptions:`` line under a condition."""
+    variables = _with_exceptions(native, entry, sets, declared_variables(native, entry, sets))
+    stated = _keyed_sets(native, entry, sets, DispatchDtypes)
+    if stated is None:
         return variables
-    line = span.start + 1
-    try:
-        stated = DispatchDtypes.from_mapping(native.fields(entry).get(BACKENDS_KEY))
-    except ValueError as exc:
-        raise InputError(str(exc), native.path, line, entry.name) from exc
+    line, found = stated
     by_name = {v.name: v for v in variables}
     backends: dict[str, list[BackendSet]] = {}
+    for key, name, dtypes in found:
+        variable = by_name.get(name)
+        if variable is None or variable.listed:
+            why = "no type variable of the entry" if variable is None else "a list naming other variables or an argument, which serves every backend"
+            raise InputError(f"'{BACKENDS_KEY}:' {key} names {name}, {why}", native.path, line, entry.name)
+        beyond = tuple(d for d in dtypes if d not in variable.dtypes)
+        if beyond:
+            message = f"'{BACKENDS_KEY}:' {key} {name} holds {format_set(beyond)}, outside {name}'s union in type_constraints"
+            raise InputError(message, native.path, line, entry.name)
+        backends.setdefault(name, []).append(BackendSet(key, dtypes, f"{native.path.name}:{line}"))
+    return tuple(replace(v, backends=tuple(backends.get(v.name, ()))) for v in variables)
+
+
+def _with_exceptions(native: NativeFunctions, entry: Entry, sets: Mapping[str, GlobalSet], variables: tuple[Variable, ...]) -> tuple[Variable, ...]:
+    stated = _keyed_sets(native, entry, sets, TypeExceptions)
+    if stated is None:
+        return variables
+    line, found = stated
+    names = {v.name for v in variables}
+    excepted: dict[str, list[TypeException]] = {}
+    for condition, name, dtypes in found:
+        problem = exceptions_problem(condition, {s.name: s.word for s in entry.schema.slots})
+        if problem is not None:
+            raise InputError(problem, native.path, line, entry.name)
+        if name not in names:
+            raise InputError(f"'{EXCEPTIONS_KEY}:' {condition} names {name}, no type variable of the entry", native.path, line, entry.name)
+        excepted.setdefault(name, []).append(TypeException(condition, dtypes))
+    return tuple(replace(v, exceptions=tuple(excepted.get(v.name, ()))) for v in variables)
+
+
+def _keyed_sets(native: NativeFunctions, entry: Entry, sets: Mapping[str, GlobalSet], kind: type[KeyedSets]) -> tuple[int, list] | None:
+    """The entry's line of ``kind.KEY`` (None: it has none): its 1-based number and each (key, variable name, dtypes)
+    it states, every set resolved; a malformed line or an unresolved set is an error naming file, line and op."""
+    span = native.key_span(entry, kind.KEY)
+    if span is None:
+        return None
+    line = span.start + 1
+    try:
+        stated = kind.from_mapping(native.fields(entry).get(kind.KEY))
+    except ValueError as exc:
+        raise InputError(str(exc), native.path, line, entry.name) from exc
+    found = []
     for key, values in stated.by_key:
         for name, value in values:
-            variable = by_name.get(name)
-            if variable is None or variable.listed:
-                why = "no type variable of the entry" if variable is None else "a list naming other variables or an argument, which serves every backend"
-                raise InputError(f"'{BACKENDS_KEY}:' {key} names {name}, {why}", native.path, line, entry.name)
             dtypes = set_dtypes(value, sets) if isinstance(value, str) else value
             if dtypes is None:
-                raise InputError(f"'{BACKENDS_KEY}:' {key} {name}: unresolved set {value}", native.path, line, entry.name)
-            beyond = tuple(d for d in dtypes if d not in variable.dtypes)
-            if beyond:
-                message = f"'{BACKENDS_KEY}:' {key} {name} holds {format_set(beyond)}, outside {name}'s union in type_constraints"
-                raise InputError(message, native.path, line, entry.name)
-            backends.setdefault(name, []).append(BackendSet(key, dtypes, f"{native.path.name}:{line}"))
-    return tuple(replace(v, backends=tuple(backends.get(v.name, ()))) for v in variables)
+                raise InputError(f"'{kind.KEY}:' {key} {name}: unresolved set {value}", native.path, line, entry.name)
+            found.append((key, name, dtypes))
+    return line, found
 
 
 def check_declarations(native: NativeFunctions, sets: Mapping[str, GlobalSet]) -> None:

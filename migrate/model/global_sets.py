@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Collection, Iterable, Mapping
 
 from migrate.errors import InputError
-from migrate.model.backends import BACKEND_KEYS, DispatchDtypes, SetValue
+from migrate.model.backends import BACKEND_KEYS, DispatchDtypes
+from migrate.model.exceptions import CONDITIONS, TypeExceptions
+from migrate.model.keyed_sets import SetValue
 from migrate.model.constraint import dtype_of
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, format_set, parse_set
 from migrate.model.named_sets import pytorch_spelling
@@ -107,21 +109,34 @@ def constraints_line(indent: int, variables: Iterable[Variable], sets: Mapping[s
     return " " * indent + f"{CONSTRAINTS_KEY}: {{" + ", ".join(f"{name}: {value}" for name, value in mapping) + "}"
 
 
+def _spelled(dtypes: tuple[DType, ...], sets: Mapping[str, GlobalSet]) -> SetValue:
+    """A set as a keyed line spells it: a global set's name, else PyTorch's spelling where shorter, else the list."""
+    named = next((s.name for s in sets.values() if s.dtypes == dtypes), None)
+    return named or (pytorch_spelling(dtypes) if spells_shorter(dtypes) else dtypes)
+
+
 def dispatch_dtypes(variables: Iterable[Variable], sets: Mapping[str, GlobalSet]) -> DispatchDtypes | None:
     """The ``dispatch_dtypes:`` of an entry whose variables are in schema order: per dispatch key, each variable whose
     set there is not its union, spelled as ``type_constraints:`` spells sets; None where the backends agree."""
     variables = tuple(variables)
-
-    def spelled(dtypes: tuple[DType, ...]) -> SetValue:
-        named = next((s.name for s in sets.values() if s.dtypes == dtypes), None)
-        return named or (pytorch_spelling(dtypes) if spells_shorter(dtypes) else dtypes)
-
     by_key = tuple(
-        (key, tuple((v.name, spelled(v.on(key))) for v in variables if v.on(key) != v.dtypes))
+        (key, tuple((v.name, _spelled(v.on(key), sets)) for v in variables if v.on(key) != v.dtypes))
         for key in BACKEND_KEYS
     )
     stated = tuple((key, values) for key, values in by_key if values)
     return DispatchDtypes(stated) if stated else None
+
+
+def type_exceptions(variables: Iterable[Variable], sets: Mapping[str, GlobalSet]) -> TypeExceptions | None:
+    """The ``type_exceptions:`` of an entry whose variables are in schema order: per condition, each variable's set on
+    that path; None where no variable has one."""
+    variables = tuple(variables)
+    by_condition = tuple(
+        (condition, tuple((v.name, _spelled(e.dtypes, sets)) for v in variables for e in v.exceptions if e.condition == condition))
+        for condition in CONDITIONS
+    )
+    stated = tuple((condition, values) for condition, values in by_condition if values)
+    return TypeExceptions(stated) if stated else None
 
 
 def sets_used(sets: tuple[GlobalSet, ...], overloads: Iterable[OverloadPlan], backends: bool = True) -> tuple[GlobalSet, ...]:
@@ -130,6 +145,7 @@ def sets_used(sets: tuple[GlobalSet, ...], overloads: Iterable[OverloadPlan], ba
     overloads = tuple(overloads)
     used = {v.name for o in overloads for v in o.variables} | {v.dtypes for o in overloads for v in o.variables if not v.listed}
     used |= {d for o in overloads for v in o.variables if v.argument is not None for d in (v.argument.dtypes, v.dtypes)}
+    used |= {e.dtypes for o in overloads for v in o.variables for e in v.exceptions}
     if backends:
         used |= {b.dtypes for o in overloads for v in o.variables for b in v.backends}
     return tuple(g for g in sets if g.name in used or g.dtypes in used)

@@ -20,6 +20,7 @@ from migrate.model.autocast import Policies, ordered
 from migrate.model.backends import BACKEND_KEYS, BackendSet
 from migrate.model.constraint import ConstraintList, DtypeArgument, possible_dtypes
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, canonical, parse_set
+from migrate.model.exceptions import TypeException
 from migrate.model.json_text import indented
 from migrate.model.promotion import Promotion
 from migrate.model.verdict import ACCEPTED, OTHER_DEVICE, PROMOTED, REJECTED, UNKNOWN, Verdict
@@ -200,6 +201,7 @@ class Variable:
     argument: DtypeArgument | None = None  # the ScalarType argument whose value it is when given
     backends: tuple[BackendSet, ...] = ()  # its set per dispatch key where the backends differ (``dispatch_dtypes:``)
     opmath: tuple[str, ...] = ()  # names of other variables of the overload whose computation dtype it may take
+    exceptions: tuple[TypeException, ...] = ()  # its dtypes where a call takes the path a condition names (``type_exceptions:``)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", canonical(self.dtypes))
@@ -250,6 +252,8 @@ class Variable:
             found.update(incomplete=self.incomplete, verdicts=self.verdicts.to_json())
         if self.backends:
             found["backends"] = {b.key: {"dtypes": _dtypes_json(b.dtypes), "from": b.basis} for b in self.backends}
+        if self.exceptions:
+            found["exceptions"] = {e.condition: _dtypes_json(e.dtypes) for e in self.exceptions}
         return found
 
     @classmethod
@@ -264,6 +268,7 @@ class Variable:
             _argument_from_json(obj["argument"]) if "argument" in obj else None,
             tuple(BackendSet(key, parse_set(b["dtypes"]), b["from"]) for key, b in obj.get("backends", {}).items()),
             tuple(obj.get("opmath", ())),
+            tuple(TypeException(condition, parse_set(dtypes)) for condition, dtypes in obj.get("exceptions", {}).items()),
         )
 
 
@@ -311,14 +316,16 @@ class OverloadPlan:
         return next((v for v in self.variables if slot in v.binds), None)
 
     def possible(self, variable: Variable) -> tuple[DType, ...]:
-        """Every dtype the variable may take in some call: its own, those of the variables it follows, and those
-        the argument that sets it may name."""
+        """Every dtype the variable may take in some call: its own, those of the variables it follows, those
+        the argument that sets it may name, and those it takes on a path a condition names."""
+        excepted = tuple(d for e in variable.exceptions for d in e.dtypes)
         if not variable.listed:
-            return variable.dtypes
+            return canonical(variable.dtypes + excepted) if excepted else variable.dtypes
         arguments = {v.name: v.argument.dtypes for v in self.variables if v.argument is not None}
-        return possible_dtypes(
+        found = possible_dtypes(
             variable.name, {v.name: v.dtypes for v in self.variables}, {v.name: v.follows for v in self.variables}, arguments, {v.name: v.opmath for v in self.variables}
         )
+        return canonical(found + excepted)
 
     def kept(self, keep: set[str]) -> OverloadPlan:
         """The plan with only the slots in ``keep``: variables bind them alone, evidence and conflicts speak of no other."""
@@ -333,14 +340,14 @@ class OverloadPlan:
         conflicts = tuple(c for c in self.conflicts if set(c.slots) <= keep)
         return OverloadPlan(self.name, self.followed_within(variables, same_schema=True), conflicts, self.autocast, self.promotion)
 
-    def followed_within(self, variables: Iterable[Variable], same_schema: bool = False) -> tuple[Variable, ...]:
-        """Variables carried from this plan's (same names) to other slots: one that follows a variable not carried
-        with it, or (to another overload's schema) is set by an argument, takes every dtype it could take here
-        instead, so that nothing is narrowed."""
+    def followed_within(self, variables: Iterable[Variable], same_schema: bool = False, others: Iterable[str] = ()) -> tuple[Variable, ...]:
+        """Variables carried from this plan's (same names) to other slots: one that follows a variable neither carried
+        with it nor among ``others`` (the target's own), or (to another overload's schema) is set by an argument,
+        takes every dtype it could take here instead, so that nothing is narrowed."""
         variables = tuple(variables)
-        names = {v.name for v in variables}
+        names = {v.name for v in variables} | set(others)
         return tuple(
-            v if set(v.depends_on) <= names and (same_schema or v.argument is None) else replace(v, dtypes=self.possible(v), follows=(), argument=None, opmath=())
+            v if set(v.depends_on) <= names and (same_schema or v.argument is None) else replace(v, dtypes=self.possible(v), follows=(), argument=None, opmath=(), exceptions=())
             for v in variables
         )
 

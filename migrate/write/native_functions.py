@@ -19,7 +19,8 @@ from migrate.model.backends import BACKENDS_KEY
 from migrate.model.constraint import follows_problem
 from migrate.model.declared import declared_promotion, declared_variables
 from migrate.model.dtypes import format_set
-from migrate.model.global_sets import constraints_line, dispatch_dtypes
+from migrate.model.exceptions import EXCEPTIONS_KEY
+from migrate.model.global_sets import constraints_line, dispatch_dtypes, type_exceptions
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions, close_matches
 from migrate.model.plan import Conflict, GlobalSet, OverloadPlan, Plan, Variable, line_of
 from migrate.model.promotion import PROMOTION_KEY, Promotion, promotion_problem
@@ -167,7 +168,7 @@ def _followed_by(native: NativeFunctions, line: str, added: list[str]) -> str:
     return line
 
 
-ANNOTATION_KEYS = (CONSTRAINTS_KEY, PROMOTION_KEY, AUTOCAST_KEY, BACKENDS_KEY)
+ANNOTATION_KEYS = (CONSTRAINTS_KEY, EXCEPTIONS_KEY, PROMOTION_KEY, AUTOCAST_KEY, BACKENDS_KEY)
 """The keys the writer adds after an entry's ``func:`` line, in the order it writes them."""
 
 
@@ -282,6 +283,10 @@ def apply_plan(native: NativeFunctions, sets_file, plan: Plan, *, overwrite: boo
             backends = _backends_line(native, entry, wanted, sets)
             if backends != _current_line(native, entry, BACKENDS_KEY):
                 written[BACKENDS_KEY] = backends
+            stated = type_exceptions(_in_schema_order(entry, wanted), sets)
+            excepted = stated.line(entry.key_indent) if stated is not None else None
+            if excepted != _current_line(native, entry, EXCEPTIONS_KEY):
+                written[EXCEPTIONS_KEY] = excepted
         if written:
             _rewrite_annotations(native, entry, written, edits)
         outcomes.append(Outcome(overload.name, status, conflicts, autocast_status, promotion_status))

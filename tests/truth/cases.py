@@ -632,6 +632,18 @@ MIXED: tuple[Mixed, ...] = (
         "float64 float32 float32 float32 float32",
         "bfloat16 float32 float32 float32 float32",
     ),
+    # index_put's values are self's dtype, but where one bool mask and a one-element value take masked_fill
+    *mixed(
+        "index_put",
+        lambda s: A(v(s[0], 3, 4), [t(torch.bool, 3) if s[1] == "bool" else torch.tensor([0, 2])], v(s[2], 4), s[3] == "True"),
+        "float32 bool float64:0 False",
+        "float32 bool int64:0 False",
+        "int64 bool float32:0 False",
+        "float32 int64 float64:0 False",
+        "float32 bool float64 False",
+        "float32 bool float64:0 True",
+        "float32 int64 float32 False",
+    ),
     # a norm's weight is the input's dtype or the dtype ATen computes it in: float32 beside half, float64 beside float64
     *mixed("batch_norm", lambda s: A(v(s[0], 2, 3, 4), *(v(x, 3) for x in s[1:]), True, 0.1, 1e-5, False), "float64 float32 float32 float32 float32"),
     *mixed("group_norm", lambda s: A(v(s[0], 2, 4, 3), 2, v(s[1], 4), v(s[2], 4)), "float64 float32 float32", "bfloat16 float32 float32"),

@@ -141,7 +141,8 @@ def overload_rows(native: NativeFunctions, plan: Plan | None, refusals: tuple[Va
         found = []
         for variable in variables:
             match = _matched(reported.get(entry.name), variable.binds)
-            possible = frozenset(possible_dtypes(variable.name, own, follows, arguments, computed)) if variable.listed else frozenset(variable.dtypes)
+            excepted = {d for e in variable.exceptions for d in e.dtypes}
+            possible = excepted | (frozenset(possible_dtypes(variable.name, own, follows, arguments, computed)) if variable.listed else frozenset(variable.dtypes))
             found.append(
                 VariableRow(
                     variable.name,

@@ -219,6 +219,7 @@ class AnnotationDecider:
             if None in theirs or None in computed:
                 return None
             named = variable.argument.dtypes if variable.argument is not None else ()
+            named += tuple(d for e in variable.exceptions for d in e.dtypes)  # a path a condition names
             return canonical(variable.dtypes + named + tuple(d for dtypes in theirs for d in dtypes) + tuple(opmath(d) for dtypes in computed for d in dtypes))
         if variable.dtypes:
             return variable.dtypes
