@@ -171,10 +171,23 @@ def test_no_exception_where_the_evidence_says_otherwise(evidence):
 
 
 @pytest.mark.slow
-def test_the_real_run_declares_index_put_s_values_as_self_s_dtype_but_through_a_mask(full_run: Path, capfd):
+@pytest.mark.parametrize(
+    "func, values",
+    [
+        ("index_put(T self, U?[] indices, V values, bool accumulate=False) -> T", "V"),
+        ("index_put_(T(a!) self, U?[] indices, V values, bool accumulate=False) -> T(a!)", "V"),  # the sibling's values follow its own self
+        ("_unsafe_index_put(T self, U?[] indices, V values, bool accumulate=False) -> T", "V"),  # the catalogue's calls through a mask
+        ("_index_put_impl_(T(a!) self, Tensor?[] indices, U values, bool accumulate=False, bool unsafe=False) -> T(a!)", "U"),
+    ],
+)
+def test_the_index_put_kernel_s_values_are_self_s_dtype_but_through_a_mask(full_run: Path, func, values):
     lines = (full_run / "native_functions.yaml").read_text().splitlines()
-    at = lines.index("- func: index_put(T self, U?[] indices, V values, bool accumulate=False) -> T")
-    assert lines[at + 1].endswith(", V: [self.dtype]}") and lines[at + 2] == "  type_exceptions: {masked_fill: {V: TAny}}"
+    at = lines.index(f"- func: {func}")
+    assert lines[at + 1].endswith(f"{values}: [self.dtype]}}") and lines[at + 2] == f"  type_exceptions: {{masked_fill: {{{values}: TAny}}}}"
+
+
+@pytest.mark.slow
+def test_show_prints_the_set_on_the_path(full_run: Path, capfd):
     assert main(["show", "index_put", "--native-functions", str(full_run / "native_functions.yaml")]) == 0
     shown = capfd.readouterr().out
     assert "    values: V = [self.dtype] (or the dtype T has in the call)\n" in shown

@@ -644,6 +644,16 @@ MIXED: tuple[Mixed, ...] = (
         "float32 bool float64:0 True",
         "float32 int64 float32 False",
     ),
+    *(
+        case
+        for overload in ("index_put_", "_index_put_impl_", "_unsafe_index_put")  # one kernel: index_put's path and rule
+        for case in mixed(
+            overload,
+            lambda s: A(v(s[0], 3, 4), [t(torch.bool, 3) if s[1] == "bool" else torch.tensor([0, 2])], v(s[2], 4), False),
+            "float32 bool float64:0",
+            "float32 int64 float64:0",
+        )
+    ),
     # a norm's weight is the input's dtype or the dtype ATen computes it in: float32 beside half, float64 beside float64
     *mixed("batch_norm", lambda s: A(v(s[0], 2, 3, 4), *(v(x, 3) for x in s[1:]), True, 0.1, 1e-5, False), "float64 float32 float32 float32 float32"),
     *mixed("group_norm", lambda s: A(v(s[0], 2, 4, 3), 2, v(s[1], 4), v(s[2], 4)), "float64 float32 float32", "bfloat16 float32 float32"),

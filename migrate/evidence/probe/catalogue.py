@@ -242,6 +242,9 @@ RECIPES: dict[str, dict[str, Any]] = {
     "histogramdd.int_bins": {"self": Data((4, 2)), "bins": 2, "weight": Data((4,))},
     "_reshape_from_tensor": {"self": Data((2, 3)), "shape": Fixed([3, 2])},
     "_masked_softmax": {"self": Data((2, 3)), "mask": Fixed([[False, True, False], [False, False, True]], "bool")},
+    # through one bool mask, values of one element take masked_fill (any dtype), a row takes self's (the 0-dim gate tells)
+    "_index_put_impl_": {"self": Data((3, 4)), "indices": [Fixed([True, False, True], "bool")], "values": Data((4,))},
+    "_unsafe_index_put": {"self": Data((3, 4)), "indices": [Fixed([True, False, True], "bool")], "values": Data((4,))},
     "_masked_softmax_backward": {"grad_output": Data((2, 3)), "output": Data((2, 3)), "mask": Fixed([[False, True, False], [False, False, True]], "bool")},
     "_rowwise_prune": {"weight": Data((3, 2)), "mask": Fixed([True, False, True], "bool"), "compressed_indices_dtype": TorchName("int32")},
     "bernoulli_.Tensor": {"self": Data((2, 3)), "p": Full((2, 3), 0.5)},
