@@ -32,11 +32,10 @@ def with_masked_fill(plan: OverloadPlan, schema: TypedSchema) -> OverloadPlan:
         site = evidence.verdict.site if evidence.verdict is not None else None
         if evidence.source != PROBE or evidence.refused or site is None or site.cast != (_VALUE,):
             continue
-        beside = dict(item.split(" ", 1) for item in site.beside)
-        if site.gate == _ONE_ELEMENT_GATE and beside.get(_MASK) == "bool":
+        if site.gate == _ONE_ELEMENT_GATE and site.beside_dtype(_MASK) == "bool":
             masked |= set(evidence.dtypes)
-        elif not site.gate and _DESTINATION in beside:
-            own.append({d.name for d in evidence.dtypes} == {beside[_DESTINATION]})
+        elif not site.gate and site.beside_dtype(_DESTINATION):
+            own.append({d.name for d in evidence.dtypes} == {site.beside_dtype(_DESTINATION)})
         else:
             return plan  # accepted beside another mask or on another path: no such rule
     if not own or not all(own) or len(masked) < 2:

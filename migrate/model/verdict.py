@@ -77,6 +77,11 @@ class Site:
         """The kind of Python number the Scalar held ('' when it was none)."""
         return dict(self.numbers).get(scalar, "")
 
+    def beside_dtype(self, slot: str) -> str:
+        """The dtype the tensor input ``slot`` had beside the cast ones, as ``beside`` spells it ('float32'; a list of
+        mixed dtypes 'mixed list'; '' when the probe names no such input)."""
+        return next((spelled for name, _, spelled in (item.partition(" ") for item in self.beside) if name == slot), "")
+
     def to_json(self) -> dict[str, Any]:
         found: dict[str, Any] = {"kind": self.kind, "call": self.call, "backend": str(self.backend), "torch": self.torch}
         if self.cast:

@@ -121,8 +121,15 @@ def _computed(fact: Follows, families: list[dict[DType, set[DType]]], rows: list
         return None
     said = f"{', '.join(fact.on)} cast to {refused.name} beside {', '.join(fact.slots)} at {constant.name} refused ({message.splitlines()[0] if message else 'no message'})"
     took = f"{format_set(own)}, their dtype" if own else "their dtype"
-    where = f"{fact.evidence.provenance.rsplit('): ', 1)[0]}): {took} and the dtype it computes in; {said}"
+    where = f"{_probed_beside(fact.slots, fact.on, families)}: {took} and the dtype it computes in; {said}"
     return Follows(fact.slots, fact.on, own, Evidence(PROBE, where, own, fact.slots, fact.evidence.count), opmath=True)
+
+
+def _probed_beside(slots: tuple[str, ...], group: tuple[str, ...], families: list[dict[DType, set[DType]]]) -> str:
+    """How the evidence names the probes a fact rests on: what the slots took beside each dtype of the group."""
+    beside = "; ".join(f"at {d.name}: {format_set(family[d])}" for family in families for d in canonical(family))
+    cast = f"{slots[0]} cast alone" if len(slots) == 1 else f"{', '.join(slots)} cast together"
+    return f"{cast} with {', '.join(group)} at each dtype ({beside})"
 
 
 def _rule(slots: tuple[str, ...], group: tuple[str, ...], families: list[dict[DType, set[DType]]], rows: list[tuple], names: list[str]) -> Follows | None:
@@ -141,7 +148,5 @@ def _rule(slots: tuple[str, ...], group: tuple[str, ...], families: list[dict[DT
             return None  # the slots took two dtypes in one call: they are no one variable
         if held and len(theirs) == 1 and None not in theirs and not held <= own | theirs:
             return None
-    beside = "; ".join(f"at {d.name}: {format_set(family[d])}" for family in families for d in canonical(family))
-    cast = f"{slots[0]} cast alone" if len(slots) == 1 else f"{', '.join(slots)} cast together"
-    where = f"{cast} with {', '.join(group)} at each dtype ({beside}): {format_set(own)} and their dtype"
+    where = f"{_probed_beside(slots, group, families)}: {format_set(own)} and their dtype"
     return Follows(slots, group, canonical(own), Evidence(PROBE, where, canonical(own), slots, sum(len(f) for f in families)))
