@@ -108,7 +108,7 @@ def declared_section(context: ShowContext, overload: str) -> list[str]:
     followed = followed_spelling(variables)
     for variable in variables:
         said = [f"or the dtype {', '.join(variable.follows)} has in the call"] if variable.follows else []
-        said += [f"or the dtype ATen computes {', '.join(variable.opmath)} in (opmath: float16 and bfloat16 compute in float32, complex32 in complex64)"] if variable.opmath else []
+        said += [f"or {', '.join(f'opmath({name})' for name in variable.opmath)}: float32 for float16, bfloat16; complex64 for complex32"] if variable.opmath else []
         if variable.argument is not None:
             name = variable.argument.name
             spelled = constraints_value(variable, context.file_sets, taken, followed)

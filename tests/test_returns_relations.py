@@ -129,7 +129,8 @@ def test_the_norms_backwards_follow_the_gradients_computation_dtype_and_show_say
         assert _constraints(full_run, overload)[1] == "  type_constraints: {T: TFloatingAndHalfBFloat16, U: [grad_out.dtype, opmath(grad_out.dtype)]}"
     assert main(["show", "native_layer_norm", "--native-functions", str(full_run / "native_functions.yaml")]) == 0
     shown = capfd.readouterr().out
-    assert "weight, bias, return.1, return.2: U = [input.dtype, opmath(input.dtype)] (or the dtype T has in the call; or the dtype ATen computes T in" in shown
+    said = "(or the dtype T has in the call; or opmath(T): float32 for float16, bfloat16; complex64 for complex32)"
+    assert f"    weight, bias, return.1, return.2: U = [input.dtype, opmath(input.dtype)] {said}\n" in shown  # whole: under 200 characters
     report = json.loads((full_run / "report.json").read_text())
     plan = next(o for o in report["overloads"] if o["name"] == "native_layer_norm")
     weight = next(v for v in plan["variables"] if "weight" in v["binds"])
