@@ -14,8 +14,9 @@ from typing import Collection, Iterator, Mapping
 
 from migrate.cache import StageCache
 from migrate.errors import InputError
-from migrate.model.backends import BACKENDS_KEY, DispatchDtypes
+from migrate.model.backends import DispatchDtypes
 from migrate.model.declared import declared_variables
+from migrate.model.exceptions import TypeExceptions
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import CONSTRAINTS_KEY, NativeFunctions, read_native, sibling_constraints_path
 from migrate.model.plan import GlobalSet, OverloadPlan
@@ -73,7 +74,7 @@ def merged_native(earlier: NativeFunctions, written: bytes, selected: Collection
 
 def _set_names(earlier: EarlierOutput, entries: Collection[str]) -> set[str]:
     """The global sets these entries of the earlier yaml name: the schema's words no key maps, the keys' values, and
-    the sets their ``dispatch_dtypes:`` lines state per backend."""
+    the sets their ``dispatch_dtypes:`` and ``type_exceptions:`` lines state."""
     native, names = earlier.native, set()
     for entry in native.entries:
         if entry.name not in entries:
@@ -83,9 +84,10 @@ def _set_names(earlier: EarlierOutput, entries: Collection[str]) -> set[str]:
         names |= {word for word in entry.schema.variables() if word not in mapping}
         for value in mapping.values():
             names |= {value} if isinstance(value, str) else set(value) if isinstance(value, list) else set()
-        if native.key_span(entry, BACKENDS_KEY):
-            stated = DispatchDtypes.from_mapping(native.fields(entry).get(BACKENDS_KEY))
-            names |= {value for _, values in stated.by_key for _, value in values if isinstance(value, str)}
+        for kind in (DispatchDtypes, TypeExceptions):
+            if native.key_span(entry, kind.KEY):
+                stated = kind.from_mapping(native.fields(entry).get(kind.KEY))
+                names |= {value for _, values in stated.by_key for _, value in values if isinstance(value, str)}
     return names & set(earlier.sets.by_name)
 
 
