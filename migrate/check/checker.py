@@ -361,7 +361,7 @@ class _Compiled:
     set_by: tuple[tuple[int, int, str, bool, frozenset[torch.dtype]], ...] = ()  # (variable index, position, argument, keyword-only, its dtypes)
     per_backend: bool = False  # some variable's set differs per backend: a call is judged by its tensors' device
     computed: tuple[tuple[int, ...], ...] = ()  # per variable, the indices of the variables whose computation dtype it may take
-    excepted: tuple[tuple[int, str, tuple[tuple[int, str], ...], frozenset[torch.dtype]], ...] = ()  # (variable, condition, its arguments, set)
+    excepted: tuple[tuple[int, str, tuple[tuple[int, str, bool], ...], frozenset[torch.dtype]], ...] = ()  # (variable, condition, its arguments, set)
 
     def allowed_now(
         self, index: int, seen: list[Any], given: dict[int, torch.dtype] | None = None, excepted: dict[int, frozenset[torch.dtype]] | None = None
@@ -475,21 +475,22 @@ def _compile(declarations: Declarations, func: Any) -> _Compiled | None:
         tuple(set_by),
         any(v.backends for v in declared.variables),
         computed if any(computed) else (),
-        _excepted(declarations, declared, func),
+        _excepted(declarations, declared, slots.name, positions),
     )
 
 
-def _excepted(declarations: Declarations, declared: DeclaredOverload, func: Any) -> tuple:
-    """Each variable's set under a ``type_exceptions:`` condition, with the (position, name) of the arguments it reads."""
-    positions = {a.name: position for position, a in enumerate(func._schema.arguments)}
+def _excepted(declarations: Declarations, declared: DeclaredOverload, overload: str, positions: dict[str, tuple[int, bool]]) -> tuple:
+    """Each variable's set under a ``type_exceptions:`` condition, with the (position, name, keyword-only) of the
+    arguments it reads (``positions``: this torch's schema's)."""
     found = []
     for index, variable in enumerate(declared.variables):
         for condition, dtypes in variable.exceptions:
-            missing = [name for name in CONDITIONS[condition].arguments if name not in positions]
-            if missing:
-                message = f"{variable.name} has a set under {condition}, but this torch's {func._schema.name} has no argument {missing[0]}"
+            missing = CONDITIONS[condition].missing(positions)
+            if missing is not None:
+                message = f"{variable.name} has a set under {condition}, but this torch's {overload} has no argument {missing}"
                 raise InputError(message, declarations.path, declared.line, declared.name)
-            found.append((index, condition, tuple((positions[name], name) for name in CONDITIONS[condition].arguments), _torch_dtypes(dtypes)))
+            read = tuple((positions[name][0], name, positions[name][1]) for name in CONDITIONS[condition].arguments)
+            found.append((index, condition, read, _torch_dtypes(dtypes)))
     return tuple(found)
 
 
@@ -531,7 +532,7 @@ def _argument(args: tuple, kwargs: dict, position: int, name: str, keyword_only:
     return kwargs.get(name) if keyword_only or position >= len(args) else args[position]
 
 
-def takes_path(condition: str, args: tuple, kwargs: dict, arguments: tuple[tuple[int, str], ...]) -> bool:
+def takes_path(condition: str, args: tuple, kwargs: dict, arguments: tuple[tuple[int, str, bool], ...]) -> bool:
     """Whether a call takes the kernel's path the condition names (``migrate.model.exceptions.CONDITIONS``).
 
     ``masked_fill``: accumulate False, one tensor among the indices and it a bool mask, values of one element on the
@@ -539,7 +540,7 @@ def takes_path(condition: str, args: tuple, kwargs: dict, arguments: tuple[tuple
     """
     if condition != MASKED_FILL.name:
         return False
-    (indices, values, accumulate) = (_argument(args, kwargs, position, name, False) for position, name in arguments)
+    (indices, values, accumulate) = (_argument(args, kwargs, *argument) for argument in arguments)
     if accumulate:
         return False
     masks = [index for index in indices or () if index is not None]

@@ -22,7 +22,7 @@ _ONE_ELEMENT_GATE = f"{_VALUE} 0-dim"  # the probe's gate: the cast tensor as a 
 def with_masked_fill(plan: OverloadPlan, schema: TypedSchema) -> OverloadPlan:
     """The plan with ``values`` following ``self`` but under ``masked_fill``, where its own probes show that rule; else
     as it was."""
-    if any(schema.slot(name) is None for name in MASKED_FILL.arguments):
+    if MASKED_FILL.missing({s.name for s in schema.slots}) is not None:
         return plan
     values, destination = plan.variable_of(_VALUE), plan.variable_of(_DESTINATION)
     if values is None or destination is None or values is destination or values.binds != (_VALUE,) or values.listed:

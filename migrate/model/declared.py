@@ -20,7 +20,7 @@ from migrate.errors import InputError
 from migrate.model.backends import BACKENDS_KEY, BackendSet, DispatchDtypes
 from migrate.model.constraint import OPMATH, ConstraintError, ConstraintList, DtypeArgument, follows_problem
 from migrate.model.dtypes import TENSOR_DTYPES, DType, UnknownDType, format_set
-from migrate.model.exceptions import EXCEPTIONS_KEY, TypeException, TypeExceptions, exceptions_problem
+from migrate.model.exceptions import CONDITIONS, EXCEPTIONS_KEY, TypeException, TypeExceptions
 from migrate.model.keyed_sets import KeyedSets
 from migrate.model.named_sets import decoded
 from migrate.model.native import CONSTRAINTS_KEY, Entry, NativeFunctions
@@ -133,9 +133,9 @@ def _with_exceptions(native: NativeFunctions, entry: Entry, sets: Mapping[str, G
     names = {v.name for v in variables}
     excepted: dict[str, list[TypeException]] = {}
     for condition, name, dtypes in found:
-        problem = exceptions_problem(condition, {s.name: s.word for s in entry.schema.slots})
-        if problem is not None:
-            raise InputError(problem, native.path, line, entry.name)
+        missing = CONDITIONS[condition].missing({s.name for s in entry.schema.slots})
+        if missing is not None:
+            raise InputError(f"'{EXCEPTIONS_KEY}:' {condition} reads the argument {missing}, which the schema lacks", native.path, line, entry.name)
         if name not in names:
             raise InputError(f"'{EXCEPTIONS_KEY}:' {condition} names {name}, no type variable of the entry", native.path, line, entry.name)
         excepted.setdefault(name, []).append(TypeException(condition, dtypes))

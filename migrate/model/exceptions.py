@@ -14,7 +14,7 @@ A condition is one of ``CONDITIONS``, each reading arguments of fixed names that
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from migrate.model.dtypes import DType, canonical
@@ -31,6 +31,10 @@ class Condition:
     arguments: tuple[str, ...]
     says: str
     short: str  # ``says`` in a few words, for a line of ``show``
+
+    def missing(self, arguments: Collection[str]) -> str | None:
+        """The first argument it reads that ``arguments`` (a schema's names) lack; None when it has them all."""
+        return next((name for name in self.arguments if name not in arguments), None)
 
 
 MASKED_FILL = Condition(
@@ -52,14 +56,6 @@ class TypeException:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtypes", canonical(self.dtypes))
-
-
-def exceptions_problem(condition: str, arguments: Mapping[str, str]) -> str | None:
-    """Why an entry whose schema has ``arguments`` (name -> type word) cannot state the known ``condition``; None when it can."""
-    missing = [name for name in CONDITIONS[condition].arguments if name not in arguments]
-    if missing:
-        return f"'{EXCEPTIONS_KEY}:' {condition} reads the argument {missing[0]}, which the schema lacks"
-    return None
 
 
 @dataclass(frozen=True)

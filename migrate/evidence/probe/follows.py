@@ -92,9 +92,10 @@ def _facts(calls: list[ProbedCall], observed: list[tuple]) -> Iterator[Follows]:
     for (slots, group, _), family in families.items():
         by_rule[slots, group].append(family)
     for (slots, group), found in sorted(by_rule.items()):
-        fact = _rule(slots, group, [f for f in found if len(f) > 1], rows, names)
+        beside_two = [f for f in found if len(f) > 1]  # a family seen beside one dtype of the group says nothing of a rule
+        fact = _rule(slots, group, beside_two, rows, names)
         if fact is not None:
-            yield _computed(fact, [f for f in found if len(f) > 1], rows, names, refusals) or fact
+            yield _computed(fact, beside_two, rows, names, refusals) or fact
 
 
 def _computed(fact: Follows, families: list[dict[DType, set[DType]]], rows: list[tuple], names: list[str], refusals: list[Refusal]) -> Follows | None:

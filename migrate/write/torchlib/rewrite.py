@@ -214,8 +214,8 @@ def rewrite_torchlib(
 
 
 def written_form(plan: Plan) -> str:
-    """All of the plan the writer reads: each overload's variables (names, dtypes, slots, those they follow, dtypes
-    ATen rejects) and the global sets.
+    """All of the plan the writer reads: each overload's variables (names, dtypes, slots, those they follow, their sets
+    on a path a condition names, dtypes ATen rejects) and the global sets.
 
     The rest of the evidence and the conflicts are for the report; they never change what is written.
     """
@@ -228,6 +228,7 @@ def written_form(plan: Plan) -> str:
             follows += f":opmath={','.join(v.opmath)}"
         if v.argument is not None:
             follows += f":{v.argument.name}={spelled(v.argument.dtypes)}"
+        follows += "".join(f":{e.condition}={spelled(e.dtypes)}" for e in v.exceptions)
         return f"\0{v.name}:{spelled(v.dtypes)}:{','.join(v.binds)}{follows}:{list(rejected_dtypes(v).items())}"
 
     lines = [f"{g.name}\0{spelled(g.dtypes)}\0{g.desc}" for g in plan.global_sets]
