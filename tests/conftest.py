@@ -6,6 +6,7 @@ import functools
 import gc
 import io
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,6 +175,14 @@ def lint_round_trip(text: str) -> str:
     out = io.StringIO()
     yaml.dump(yaml.load(text), out)
     return out.getvalue()
+
+
+def changed_items(written: str, original: str) -> str:
+    """The written file's top-level items whose text differs from the original's, as one document: what a writer that
+    changed a few entries of the installed file puts before PyTorch's lint (the others are the installed bytes)."""
+    before, after = (re.split(r"(?m)^(?=- )", text) for text in (original, written))
+    assert len(before) == len(after), "a writer adds or removes no entry"
+    return "".join(item for item, was in zip(after, before) if item != was)
 
 
 def probed(

@@ -25,7 +25,7 @@ from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import OPINFO, TORCHLIB, Evidence, OverloadPlan, Plan, Variable
 from migrate.write.native_functions import WRITTEN, apply_plan, lower
-from tests.conftest import REAL_NATIVE_FUNCTIONS, annotated, declaration_error, lint_round_trip
+from tests.conftest import REAL_NATIVE_FUNCTIONS, annotated, changed_items, declaration_error, lint_round_trip
 
 ZEROS = (
     "- func: zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> T\n"
@@ -155,7 +155,8 @@ def test_the_writer_writes_the_argument_after_the_variables_and_lower_gives_the_
     spelled = pytorch_spelling(ANY_SET)  # more than four dtypes no global set names: PyTorch's spelling, where shorter
     assert f"  type_constraints: {{T: '{spelled}', U: [dtype]}}\n" in written  # an argument that may name any dtype has no key
     assert "  type_constraints: {T: [torch.float32, dtype]}\n" in written
-    assert lint_round_trip(written) == written
+    changed = changed_items(written, REAL_NATIVE_FUNCTIONS.read_text())
+    assert lint_round_trip(changed) == changed
     path.write_bytes(result.native_functions)
     assert lower(NativeFunctions.load(path)).encode() == REAL_NATIVE_FUNCTIONS.read_bytes()
     again = apply_plan(NativeFunctions.load(path), GlobalSetsFile.load(sibling_constraints_path(path)), _plan())

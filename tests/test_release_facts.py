@@ -97,7 +97,9 @@ def test_facts_filled_from_an_older_shipped_recording_are_read_again_and_facts_m
 
 @pytest.mark.live
 def test_a_torch_other_than_the_recordings_records_afresh_and_says_why_in_one_line(tmp_path, monkeypatch, capsys):
-    shipped = {**_shipped(), "release": {**_shipped()["release"], "torch": "2.12.0"}}
+    # the shipped recording's header, its release another torch's: which release a file is for is all that is read of it
+    header = {key: value for key, value in _shipped().items() if key not in ("runs", "stages", "catalogue", "schemas")}
+    shipped = {**header, "release": {**_shipped()["release"], "torch": "2.12.0"}}
     folder = tmp_path / "shipped"
     folder.mkdir()
     (folder / "cpu-torch-2.12.0.json.gz").write_bytes(recorded.packed(shipped))

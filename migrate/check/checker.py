@@ -157,9 +157,16 @@ class Declarations:
 
     @classmethod
     def load(cls, path: Path | str) -> Declarations:
-        from migrate.model.native import NativeFunctions  # here: verify's workers unpickle Declarations without these modules (30 ms each)
+        """Read once per content of the yaml and its sibling: a process that checks many calls or blocks against one
+        file (each model of a suite, each case of a table) reads it once, and a file written again is read again."""
+        from migrate.model.native import file_bytes, sibling_constraints_path  # here: verify's workers unpickle Declarations without these modules (30 ms each)
 
-        return cls.from_native(NativeFunctions.load(path))
+        path = Path(path)
+        try:
+            sibling = sibling_constraints_path(path).read_bytes()
+        except FileNotFoundError:
+            sibling = None
+        return _declarations_of(path, file_bytes(path), sibling)
 
     @classmethod
     def from_native(cls, native: NativeFunctions) -> Declarations:
@@ -855,6 +862,14 @@ def _has_elements(args: tuple, kwargs: dict, *out: Any) -> bool:
 
 def _run_kernel(func: Any, args: tuple, kwargs: dict) -> Any:
     return func(*args, **kwargs)
+
+
+@functools.lru_cache(maxsize=4)
+def _declarations_of(path: Path, data: bytes, sibling: bytes | None) -> Declarations:
+    """The yaml of these bytes at ``path``, its sibling holding ``sibling`` (the key: either file changed is a new entry)."""
+    from migrate.model.native import NativeFunctions  # as in Declarations.load
+
+    return Declarations.from_native(NativeFunctions.parse(data, path))
 
 
 @contextlib.contextmanager

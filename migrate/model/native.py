@@ -115,6 +115,14 @@ def _schema_span(line: str, value_at: int) -> tuple[int, int]:
     return value_at, value_at + len(value)
 
 
+def file_bytes(path: Path) -> bytes:
+    """A native_functions.yaml's bytes; one that cannot be read is an InputError naming it."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path) from exc
+
+
 def _lines(data: bytes, path: Path) -> list[str]:
     try:
         return data.decode("utf-8").splitlines(keepends=True)
@@ -131,11 +139,7 @@ def scan_entries(data: bytes, path: Path | str) -> list[Entry]:
 
 def read_native(path: Path, cache: StageCache) -> NativeFunctions:
     """The yaml at ``path``, its entries scanned once per content (the ``native`` stage)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path) from exc
-    return native_of(data, path, cache)
+    return native_of(file_bytes(path), path, cache)
 
 
 def native_of(data: bytes, path: Path, cache: StageCache) -> NativeFunctions:
@@ -158,11 +162,7 @@ class NativeFunctions:
     @classmethod
     def load(cls, path: Path | str) -> NativeFunctions:
         path = Path(path)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", path) from exc
-        return cls.parse(data, path)
+        return cls.parse(file_bytes(path), path)
 
     @classmethod
     def parse(cls, data: bytes, path: Path | str, entries: list[Entry] | None = None) -> NativeFunctions:
