@@ -35,6 +35,12 @@ def _shipped() -> dict:
     return json.loads(gzip.decompress(SHIPPED_FILE.read_bytes()))
 
 
+def _packed(obj: dict) -> bytes:
+    """A recording file a test writes and reads once: gzipped JSON, compressed as fast as gzip goes (the shipped file's
+    own compression, ``recorded.packed``, takes seconds more for the whole recording)."""
+    return gzip.compress(json.dumps(obj, separators=(",", ":")).encode(), compresslevel=1, mtime=0)
+
+
 def test_the_project_ships_the_pinned_torchs_whole_facts_small_enough_to_review():
     assert SHIPPED_FILE.stat().st_size < 4 * 2**20  # about 2.8 MB of gzipped JSON
     shipped = _shipped()
@@ -83,7 +89,7 @@ def test_facts_filled_from_an_older_shipped_recording_are_read_again_and_facts_m
     assert seed(cache) == Seeded(source=str(file)) and seed(cache) == Seeded()
     reports = _shipped()["stages"]["promotion-calls"]
     # the checkout pulls a re-recorded file: one overload's promotion calls gone from it
-    file.write_bytes(recorded.packed({**_shipped(), "stages": {**_shipped()["stages"], "promotion-calls": reports[:-1]}}))
+    file.write_bytes(_packed({**_shipped(), "stages": {**_shipped()["stages"], "promotion-calls": reports[:-1]}}))
     assert not holds_facts(cache)
     assert Session(Options(cache_dir=cache.root)).facts == Seeded(source=str(file), replaced=True)
     assert capsys.readouterr().err == f"dtype-migrate: the shipped recording {file} changed since this cache was filled from it: its facts read again\n"
@@ -148,7 +154,7 @@ def test_the_freshness_gate_fails_at_one_verdict_changed_naming_the_call_and_the
     assert len(stale) == 1 and stale[0].startswith(f"OpInfo add: probes[{index}], a call of aten::add.Tensor [")
     assert stale[0].endswith(f": recorded [], now [{json.dumps(dropped)}]")
     path = tmp_path / "stale.json.gz"
-    path.write_bytes(recorded.packed(shipped))
+    path.write_bytes(_packed(shipped))
     monkeypatch.setattr(session_module, "rerecord_sample", lambda jobs: sample)
     assert main(["record", "--check", str(path)]) == 1
     err = capfd.readouterr().err
