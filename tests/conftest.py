@@ -182,7 +182,9 @@ def changed_items(written: str, original: str) -> str:
     changed a few entries of the installed file puts before PyTorch's lint (the others are the installed bytes)."""
     before, after = (re.split(r"(?m)^(?=- )", text) for text in (original, written))
     assert len(before) == len(after), "a writer adds or removes no entry"
-    return "".join(item for item, was in zip(after, before) if item != was)
+    changed = "".join(item for item, was in zip(after, before) if item != was)
+    assert changed, "the writer changed no entry: nothing to lint"
+    return changed
 
 
 def probed(
