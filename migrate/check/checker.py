@@ -159,14 +159,11 @@ class Declarations:
     def load(cls, path: Path | str) -> Declarations:
         """Read once per content of the yaml and its sibling: a process that checks many calls or blocks against one
         file (each model of a suite, each case of a table) reads it once, and a file written again is read again."""
-        from migrate.model.native import file_bytes, sibling_constraints_path  # here: verify's workers unpickle Declarations without these modules (30 ms each)
+        from migrate.model.global_sets import GlobalSetsFile  # here: verify's workers unpickle Declarations without these modules (30 ms each)
+        from migrate.model.native import file_bytes, sibling_constraints_path  # as above
 
         path = Path(path)
-        try:
-            sibling = sibling_constraints_path(path).read_bytes()
-        except FileNotFoundError:
-            sibling = None
-        return _declarations_of(path, file_bytes(path), sibling)
+        return _declarations_of(path, file_bytes(path), GlobalSetsFile.load(sibling_constraints_path(path)).data)
 
     @classmethod
     def from_native(cls, native: NativeFunctions) -> Declarations:
@@ -866,7 +863,8 @@ def _run_kernel(func: Any, args: tuple, kwargs: dict) -> Any:
 
 @functools.lru_cache(maxsize=4)
 def _declarations_of(path: Path, data: bytes, sibling: bytes | None) -> Declarations:
-    """The yaml of these bytes at ``path``, its sibling holding ``sibling`` (the key: either file changed is a new entry)."""
+    """The yaml of these bytes at ``path``, its sibling holding ``sibling`` (None: there is none); the key: either file
+    changed is a new entry."""
     from migrate.model.native import NativeFunctions  # as in Declarations.load
 
     return Declarations.from_native(NativeFunctions.parse(data, path))
