@@ -17,7 +17,6 @@ every backend (docs/evidence.md, "Recordings").
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import json
@@ -152,7 +151,7 @@ def recording_json(path: Path) -> tuple[dict[str, Any], str]:
     except OSError as exc:
         raise InputError(f"cannot read the recording: {exc.strerror}", path) from exc
     try:
-        obj = _decoded_recording(data)
+        obj = json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
     except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"not a dtype-migrate recording (not gzipped JSON: {exc})", path) from exc
     try:
@@ -160,13 +159,6 @@ def recording_json(path: Path) -> tuple[dict[str, Any], str]:
     except ValueError as exc:
         raise InputError(str(exc), path) from exc
     return obj, _bytes_digest(data)
-
-
-@functools.lru_cache(maxsize=2)
-def _decoded_recording(data: bytes) -> Any:
-    """A recording file's JSON, decoded once per process (seconds for the shipped one, which fills each new cache a
-    process runs on); readers take it as it is, never changing it."""
-    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
 
 
 def _bytes_digest(data: bytes) -> str:
