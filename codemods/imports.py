@@ -25,6 +25,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.helpers import get_absolute_module_from_package_for_import
 
+from codemods.printing import module_code
 from codemods.toplevel import is_docstring_line, is_import_line, top_import_end
 from codemods.typevars import LINE_LENGTH
 
@@ -53,7 +54,7 @@ class SplitModule:
             return cls(module, "")
         head = module.with_changes(body=module.body[:cut], footer=(), has_trailing_newline=True)
         rest = module.with_changes(header=(), body=module.body[cut:])
-        return cls(head, rest.code)
+        return cls(head, module_code(rest))
 
     @property
     def code(self) -> str:

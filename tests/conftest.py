@@ -90,6 +90,20 @@ def with_catalogue_of(source: Path, target: Path) -> Path:
     return target
 
 
+def facts_only(folder: Path) -> Path:
+    """A new cache folder holding the installed release's facts and nothing derived: a copy of those the user's cache
+    was filled with from the shipped recording (``seed``), as ``seed`` fills an empty one, without decoding the
+    recording again (seconds). For tests of what a run does with the facts, not of how they are filled."""
+    from migrate.cache import StageCache, cache_root
+    from migrate.evidence.recording import seed
+    from migrate.runtime import recorded
+
+    user = StageCache.at(cache_root(None))
+    seed(user)
+    shutil.copytree(recorded.folder(user), recorded.folder(StageCache.at(folder)))
+    return folder
+
+
 def seeded_cache(tmp_path_factory, name: str = "cache") -> Path:
     """A cache folder holding the installed torch release's facts and what runs derived from them, and no export results."""
     return without_exports(tmp_path_factory.mktemp(name) / "cache")

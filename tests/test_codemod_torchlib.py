@@ -90,6 +90,11 @@ def probe(exports: bool = True) -> dict:
         "mlp": (mlp, (torch.randn(3, 16),)),
     }
     found = {}
+    if exports:  # the copy's exports share one registry and one decomposition table, as export-check's workers do
+        from migrate.runtime import torch_private
+
+        torch_private.memoise_export_tables()
+        torch_private.memoise_onnx_registry()
     for case, (model, args) in cases.items() if exports else ():
         program = torch.onnx.export(model, args, dynamo=True, opset_version=OPSET, verbose=False)
         session = onnxruntime.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -102,7 +107,8 @@ def probe(exports: bool = True) -> dict:
     if exports:
         from torch.onnx._internal.exporter import _registration
 
-        sdpa = _registration.ONNXRegistry.from_torchlib(OPSET).get_decomps(torch.ops.aten.scaled_dot_product_attention.default)[0]
+        onnx_registry = _registration.ONNXRegistry.from_torchlib()  # the memoised one: torchlib's opset, OPSET
+        sdpa = onnx_registry.get_decomps(torch.ops.aten.scaled_dot_product_attention.default)[0]
         sdpa_file = (getattr(sdpa.onnx_function, "function", None) or sdpa.onnx_function.func).__code__.co_filename
     return {
         "onnxscript": onnxscript.__file__,

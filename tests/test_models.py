@@ -23,6 +23,7 @@ from migrate.evidence.models.source import load_models
 from migrate.model.dtypes import DType
 from migrate.pipeline.session import Options, Session
 from migrate.runtime.runs import MODEL_RUN
+from tests.conftest import facts_only
 
 CHECKED_MODES = ("autocast-bfloat16", "float16")  # under the checker: a training step under autocast, and half weights
 
@@ -135,7 +136,7 @@ def test_without_transformers_a_run_reads_the_models_runs_the_shipped_recording_
     from migrate.evidence.models import source
 
     monkeypatch.setattr(source, "transformers_version", lambda: None)
-    found = Session(Options(evidence=("opinfo", "models"), cache_dir=tmp_path)).models
+    found = Session(Options(evidence=("opinfo", "models"), cache_dir=facts_only(tmp_path / "cache"))).models
     assert found is not None and found.transformers == "5.24.0" and len(found.runs) == 12
     assert capsys.readouterr().err == ""
 
@@ -148,8 +149,7 @@ def test_a_refresh_without_transformers_keeps_the_models_runs_the_shipped_record
     from migrate.runtime.recorded import installed_release
 
     monkeypatch.setattr(source, "transformers_version", lambda: None)
-    cache = StageCache(tmp_path / "cache")
-    recording.seed(cache)
+    cache = StageCache(facts_only(tmp_path / "cache"))
     line = recording.refreshed(cache)
     assert line.startswith(f"--refresh: making every ATen call of torch {installed_release().torch} again (minutes); ")
     (shipped,) = recording.SHIPPED.glob("cpu-*.json.gz")
