@@ -20,7 +20,7 @@ import pickle
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -176,6 +176,30 @@ class ReadOnce:
         if found is not None:
             with self._lock:
                 self._values[path.name] = found
+                if len(self._values) > self._kept:
+                    self._values.popitem(last=False)
+        return found
+
+
+class Remembered:
+    """What ``make`` gave for each key, made once per process for the ``kept`` keys asked for last: the runs of one
+    process (a test suite's) read the same inputs again and again. A value ``make`` gives as None is never kept, nor is
+    an error. Readers take a value as it is, never changing it."""
+
+    def __init__(self, kept: int):
+        self._kept = kept
+        self._values: collections.OrderedDict[Hashable, Any] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, make: Callable[[], T | None]) -> T | None:
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        found = make()
+        if found is not None:
+            with self._lock:
+                self._values[key] = found
                 if len(self._values) > self._kept:
                     self._values.popitem(last=False)
         return found

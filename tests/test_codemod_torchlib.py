@@ -89,12 +89,15 @@ def probe(exports: bool = True) -> dict:
         "attention, bool mask": (attention, (x, causal)),
         "mlp": (mlp, (torch.randn(3, 16),)),
     }
-    found = {}
+    found, torchlib_registry = {}, None
     if exports:  # the copy's exports share one registry and one decomposition table, as export-check's workers do
+        from torch.onnx._internal.exporter import _registration
+
         from migrate.runtime import torch_private
 
         torch_private.memoise_export_tables()
-        torch_private.memoise_onnx_registry()
+        torchlib_registry = _registration.ONNXRegistry.from_torchlib(opset_version=OPSET)
+        _registration.ONNXRegistry.from_torchlib = classmethod(lambda cls, **_: torchlib_registry)  # every export here asks for OPSET
     for case, (model, args) in cases.items() if exports else ():
         program = torch.onnx.export(model, args, dynamo=True, opset_version=OPSET, verbose=False)
         session = onnxruntime.InferenceSession(program.model_proto.SerializeToString(), providers=["CPUExecutionProvider"])
@@ -104,11 +107,8 @@ def probe(exports: bool = True) -> dict:
         found[case] = float(np.abs(got - want).max())
 
     sdpa_file = None
-    if exports:
-        from torch.onnx._internal.exporter import _registration
-
-        onnx_registry = _registration.ONNXRegistry.from_torchlib()  # the memoised one: torchlib's opset, OPSET
-        sdpa = onnx_registry.get_decomps(torch.ops.aten.scaled_dot_product_attention.default)[0]
+    if torchlib_registry is not None:
+        sdpa = torchlib_registry.get_decomps(torch.ops.aten.scaled_dot_product_attention.default)[0]
         sdpa_file = (getattr(sdpa.onnx_function, "function", None) or sdpa.onnx_function.func).__code__.co_filename
     return {
         "onnxscript": onnxscript.__file__,

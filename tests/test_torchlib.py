@@ -205,7 +205,7 @@ def test_an_edited_module_alone_is_parsed_again(evidence, native, cache_dir, tmp
 
     monkeypatch.setattr(migrate.torchlib_source.scan.cst, "parse_module", counting)
     copy = scan_torchlib(tree, native, StageCache.at(cache_dir))
-    assert len(parsed) == 1 and parsed[0].startswith("# an edit\n")
+    assert len(parsed) == 1 and parsed[0].startswith(b"# an edit\n")
     assert copy.cached_files == copy.files - 1
     moved = {r.where for r in copy.registrations if r.path == "ops/special.py"}
     before = {r.where for r in evidence.registrations if r.path == "ops/special.py"}

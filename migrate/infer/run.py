@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from migrate.cache import Stage, long_lived, made_once
+from migrate.cache import Remembered, Stage, long_lived, made_once
 from migrate.evidence.align import Alignment
 from migrate.evidence.gather import Sources
 from migrate.evidence.recording import RecordingSummary
@@ -214,13 +214,26 @@ def infer(native: NativeFunctions, sources: Sources, stage: Stage | None = None,
     """The run's inference: the plan of every overload (or only those named) from the whole ``Sources``, cached in
     ``stage`` (the ``plans`` stage) when the sources have a key, with the autocast policies the sources carry."""
     stored = _cached(native, sources, stage)
-    with long_lived():
-        wanted = [pickle.loads(data) for name, data in stored["overloads"].items() if only is None or name in only]
-    plan = _restricted(stored["sets"], wanted)
+    plan = _restricted(stored["sets"], _stored_plans(stored, sources.key, only))
     if sources.autocast is not None:
         autocast = sources.autocast
         plan = with_autocast(plan, {name: autocast.of(name) for name in autocast.policies}, only)
     return Inference(plan, stored["sets"], stored["alignment"], stored["recordings"], stored["value_refusals"])
+
+
+def _stored_plans(stored: dict, key: tuple | None, only: set[str] | None) -> list[OverloadPlan]:
+    """The stored plans of the overloads wanted, each unpickled once per process for the plans' keys read last (the
+    runs of a test suite infer from the same sources again and again; a plan is frozen): the remembered dict of a key
+    fills as its overloads are asked for."""
+    decoded: dict[str, OverloadPlan] = _DECODED.get(key, dict) if key is not None else {}
+    with long_lived():
+        for name, data in stored["overloads"].items():
+            if (only is None or name in only) and name not in decoded:
+                decoded[name] = pickle.loads(data)
+    return [decoded[name] for name in stored["overloads"] if only is None or name in only]
+
+
+_DECODED = Remembered(2)  # a whole file's plans weigh tens of MB
 
 
 def verdict_plan(name: str, opinfo: OverloadPlan | None, probe: OverloadPlan | None, tensors_set_returns: bool = True) -> OverloadPlan:

@@ -18,7 +18,7 @@ from typing import Any
 import torchgen
 import yaml
 
-from migrate.cache import StageCache
+from migrate.cache import Remembered, StageCache
 from migrate.errors import InputError
 from migrate.model.names import OverloadName
 from migrate.model.schema import SchemaError, TypedSchema
@@ -132,9 +132,18 @@ def _lines(data: bytes, path: Path) -> list[str]:
 
 def scan_entries(data: bytes, path: Path | str) -> list[Entry]:
     """Every ``- func:`` entry of the file's bytes, with its lines and typed schema (what a cache may keep)."""
-    path = Path(path)
+    return list(_SCANNED.get(data, lambda: tuple(_scanned(data, Path(path)))))
+
+
+def _scanned(data: bytes, path: Path) -> list[Entry]:
     lines = _lines(data, path)
     return [_read_entry(path, lines, index, start, stop) for index, (start, stop) in enumerate(top_level_items(lines, path, "'- func:' entries"))]
+
+
+_SCANNED = Remembered(4)
+"""The entries of the contents read last, by the file's bytes: a test suite loads copies of one file hundreds of times
+(the installed file, its migrated form, a test's edits), and entries are frozen and name no path. A file that fails
+names its path, and fails again when read again."""
 
 
 def read_native(path: Path, cache: StageCache) -> NativeFunctions:
@@ -144,8 +153,12 @@ def read_native(path: Path, cache: StageCache) -> NativeFunctions:
 
 def native_of(data: bytes, path: Path, cache: StageCache) -> NativeFunctions:
     """The yaml ``data`` (read from ``path``), its entries scanned once per content (the ``native`` stage)."""
-    entries = cache.stage("native", "migrate.model.native").get((data,), lambda: scan_entries(data, path), list)
-    return NativeFunctions.parse(data, path, entries)
+
+    stage = cache.stage("native", "migrate.model.native")
+    entries = _SCANNED.get(data, lambda: tuple(stage.get((data,), lambda: _scanned(data, path), list)))
+    if not stage.holds(data):  # remembered from a run on another cache folder: this one keeps them too
+        stage.write(list(entries), data)
+    return NativeFunctions.parse(data, path, list(entries))
 
 
 @dataclass

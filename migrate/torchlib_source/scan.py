@@ -379,7 +379,7 @@ def scan_module(data: bytes) -> ModuleFacts:
     except UnicodeDecodeError as exc:
         return ModuleFacts((), (), (), (ScanProblem(f"not UTF-8: {exc.reason}", None),))
     try:
-        module = cst.parse_module(text)
+        module = parsed_module(data)
     except cst.ParserSyntaxError as exc:
         # The message's 'error at LINE:COL' is where the parser failed; raw_line can be the line after it.
         found = re.search(r"error at (\d+):\d+: (.*)", exc.message)
@@ -406,6 +406,14 @@ def scan_module(data: bytes) -> ModuleFacts:
         registrations=tuple(i for i in items if isinstance(i, Registration)),
         problems=tuple(i for i in items if isinstance(i, ScanProblem)),
     )
+
+
+@functools.lru_cache(maxsize=24)  # a torch_lib's modules (18 today) and a few more: ops/core.py's tree alone weighs tens of MB
+def parsed_module(data: bytes) -> cst.Module:
+    """libcst's tree of a module's bytes, parsed once per process: a run scans a module it then rewrites, and the runs of
+    one process (a test suite's) scan and rewrite the same modules; a tree is never changed in place (an edit makes a
+    new one)."""
+    return cst.parse_module(data)
 
 
 def module_facts(data: bytes, stage: Stage) -> tuple[ModuleFacts, bool]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping
 
+from migrate.cache import Remembered
 from migrate.errors import InputError
 from migrate.model.autocast import AUTOCAST_KEY, Policies, autocast_line, declared_autocast
 from migrate.model.backends import BACKENDS_KEY
@@ -185,11 +186,18 @@ def _lower_entry(native: NativeFunctions, entry: Entry, edits: _LineEdits) -> No
 
 def lower(native: NativeFunctions) -> str:
     """The plain file: every type variable back to Tensor, every type_constraints, type_promotion, autocast and
-    dispatch_dtypes key gone."""
-    edits = _LineEdits(native.lines)
-    for entry in native.entries:
-        _lower_entry(native, entry, edits)
-    return edits.text()
+    dispatch_dtypes key gone (once per process for the contents lowered last: every run lowers its input)."""
+
+    def lowered() -> str:
+        edits = _LineEdits(native.lines)
+        for entry in native.entries:
+            _lower_entry(native, entry, edits)
+        return edits.text()
+
+    return _LOWERED.get(native.data, lowered)
+
+
+_LOWERED = Remembered(4)
 
 
 def _typed_func_line(native: NativeFunctions, entry: Entry, variables: tuple[Variable, ...]) -> str:

@@ -15,7 +15,7 @@ import libcst as cst
 from migrate.cache import StageCache
 from migrate.torchlib_source.facts import ModuleFacts, Ref, facts_stage
 from migrate.torchlib_source.resolve import Constraint, TypeResolver
-from migrate.torchlib_source.scan import module_facts, type_expr
+from migrate.torchlib_source.scan import module_facts, parsed_module, type_expr
 from migrate.write.torchlib.module_index import ModuleIndex
 
 TENSOR_TYPING = "tensor_typing"
@@ -37,7 +37,7 @@ class TorchlibModule:
 
     @functools.cached_property
     def tree(self) -> cst.Module:
-        return _parsed(self.data)
+        return parsed_module(self.data)
 
     @functools.cached_property
     def index(self) -> ModuleIndex:
@@ -48,13 +48,6 @@ class TorchlibModule:
         self.__dict__.update(tree=tree)
         self.__dict__.pop("index", None)
         self.edited = True
-
-
-@functools.lru_cache(maxsize=24)  # a torch_lib's modules (18 today) and a few more: ops/core.py's tree alone weighs tens of MB
-def _parsed(data: bytes) -> cst.Module:
-    """libcst's tree of a module's bytes, parsed once per process: a run's passes and the runs of one process (a test
-    suite's) rewrite the same modules, and a tree is never changed in place (an edit makes a new one)."""
-    return cst.parse_module(data)
 
 
 def _module_name(relative: Path) -> str:
