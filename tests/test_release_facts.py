@@ -85,13 +85,16 @@ def test_facts_filled_from_an_older_shipped_recording_are_read_again_and_facts_m
     shipped = tmp_path / "shipped"
     shipped.mkdir()
     file = shipped / SHIPPED_FILE.name
-    file.write_bytes(SHIPPED_FILE.read_bytes())
+    # a recording of the installed release that holds a few runs and one stage: which facts a cache holds follows the
+    # file's bytes, whatever they hold (the whole shipped file is read in the test above)
+    reports = _shipped()["stages"]["promotion-calls"]
+    older = {**_shipped(), "runs": _shipped()["runs"][:3], "stages": {"promotion-calls": reports}}
+    file.write_bytes(_packed(older))
     monkeypatch.setattr(recording, "SHIPPED", shipped)
     cache = StageCache(tmp_path / "cache")
     assert seed(cache) == Seeded(source=str(file)) and seed(cache) == Seeded()
-    reports = _shipped()["stages"]["promotion-calls"]
     # the checkout pulls a re-recorded file: one overload's promotion calls gone from it
-    file.write_bytes(_packed({**_shipped(), "stages": {**_shipped()["stages"], "promotion-calls": reports[:-1]}}))
+    file.write_bytes(_packed({**older, "stages": {"promotion-calls": reports[:-1]}}))
     assert not holds_facts(cache)
     assert Session(Options(cache_dir=cache.root)).facts == Seeded(source=str(file), replaced=True)
     assert capsys.readouterr().err == f"dtype-migrate: the shipped recording {file} changed since this cache was filled from it: its facts read again\n"

@@ -22,10 +22,14 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict, deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from codemods.parameters import SCOPE_STATEMENT, SHADOWS, ParameterRenamer
+import libcst as cst
+
+from codemods.parameters import SCOPE_STATEMENT, SHADOWS, ParameterRenamer, Refusal
 from codemods.toplevel import DefKey
+from migrate.cache import Remembered
 from migrate.torchlib_source.resolve import OverloadIndex, TorchlibEvidence
 from migrate.model.native import NativeFunctions
 from migrate.model.schema import SchemaError, TypedSchema
@@ -192,20 +196,45 @@ def _rename_module(tree: TorchlibTree, module: TorchlibModule, functions: list[_
             if line is not None:
                 lines[key] = line
     if wanted:
-        renamer = ParameterRenamer(wanted, lines)
-        renamed = module.tree.visit(renamer)
+        renaming = _Renaming.of(module, wanted, lines)
         for function in functions:
             key = function.info.key
-            done = renamer.renamed.get(key, {})
+            done = renaming.renamed.get(key, {})
             records[key] += [_record(function, old, new, RENAMED, "") for old, new in done.items()]
-            records[key] += [_record(function, r.old, r.new, r.kind, r.why) for r in renamer.refused.get(key, ())]
-        if renamer.changed:
-            module.replace_tree(renamed)
+            records[key] += [_record(function, r.old, r.new, r.kind, r.why) for r in renaming.refused.get(key, ())]
+        if renaming.tree is not None:
+            module.replace_tree(renaming.tree)
     ordered = []
     for function in functions:
         params = [p.name for p in function.info.params]
         ordered += sorted(records[function.info.key], key=lambda r: params.index(r.param))
     return ordered
+
+
+@dataclass(frozen=True)
+class _Renaming:
+    """What ``ParameterRenamer`` made of a module: its tree (None: unchanged), and each function's renames and refusals."""
+
+    tree: cst.Module | None
+    renamed: Mapping[DefKey, Mapping[str, str]]
+    refused: Mapping[DefKey, tuple[Refusal, ...]]
+
+    @classmethod
+    def of(cls, module: TorchlibModule, wanted: dict[DefKey, dict[str, str]], lines: dict[DefKey, str]) -> _Renaming:
+        """Made once per process for a module's bytes and the renames asked (the runs of a test suite rename the same
+        modules; a tree is never changed in place); a tree an earlier pass edited is renamed as it is."""
+
+        def renamed() -> _Renaming:
+            renamer = ParameterRenamer(wanted, lines)
+            tree = module.tree.visit(renamer)
+            return cls(tree if renamer.changed else None, renamer.renamed, renamer.refused)
+
+        if module.edited:
+            return renamed()
+        return _RENAMINGS.get((module.data, tuple((k, tuple(v.items())) for k, v in wanted.items()), tuple(lines.items())), renamed)
+
+
+_RENAMINGS = Remembered(8)
 
 
 def _record(function: _Function, param: str, new: str, outcome: str, why: str) -> ParameterName:
