@@ -5,26 +5,30 @@ from dataclasses import replace
 import pytest
 
 from migrate.cache import StageCache
-from migrate.evidence.derived import opinfo_evidence, probed_calls
+from migrate.evidence.derived import evidence_of, probed_calls
 from migrate.evidence.opinfo.observations import plans_from_observations
 from migrate.evidence.opinfo.sweep import SweepCache, run_sweep
 from migrate.evidence.probe import catalogue_calls, schema_calls, value_calls
 from migrate.evidence.probe.merge import built_from_schema, probe_plans
-from migrate.runtime.runs import OpInfoId, OpInfoRun, overload_key
+from migrate.pipeline.session import Options, Session
+from migrate.runtime.runs import OpInfoId, OpInfoRun, SweepResult, overload_key
 
 
 @pytest.mark.slow  # reads the whole sweep
 def test_cached_plans_equal_fresh_ones():
-    """Every tenth overload's plans derived afresh here (each plan reads its own overload's calls only) equal the cached."""
+    """Every tenth overload's plans derived afresh here (each plan reads its own overload's calls only) equal the cached
+    ones a run reads (the sweep's runs and the tiny models' joined)."""
     cache = StageCache.at()
     sweep = run_sweep(SweepCache.of(cache), progress=False)  # fills the cache if it is cold
-    evidence = opinfo_evidence(cache, None, False, None)
+    state = Session(Options()).sweep
+    evidence = evidence_of(state)
+    joined = SweepResult(sweep.runs + state.models.runs, sweep.catalogue, sweep.stats)
     chosen = set(sorted(evidence.probe)[::10]) | set(sorted(evidence.opinfo)[::10]) | {"remainder.Scalar"}
     keep = lambda found: tuple(o for o in found if overload_key(o.overload) in chosen)  # noqa: E731
-    opinfo = plans_from_observations(keep(sweep.observations), sweep.catalogue)
+    opinfo = plans_from_observations(keep(joined.observations), sweep.catalogue)
     assert len(opinfo) > 50 and opinfo == {name: evidence.opinfo[name] for name in opinfo}
-    built = schema_calls.STAGE.cached(cache, []) + catalogue_calls.STAGE.cached(cache, []) + value_calls.STAGE.cached(cache, [])  # opinfo_evidence made them if the cache lacked them
-    probe = probe_plans(probed_calls(keep(sweep.probes), keep(built), evidence.observed), keep(sweep.observations))
+    built = schema_calls.STAGE.cached(cache, []) + catalogue_calls.STAGE.cached(cache, []) + value_calls.STAGE.cached(cache, [])  # the run made them if the cache lacked them
+    probe = probe_plans(probed_calls(keep(joined.probes), keep(built), evidence.observed), keep(joined.observations))
     assert len(probe) > 150 and probe == {name: evidence.probe[name] for name in chosen & set(evidence.probe)}
     # remainder.Scalar is seen only inside take_along_dim, never probed there: the calls built from its schema probe it
     assert not any(overload_key(call.overload) == "remainder.Scalar" for call in sweep.probes)

@@ -229,8 +229,3 @@ def recorded_evidence(
     """A recording's runs and built calls derived as the local sweep's are (``migrate.evidence.recording``)."""
     stats = SweepStats(len(catalogue), 0, len(runs), sum(r.samples for r in runs), 0.0)
     return _derive(SweepResult(runs, catalogue, stats), built_calls)
-
-
-def opinfo_evidence(cache: StageCache, jobs: int | None, refresh: bool, only: set[str] | None) -> OpInfoEvidence:
-    """Run what the sweep cache lacks (with ``only``: the OpInfos reaching those overloads), then the plans."""
-    return evidence_of(sweep_state(cache, jobs, refresh, only))
