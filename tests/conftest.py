@@ -26,6 +26,13 @@ from migrate.model.dtypes import named
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules with slow or live tests first, each in its own order: ``./test.sh``'s two workers take whole
+    modules in this order (``--dist loadfile``), so the long ones start early and the workers end together."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("live")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _reference_cpu_paths():
     """ATen called in the tests' own process takes the reference CPU paths the evidence is made on, whatever the host."""
