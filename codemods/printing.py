@@ -1,7 +1,7 @@
 """A module's code with each module-level statement printed once per process.
 
 The walks here leave a statement they do not edit as the very node the module was parsed to
-(``toplevel``), and a process parses a module's bytes once (``migrate.write.torchlib.tree``). So the
+(``toplevel``), and a process parses a module's bytes once (``migrate.torchlib_source.scan.parsed_module``). So the
 rewrites one process makes of the same modules (a test suite's runs, a benchmark's repeats) share the
 text of every statement none of them changed: libcst prints ``ops/core.py`` in most of a second, and
 a rewrite changes a few hundred of its functions. A libcst tree never changes in place, so a node's

@@ -26,6 +26,7 @@ from migrate.model.dtypes import named
 from migrate.model.native import NativeFunctions, installed_native_functions
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The modules with slow or live tests first, each in its own order: ``./test.sh``'s two workers take whole
     modules in this order (``--dist loadfile``), so the long ones start early and the workers end together."""
@@ -71,11 +72,7 @@ def without_exports(folder: Path) -> Path:
     """A cache folder sharing the user's cache (the installed release's facts seeded there first) but for export-check's
     results: every stage is keyed by content, so a test's run reads what any other run derived, and only the export
     stores, whose results a rewrite follows, are the folder's own."""
-    from migrate.cache import StageCache, cache_root
-    from migrate.evidence.recording import seed
-
-    root = cache_root(None)
-    seed(StageCache.at(root))
+    root = _seeded_user_cache().root
     for name in DERIVED_STAGES:
         (root / name).mkdir(parents=True, exist_ok=True)
     folder.mkdir(parents=True, exist_ok=True)
@@ -101,14 +98,21 @@ def facts_only(folder: Path) -> Path:
     """A new cache folder holding the installed release's facts and nothing derived: a copy of those the user's cache
     was filled with from the shipped recording (``seed``), as ``seed`` fills an empty one, without decoding the
     recording again (seconds). For tests of what a run does with the facts, not of how they are filled."""
-    from migrate.cache import StageCache, cache_root
-    from migrate.evidence.recording import seed
+    from migrate.cache import StageCache
     from migrate.runtime import recorded
 
-    user = StageCache.at(cache_root(None))
-    seed(user)
-    shutil.copytree(recorded.folder(user), recorded.folder(StageCache.at(folder)))
+    shutil.copytree(recorded.folder(_seeded_user_cache()), recorded.folder(StageCache.at(folder)))
     return folder
+
+
+def _seeded_user_cache() -> StageCache:
+    """The user's cache, the installed release's facts seeded there first (once: a second call finds them there)."""
+    from migrate.cache import StageCache, cache_root
+    from migrate.evidence.recording import seed
+
+    cache = StageCache.at(cache_root(None))
+    seed(cache)
+    return cache
 
 
 def seeded_cache(tmp_path_factory, name: str = "cache") -> Path:

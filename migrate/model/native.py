@@ -153,7 +153,6 @@ def read_native(path: Path, cache: StageCache) -> NativeFunctions:
 
 def native_of(data: bytes, path: Path, cache: StageCache) -> NativeFunctions:
     """The yaml ``data`` (read from ``path``), its entries scanned once per content (the ``native`` stage)."""
-
     stage = cache.stage("native", "migrate.model.native")
     entries = _SCANNED.get(data, lambda: tuple(stage.get((data,), lambda: _scanned(data, path), list)))
     if not stage.holds(data):  # remembered from a run on another cache folder: this one keeps them too
