@@ -155,7 +155,7 @@ def _cuda_claims(native: NativeFunctions, sources: Sources, name: str) -> Claims
 def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[GlobalSet, ...], list[OverloadPlan], tuple[RecordingSummary, ...]]:
     """The global sets, every overload's plan with its variables named, in file order, and the recordings merged."""
     names = [e.name for e in native.entries]
-    merged = _merged(native, sources)
+    merged = _local_merged(native, sources)
     recorded, summaries = _recorded_sets(native, sources)
     planned = {
         name: with_backends(plan, _cuda_claims(native, sources, name), recorded.get(name, {}), native.has_kernel(native.by_name[name], "CUDA"))
@@ -166,6 +166,17 @@ def _named_plans(native: NativeFunctions, sources: Sources) -> tuple[tuple[Globa
     set_names = {g.dtypes: g.name for g in unions}  # a variable is named by its union's set alone
     named = [name_variables(planned[name], native.by_name[name].schema, set_names) for name in names if name in planned]
     return backend_sets(native, named, unions, sources.existing_sets, sources.global_sets), named, summaries
+
+
+def _local_merged(native: NativeFunctions, sources: Sources) -> dict[str, OverloadPlan]:
+    """The merge of this host's own evidence, made once per process for the sources before their recordings: each
+    recording merged into the same run (a suite's edited recordings) changes its own merge alone."""
+    if not sources.recorded or sources.key is None:
+        return _merged(native, sources)
+    return _LOCAL_MERGED.get(sources.key[: len(sources.key) - len(sources.recorded)], lambda: _merged(native, sources))
+
+
+_LOCAL_MERGED = Remembered(1)
 
 
 def _restricted(sets: tuple[GlobalSet, ...], overloads: list[OverloadPlan]) -> Plan:
@@ -190,6 +201,8 @@ def _cached(native: NativeFunctions, sources: Sources, stage: Stage | None) -> d
     def make() -> dict:
         found = sources.complete()
         sets, overloads, recordings = _named_plans(native, found)
+        if sources.key is not None:  # the plans the stage keeps are these: this process need not unpickle them
+            _DECODED.get(sources.key, lambda: {o.name: o for o in overloads})
         return {
             "recordings": recordings,
             "sets": sets,
