@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
+from migrate.cache import Remembered
 from migrate.errors import InputError
 from migrate.model.autocast import Policies, ordered
 from migrate.model.backends import BACKEND_KEYS, BackendSet
@@ -427,14 +428,22 @@ class Plan:
 
     @classmethod
     def read(cls, path: Path | str) -> Plan:
-        """Read a plan file; a bad part is reported with the line and overload it is in."""
+        """Read a plan file; a bad part is reported with the line and overload it is in. A process parses a text once
+        (``docs`` and ``docs --check`` read one report; a suite's runs are given one plan again and again)."""
         try:
             text = Path(path).read_text()
-            obj = json.loads(text)
         except OSError as exc:
             raise InputError(f"cannot read the plan: {exc.strerror}", path) from exc
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"the plan is not JSON: {getattr(exc, 'msg', exc)}", path, getattr(exc, "lineno", None)) from exc
+        except UnicodeDecodeError as exc:
+            raise InputError(f"the plan is not JSON: {exc}", path) from exc
+        return _READ.get(text, lambda: cls._parse(text, path))
+
+    @classmethod
+    def _parse(cls, text: str, path: Path | str) -> Plan:
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"the plan is not JSON: {exc.msg}", path, exc.lineno) from exc
         if not isinstance(obj, dict) or obj.get("version") != FORMAT_VERSION:
             raise InputError(version_problem(obj.get("version") if isinstance(obj, dict) else None), path, 1)
         parts: list[tuple[str, Any, Any]] = [("global_sets", g, GlobalSet) for g in obj.get("global_sets", ())]
@@ -449,6 +458,9 @@ class Plan:
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise InputError(f"malformed plan entry: {exc!r}", path, line_of(text, name), name) from exc
         return cls(tuple(parsed["global_sets"]), tuple(parsed["overloads"]), obj.get("summary", {}))
+
+
+_READ = Remembered(1)  # a full run's report is tens of MB
 
 
 def version_problem(version: Any) -> str:
