@@ -203,14 +203,14 @@ def test_unwritable_output_writes_nothing(workdir, capfd):
 
 
 def test_input_changed_on_disk_between_read_and_write(workdir, capfd, monkeypatch):
-    real_apply = session_module.apply_plan
+    real_migrate = session_module.Session.migrate
 
-    def apply_then_someone_edits(native, *args, **kwargs):
-        result = real_apply(native, *args, **kwargs)
-        native.path.write_text(native.path.read_text() + "\n# edited meanwhile\n")
-        return result
+    def migrate_then_someone_edits(session, *args, **kwargs):
+        migration = real_migrate(session, *args, **kwargs)
+        session.native.path.write_text(session.native.path.read_text() + "\n# edited meanwhile\n")
+        return migration
 
-    monkeypatch.setattr(session_module, "apply_plan", apply_then_someone_edits)
+    monkeypatch.setattr(session_module.Session, "migrate", migrate_then_someone_edits)
     code, _, err = run_cli(capfd, *ARGS)
     assert code == 2 and "changed on disk since it was read" in err and "native_functions.yaml" in err
     assert (workdir / "native_functions.yaml").read_text().endswith("# edited meanwhile\n")

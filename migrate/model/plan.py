@@ -428,18 +428,27 @@ class Plan:
 
     @classmethod
     def read(cls, path: Path | str) -> Plan:
-        """Read a plan file; a bad part is reported with the line and overload it is in. A process parses a text once
-        (``docs`` and ``docs --check`` read one report; a suite's runs are given one plan again and again)."""
+        """Read a plan file; a bad part is reported with the line and overload it is in."""
+        return cls.parse(cls.text_of(path), path)
+
+    @staticmethod
+    def text_of(path: Path | str) -> str:
+        """A plan file's text (``InputError`` when it cannot be read as text)."""
         try:
-            text = Path(path).read_text()
+            return Path(path).read_text()
         except OSError as exc:
             raise InputError(f"cannot read the plan: {exc.strerror}", path) from exc
         except UnicodeDecodeError as exc:
             raise InputError(f"the plan is not JSON: {exc}", path) from exc
-        return _READ.get(text, lambda: cls._parse(text, path))
 
     @classmethod
-    def _parse(cls, text: str, path: Path | str) -> Plan:
+    def parse(cls, text: str, path: Path | str) -> Plan:
+        """The plan of a file's text, read from ``path``, parsed once per process (``docs`` and ``docs --check`` read
+        one report; a suite's runs are given one plan again and again)."""
+        return _READ.get(text, lambda: cls._parsed(text, path))
+
+    @classmethod
+    def _parsed(cls, text: str, path: Path | str) -> Plan:
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:

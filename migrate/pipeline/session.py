@@ -450,9 +450,11 @@ class Session:
             self._seeding = forked(functools.partial(seed, self.cache))  # seconds of JSON, beside the yaml's and torchlib's
         self.validate()
         earlier = self._earlier(request)  # before any evidence: a folder the run cannot continue from costs nothing
+        given = None  # the --plan file's text
         if plan_path is not None:
             self.torchlib  # scanned (and its warnings printed) before any evidence is gathered
-            plan, observed, evidence_summary = Plan.read(plan_path), frozenset(), {}
+            given = Plan.text_of(plan_path)
+            plan, observed, evidence_summary = Plan.parse(given, plan_path), frozenset(), {}
             pool = plan.global_sets
         else:
             if request.report is not None and "probe" in self.options.evidence and RUNTIME_EVIDENCE & set(self.options.evidence):
@@ -466,7 +468,7 @@ class Session:
         if selected is not None:
             kept = tuple(o for o in plan.overloads if o.name in selected)
             plan = Plan(sets_used(pool, kept), kept) if earlier is not None and plan_path is None else replace(plan, overloads=kept)
-        applied = self._applied(plan, observed, request.overwrite, plan_path)
+        applied = self._applied(plan, observed, request.overwrite, plan_path, given)
         result, sections = applied.result, applied.sections
         native_functions, type_constraints = result.native_functions, result.type_constraints
         if earlier is not None:
@@ -523,14 +525,14 @@ class Session:
         overloads = (*written_plan.overloads, *carried)
         return Plan(sets_used(pool, overloads), overloads)
 
-    def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None) -> Applied:
+    def _applied(self, plan: Plan, observed: frozenset[str], overwrite: bool, plan_path: Path | None, given: str | None) -> Applied:
         """The plan applied to the yaml, with the summary's sections that the plan and the written yaml give, and what
         of the plan torchlib's rewrite reads (``written_form``, its cache's key).
 
         An inferred plan is known by what it was inferred from (the plans stage's key), the autocast policies added
-        to it and the overloads selected: the ``applied`` stage keeps its result under those and the yaml it is
-        applied to, so a warm run reads it instead of writing the yaml and counting every variable's verdicts again.
-        A --plan file is applied as is.
+        to it and the overloads selected; a --plan file by its text (``given``) and the overloads selected: the
+        ``applied`` stage keeps its result under those and the yaml and sets it is applied to, so a warm run reads it
+        instead of writing the yaml and counting every variable's verdicts again.
         """
         selected = self.selected
         made: list[Applied] = []  # what apply made this run, its written plan computed once
@@ -545,15 +547,18 @@ class Session:
             made.append(applied)
             return result, sections, applied.written
 
-        key = self.sources.key if plan_path is None else None
-        if key is None:
+        scope = ",".join(sorted(selected)) if selected is not None else "\0all"
+        if given is not None:
+            key = ("--plan", given, self.native.data, self.sets_file.data or b"", scope, str(overwrite))
+        elif self.sources.key is not None:
+            autocast = self.sources.autocast
+            policies = repr(sorted(autocast.policies.items())) if autocast is not None else ""
+            # the plans' key names the plain yaml: the declarations apply keeps or replaces are the input's own
+            key = (*self.sources.key, self.native.data, policies, scope, str(overwrite))
+        else:
             apply()
             return made[0]
-        autocast = self.sources.autocast
-        policies = repr(sorted(autocast.policies.items())) if autocast is not None else ""
-        scope = ",".join(sorted(selected)) if selected is not None else "\0all"
-        # the plans' key names the plain yaml: the declarations apply keeps or replaces are the input's own
-        stored = self.cache.stage("applied").get((*key, self.native.data, policies, scope, str(overwrite)), apply, kind=tuple)
+        stored = self.cache.stage("applied").get(key, apply, kind=tuple)
         return made[0] if made else Applied(plan, *stored)
 
     def _evidence_summary(self, inference: Inference) -> dict:
