@@ -14,7 +14,7 @@ from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 from migrate.write.native_functions import KEPT, UNCHANGED, WRITTEN, apply_plan, lower
-from tests.conftest import FIXTURES, FLOATS, all_slots_plan, lint_round_trip
+from tests.conftest import FIXTURES, FLOATS, REAL_NATIVE_FUNCTIONS, all_slots_plan, lint_round_trip
 
 
 def _apply(path: Path, plan: Plan, overwrite: bool = False):
@@ -28,11 +28,20 @@ def _write(path: Path, result) -> None:
         sibling_constraints_path(path).write_bytes(result.type_constraints)
 
 
-def test_all_slots_plan_then_lower_gives_the_input_back(real_copy):
+@pytest.fixture(scope="module")
+def all_slots(tmp_path_factory):
+    """The all-slots plan applied to a copy of the installed yaml, once for the tests that read what it gives (a
+    second of work each): the plan and the result."""
+    path = tmp_path_factory.mktemp("all-slots") / "native_functions.yaml"
+    shutil.copyfile(REAL_NATIVE_FUNCTIONS, path)
+    plan = all_slots_plan(NativeFunctions.load(path))
+    return plan, _apply(path, plan)
+
+
+def test_all_slots_plan_then_lower_gives_the_input_back(real_copy, all_slots):
     original = real_copy.read_bytes()
     native = NativeFunctions.load(real_copy)
-    plan = all_slots_plan(native)
-    result = _apply(real_copy, plan)
+    result = all_slots[1]
     assert result.native_functions != original
     assert {o.status for o in result.outcomes} == {WRITTEN, UNCHANGED}
     _write(real_copy, result)
@@ -42,9 +51,8 @@ def test_all_slots_plan_then_lower_gives_the_input_back(real_copy):
     assert lower(written).encode() == original
 
 
-def test_applying_twice_equals_applying_once(real_copy):
-    plan = all_slots_plan(NativeFunctions.load(real_copy))
-    first = _apply(real_copy, plan)
+def test_applying_twice_equals_applying_once(real_copy, all_slots):
+    plan, first = all_slots
     _write(real_copy, first)
     second = _apply(real_copy, plan)
     assert second.native_functions == first.native_functions
@@ -61,10 +69,10 @@ def test_a_plan_that_changes_nothing_changes_no_byte(real_copy):
     assert result.type_constraints is None
 
 
-def test_only_func_lines_change_and_only_constraint_lines_are_added(real_copy):
+def test_only_func_lines_change_and_only_constraint_lines_are_added(all_slots):
     """True/False case, end-of-line comment columns, blank lines: every other line is the same line."""
-    original = real_copy.read_text().splitlines()
-    written = _apply(real_copy, all_slots_plan(NativeFunctions.load(real_copy))).native_functions.decode().splitlines()
+    original = REAL_NATIVE_FUNCTIONS.read_text().splitlines()
+    written = all_slots[1].native_functions.decode().splitlines()
     kept = [line for line in written if not line.startswith("  type_constraints: {")]
     assert len(kept) == len(original)
     for before, after in zip(original, kept):
@@ -86,18 +94,18 @@ def _comment_owners(lines: list[str]) -> list[tuple[int, str | None]]:
     return owners + [(i, None) for i in pending]
 
 
-def test_every_comment_stays_above_the_same_operator(real_copy):
-    original = real_copy.read_text().splitlines()
+def test_every_comment_stays_above_the_same_operator(all_slots):
+    original = REAL_NATIVE_FUNCTIONS.read_text().splitlines()
     comment_lines = sum(1 for line in original if line.lstrip().startswith("#"))
-    written = _apply(real_copy, all_slots_plan(NativeFunctions.load(real_copy))).native_functions.decode().splitlines()
+    written = all_slots[1].native_functions.decode().splitlines()
     before, after = _comment_owners(original), _comment_owners(written)
     assert len(before) == comment_lines > 0
     assert after == before
 
 
 @pytest.mark.slow  # PyTorch's lint round trip of the whole real yaml
-def test_written_file_survives_thelint_round_trip(real_copy):
-    result = _apply(real_copy, all_slots_plan(NativeFunctions.load(real_copy)))
+def test_written_file_survives_thelint_round_trip(all_slots):
+    result = all_slots[1]
     text = result.native_functions.decode()
     assert lint_round_trip(text) == text
     sets = result.type_constraints.decode()
