@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")"
 VENV_EXTRAS=test,models source scripts/venv.sh
 source scripts/chromium.sh
-exec python -m pytest -n 2 --dist loadfile "$@"
+exec python -m pytest -n 2 --dist loadfile --no-loadscope-reorder "$@"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import functools
 import gc
 import io
@@ -28,10 +29,12 @@ from migrate.model.plan import GlobalSet, OverloadPlan, Plan, Variable
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules with slow or live tests first, each in its own order: ``./test.sh``'s two workers take whole
-    modules in this order (``--dist loadfile``), so the long ones start early and the workers end together."""
+    """The modules with slow or live tests first, those with more tests before the others of their kind, each module's
+    tests in their own order: ``./test.sh``'s two workers take whole modules in this order (``--dist loadfile
+    --no-loadscope-reorder``), so the long ones start early and the workers end together."""
     slow = {item.path for item in items if item.get_closest_marker("slow") or item.get_closest_marker("live")}
-    items.sort(key=lambda item: item.path not in slow)
+    tests = collections.Counter(item.path for item in items)
+    items.sort(key=lambda item: (item.path not in slow, -tests[item.path], str(item.path)))
 
 
 @pytest.fixture(autouse=True, scope="session")
