@@ -14,7 +14,7 @@ if [ ! -e "$stamp" ]; then
   # uv installs the wheels (torch's thousands of files) in a fraction of pip's time, with the same wheel sources as pip
   # is configured with (its find-links); pip is the fallback. Neither compiles the modules: each is compiled when first imported.
   links="${PIP_FIND_LINKS:-$("$venv/bin/python" -m pip config get global.find-links 2>/dev/null || true)}"
-  if ! { "$venv/bin/python" -m pip install -q uv && "$venv/bin/python" -m uv pip install --python "$venv/bin/python" \
+  if ! { { "$venv/bin/python" -m uv --version || "$venv/bin/python" -m pip install -q uv; } && "$venv/bin/python" -m uv pip install --python "$venv/bin/python" \
            ${links:+--find-links "$links"} -e "$root${extras:+[$extras]}"; } > "$venv/install.log" 2>&1 &&
      ! "$venv/bin/python" -m pip install --no-compile -e "$root${extras:+[$extras]}" >> "$venv/install.log" 2>&1; then
     cat "$venv/install.log" >&2
