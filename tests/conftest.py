@@ -6,6 +6,7 @@ import collections
 import functools
 import gc
 import io
+import json
 import os
 import re
 import shutil
@@ -179,6 +180,13 @@ def all_slots_plan(native: NativeFunctions) -> Plan:
         )
         overloads.append(OverloadPlan(entry.name, variables))
     return Plan((GlobalSet("TFloat", FLOATS, "Floating-point tensors."),), tuple(overloads))
+
+
+@functools.lru_cache(maxsize=2)
+def report_of(folder: Path) -> dict:
+    """The report.json of a run's folder, parsed once per process (a full run's is 36 MB of JSON, half a second): the
+    tests of a session's run read it and never change it."""
+    return json.loads((folder / "report.json").read_text())
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -13,10 +13,13 @@ from migrate.model.dtypes import TENSOR_DTYPES
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
 from migrate.model.promotion import INT_TO_LONG
+from tests.conftest import report_of
 
 pytestmark = pytest.mark.slow  # the full run
 
 BACKENDS = ("CPU", "CUDA")
+
+
 def _families(native: NativeFunctions) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for entry in native.entries:
@@ -89,8 +92,6 @@ OUT_INPUTS = {  # (out=, an input its own calls cast together with the out tenso
 @pytest.mark.parametrize("overload, slot", sorted(OUT_INPUTS))
 def test_an_input_an_out_overload_only_reads_takes_the_functionals_dtypes_not_the_out_tensors(full_run: Path, overload, slot):
     """Its own calls cast the input together with ``out`` and ATen refused the out tensor; one kernel reads the input."""
-    import json
-
     path = full_run / "native_functions.yaml"
     native = NativeFunctions.load(path)
     sets = GlobalSetsFile.load(sibling_constraints_path(path)).by_name
@@ -99,7 +100,7 @@ def test_an_input_an_out_overload_only_reads_takes_the_functionals_dtypes_not_th
     theirs, _ = _sets(native, sets, functional)
     written = [s.name for s in native.by_name[overload].schema.slots if not s.is_return and "!" in s.alias]
     assert ours[slot] == theirs[slot] and ours_variable[slot] != ours_variable[written[0]]
-    report = json.loads((full_run / "report.json").read_text())
+    report = report_of(full_run)
     (plan,) = [o for o in report["overloads"] if o["name"] == overload]
     (out,) = [v for v in plan["variables"] if written[0] in v["binds"]]
     assert slot not in out["binds"] and OUT_INPUTS[overload, slot] in " ".join(out["verdicts"]["messages"].values())
@@ -156,10 +157,8 @@ def test_an_alias_declares_what_its_target_declares(full_run: Path, alias):
 
 
 def test_the_summary_counts_the_families_the_siblings_that_took_claims_and_the_entries_no_kernel_backs(full_run: Path):
-    import json
-
     native = NativeFunctions.load(full_run / "native_functions.yaml")
-    backends = json.loads((full_run / "report.json").read_text())["summary"]["backends"]
+    backends = report_of(full_run)["summary"]["backends"]
     families = _families(native)
     assert backends["families"] == {"structured_delegate": len(families), "members": sum(len(m) + 1 for m in families.values())}
     assert backends["family_claims"]["overloads"] >= 50 and backends["family_claims"]["pairs"] >= backends["family_claims"]["overloads"]

@@ -28,4 +28,5 @@ def test_values_are_written_as_the_standard_librarys_indenting_encoder_writes_th
 
 def test_the_full_runs_report_is_written_as_the_standard_library_writes_it(full_run):
     text = (full_run / "report.json").read_text()
-    assert indented(json.loads(text)) + "\n" == text == json.dumps(json.loads(text), indent=1) + "\n"
+    value = json.loads(text)
+    assert indented(value) + "\n" == text == json.dumps(value, indent=1) + "\n"

@@ -25,7 +25,7 @@ from migrate.cli import main
 from migrate.cache import StageCache
 from migrate.torchlib_source.resolve import scan_torchlib
 from migrate.model.native import NativeFunctions
-from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, run_cli
+from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, report_of, run_cli
 from tests.test_yaml_writer import _comment_owners
 
 pytestmark = pytest.mark.slow  # full runs on other releases' files
@@ -72,11 +72,11 @@ class ReleaseRun:
 
     @property
     def summary(self) -> dict:
-        return json.loads((self.out / "report.json").read_text())["summary"]
+        return self.report["summary"]
 
     @property
     def report(self) -> dict:
-        return json.loads((self.out / "report.json").read_text())
+        return report_of(self.out)
 
 
 @pytest.fixture(scope="module", params=[OLD_TORCH, RECENT_TORCH])

@@ -4,7 +4,6 @@ full run's entries."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from migrate.model.dtypes import named
 from migrate.model.plan import PROBE, Evidence, OverloadPlan, Variable
 from migrate.model.schema import TypedSchema
 from migrate.model.verdict import ACCEPTED, PROBE_CALL, REJECTED, RETURNED, Verdict
-from tests.conftest import run_cli
+from tests.conftest import report_of, run_cli
 
 COMPLEX = named("complex64", "complex128")
 
@@ -131,7 +130,7 @@ def test_the_norms_backwards_follow_the_gradients_computation_dtype_and_show_say
     shown = capfd.readouterr().out
     said = "(or the dtype T has in the call; or opmath(T): float32 for float16, bfloat16; complex64 for complex32)"
     assert f"    weight, bias, return.1, return.2: U = [input.dtype, opmath(input.dtype)] {said}\n" in shown  # whole: under 200 characters
-    report = json.loads((full_run / "report.json").read_text())
+    report = report_of(full_run)
     plan = next(o for o in report["overloads"] if o["name"] == "native_layer_norm")
     weight = next(v for v in plan["variables"] if "weight" in v["binds"])
     assert weight["opmath"] == weight["follows"] and weight["dtypes"] == []

@@ -16,7 +16,7 @@ from migrate.model.declared import declared_variables
 from migrate.model.dtypes import DType
 from migrate.model.global_sets import GlobalSetsFile
 from migrate.model.native import NativeFunctions, sibling_constraints_path
-from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, real_copies, run_cli, snapshot, without_exports
+from tests.conftest import REAL_NATIVE_FUNCTIONS, lint_round_trip, real_copies, report_of, run_cli, snapshot, without_exports
 
 pytestmark = pytest.mark.slow  # full real runs
 
@@ -87,7 +87,7 @@ def test_every_declared_variable_accepts_every_observed_dtype(migrated):
 
 
 def test_coverage_and_sources_are_in_the_report(migrated):
-    report = json.loads((migrated / "report.json").read_text())
+    report = report_of(migrated)
     coverage = report["summary"]["coverage"]
     assert coverage["entries_with_tensor_slots"] > 2000
     assert 0 < coverage["entries_typed"] <= coverage["entries_with_tensor_slots"]
@@ -115,7 +115,7 @@ def test_written_entries_of_the_must_show_ops(migrated):
 
 
 def test_coverage_target_and_probe_counts_in_the_summary(migrated):
-    summary = json.loads((migrated / "report.json").read_text())["summary"]
+    summary = report_of(migrated)["summary"]
     assert summary["coverage"]["entry_share"] >= 0.80
     assert summary["probe"]["slots_widened"] > 0 and summary["probe"]["variables_split"] > 0
     assert summary["probe"]["overloads_from_built_calls"] > 100
@@ -126,7 +126,7 @@ def test_coverage_target_and_probe_counts_in_the_summary(migrated):
 
 def test_the_run_annotates_every_settled_autocast_registration(migrated):
     """Entries annotated per key equal the dispatcher's registrations for every key a run settled; CPU's all observed."""
-    autocast = json.loads((migrated / "report.json").read_text())["summary"]["autocast"]
+    autocast = report_of(migrated)["summary"]["autocast"]
     unsettled = {u["key"] for u in autocast["unresolved"]}
     for key, registered in autocast["registrations"].items():
         if key not in unsettled:
@@ -239,7 +239,7 @@ def test_the_written_yaml_speaks_the_named_vocabulary(migrated):
     # letter in the schema and a T: Name line) 3.6 more; the promotions of the kernels that forward to a promoting
     # overload (__and__.Scalar's) 0.1 more
     assert growth <= 0.275
-    spelling = json.loads((migrated / "report.json").read_text())["summary"]["spelling"]
+    spelling = report_of(migrated)["summary"]["spelling"]
     assert (spelling["variables_written"], spelling["variables_named"]) == (variables, named)
     assert (spelling["constraints_lines"], spelling["longest_constraints_line"]) == (len(lines), max(lines))
     assert spelling["yaml_growth"] == round(growth, 4)
@@ -273,7 +273,7 @@ def test_every_global_set_is_used_described_and_named_from_its_contents(migrated
 
     native = NativeFunctions.load(migrated / "native_functions.yaml")
     sets_file = GlobalSetsFile.load(sibling_constraints_path(migrated / "native_functions.yaml"))
-    report = json.loads((migrated / "report.json").read_text())
+    report = report_of(migrated)
     entries_of = Counter()
     for overload in report["overloads"]:
         entries_of.update({tuple(v["dtypes"]) for v in overload["variables"]})
