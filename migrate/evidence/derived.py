@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from migrate.cache import Stage, StageCache, made_once
+from migrate.cache import Remembered, Stage, StageCache, made_once
 from migrate.evidence.opinfo import observations as observations_module
 from migrate.evidence.opinfo import forwards as forwards_module
 from migrate.evidence.opinfo.forwards import Forward, MetadataKernel
@@ -187,16 +187,12 @@ def sweep_summary(state: SweepState) -> SweepSummary:
     return summary
 
 
-_made: dict[tuple[str, str, int, int], OpInfoEvidence] = {}  # per process: a run asks twice (its summary, its sources)
+_MADE = Remembered(1)  # per process, one state's at a time (the plans are large): a run asks twice (its summary, its sources)
 
 
 def evidence_of(state: SweepState) -> OpInfoEvidence:
     """The per-overload plans of the cached runs: derived when the cache changed, else read; once per process."""
-    key = (str(state.cache.root), state.key, state.ran, state.present)
-    if key not in _made:
-        _made.clear()  # one state's at a time: the plans are large
-        _made[key] = _evidence_of(state)
-    return _made[key]
+    return _MADE.get((str(state.cache.root), state.key, state.ran, state.present), lambda: _evidence_of(state))
 
 
 def _evidence_of(state: SweepState) -> OpInfoEvidence:
